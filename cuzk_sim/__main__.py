@@ -1,0 +1,3 @@
+from cuzk_sim.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""SimPy model of GPU workers, allocators, engines and host memory."""

@@ -1,0 +1,212 @@
+"""The plan: the ordered steps one GPU worker performs for one partition.
+
+This is the contract between provers and the simulator. A prover (the documented cuzk
+engine in `cuzk_sim.plans`, or our own `cuzk_sim.gpu` prover by dry run or trace) emits a
+`Plan`; the SimPy model executes any plan generically. Sizes are plain integers (bytes,
+elements, points) computed from the circuit shape by the plan builder.
+
+Steps are frozen dataclasses, one per op. Control flow is flat: an `alloc` that may fail
+names a `fallback` label; execution then continues after the matching `label` step, and
+`goto` jumps unconditionally. JSON form: ``{"name": ..., "steps": [{"op": "alloc", ...}]}``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal
+
+MutexScope = Literal["device", "process", "global", "none"]
+Allocator = Literal["sync", "async", "caching"]
+Direction = Literal["HtoD", "DtoH", "DtoD"]
+
+
+@dataclass(frozen=True)
+class Lock:
+    """Acquire a mutex. scope: one per `device`, per `process`, one `global` for all devices,
+    or `none` (the step is a no-op: workers enter unguarded)."""
+
+    mutex: str
+    scope: MutexScope = "device"
+    op: Literal["lock"] = "lock"
+
+
+@dataclass(frozen=True)
+class Unlock:
+    mutex: str
+    scope: MutexScope = "device"
+    op: Literal["unlock"] = "unlock"
+
+
+@dataclass(frozen=True)
+class Alloc:
+    """Allocate a named device buffer.
+
+    allocator: `sync` (cudaMalloc: fails at once), `async` (cudaMallocAsync pool),
+    `caching` (CuPy/PyTorch-style pool). persistent: never freed by the plan (e.g. the
+    per-GPU `d_a` cache); with `per_device` it is allocated once per device and shared by
+    every worker there. margin: memory-aware allocation — succeed only if the free bytes
+    (cudaMemGetInfo) are at least bytes + margin. fallback: label to continue at on
+    failure instead of panicking. note: a cuzk-style log tag for this step.
+    """
+
+    buffer: str
+    bytes: int
+    allocator: Allocator = "sync"
+    persistent: bool = False
+    per_device: bool = False
+    margin: int | None = None
+    fallback: str | None = None
+    note: str = ""
+    op: Literal["alloc"] = "alloc"
+
+
+@dataclass(frozen=True)
+class Free:
+    buffer: str
+    op: Literal["free"] = "free"
+
+
+@dataclass(frozen=True)
+class Copy:
+    """A host<->device copy. stream: copies on a stream other than `compute` are issued
+    asynchronously (they overlap the worker's kernels) until a `sync` on that stream."""
+
+    name: str
+    bytes: int
+    direction: Direction = "HtoD"
+    pinned: bool = False
+    stream: str = "compute"
+    op: Literal["copy"] = "copy"
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """Device work. kind selects the cost model of the calibration profile (`ntt`,
+    `msm_g1`, `msm_g2`, `batch_add_g1`, `pointwise`, ...); size is elements or points."""
+
+    name: str
+    kind: str
+    size: int
+    stream: str = "compute"
+    op: Literal["kernel"] = "kernel"
+
+
+@dataclass(frozen=True)
+class Cpu:
+    """Host work (synthesis, prep_msm, B_G2 MSM on the CPU); threads: cores it occupies."""
+
+    name: str
+    kind: str
+    size: int
+    threads: int = 1
+    op: Literal["cpu"] = "cpu"
+
+
+@dataclass(frozen=True)
+class Sync:
+    """Wait until everything issued on `stream` has finished."""
+
+    stream: str
+    op: Literal["sync"] = "sync"
+
+
+@dataclass(frozen=True)
+class Label:
+    name: str
+    op: Literal["label"] = "label"
+
+
+@dataclass(frozen=True)
+class Goto:
+    label: str
+    op: Literal["goto"] = "goto"
+
+
+Step = Lock | Unlock | Alloc | Free | Copy | Kernel | Cpu | Sync | Label | Goto
+
+STEP_TYPES: dict[str, type] = {
+    cls.__dataclass_fields__["op"].default: cls  # type: ignore[attr-defined]
+    for cls in (Lock, Unlock, Alloc, Free, Copy, Kernel, Cpu, Sync, Label, Goto)
+}
+
+
+class PlanError(ValueError):
+    """A plan that cannot be executed; the message names the step index and field."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    steps: tuple[Step, ...]
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "meta": self.meta, "steps": [asdict(s) for s in self.steps]}
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "<plan>") -> Plan:
+        if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
+            raise PlanError(f"{source}: expected an object with a list 'steps'")
+        steps = []
+        for i, raw in enumerate(data["steps"]):
+            if not isinstance(raw, dict) or raw.get("op") not in STEP_TYPES:
+                raise PlanError(
+                    f"{source}: steps[{i}].op must be one of {sorted(STEP_TYPES)}, "
+                    f"got {raw.get('op') if isinstance(raw, dict) else raw!r}"
+                )
+            step_cls = STEP_TYPES[raw["op"]]
+            known = {f.name for f in fields(step_cls)}
+            unknown = set(raw) - known
+            if unknown:
+                raise PlanError(
+                    f"{source}: steps[{i}] ({raw['op']}): unknown field(s) "
+                    f"{sorted(unknown)}; known: {sorted(known)}"
+                )
+            try:
+                steps.append(step_cls(**raw))
+            except TypeError as e:
+                raise PlanError(f"{source}: steps[{i}] ({raw['op']}): {e}") from None
+        plan = cls(
+            name=str(data.get("name", source)), steps=tuple(steps), meta=dict(data.get("meta", {}))
+        )
+        plan.validate(source)
+        return plan
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "<plan>") -> Plan:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise PlanError(f"{source}: not JSON: {e}") from None
+        return cls.from_dict(data, source)
+
+    def validate(self, source: str = "<plan>") -> None:
+        """Static checks: sizes non-negative, labels defined once, every jump target exists,
+        no buffer allocated twice without a free in straight-line order."""
+        labels: set[str] = set()
+        for i, s in enumerate(self.steps):
+            if isinstance(s, Label):
+                if s.name in labels:
+                    raise PlanError(f"{source}: steps[{i}]: label {s.name!r} defined twice")
+                labels.add(s.name)
+        for i, s in enumerate(self.steps):
+            for fname in ("bytes", "size", "margin", "threads"):
+                v = getattr(s, fname, None)
+                if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                    raise PlanError(
+                        f"{source}: steps[{i}] ({s.op}).{fname} must be a "
+                        f"non-negative integer, got {v!r}"
+                    )
+            target = getattr(s, "fallback", None) or getattr(s, "label", None)
+            if target is not None and target not in labels:
+                raise PlanError(
+                    f"{source}: steps[{i}] ({s.op}) jumps to undefined label {target!r}"
+                )
+
+    def buffers(self) -> list[tuple[str, int]]:
+        """(buffer, bytes) of every alloc step, in order."""
+        return [(s.buffer, s.bytes) for s in self.steps if isinstance(s, Alloc)]

@@ -1,0 +1,1 @@
+"""Plan builders: the documented cuzk/supraseal engine and its variants."""

@@ -1,0 +1,1 @@
+"""Calibration profiles (TOML) shipped with the package."""

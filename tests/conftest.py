@@ -1,0 +1,57 @@
+"""Shared pytest configuration: hypothesis profiles and the `gpu` / `interop` markers.
+
+Hypothesis profile: $CUZK_HYPOTHESIS_PROFILE if set, else `ci` when CI=true, else `dev`.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    max_examples=25,
+    deadline=None,  # pairing-heavy examples take seconds
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    print_blob=True,
+)
+settings.register_profile(
+    "dev", max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "thorough", max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+_default_profile = "ci" if os.environ.get("CI", "").lower() in ("1", "true", "yes") else "dev"
+settings.load_profile(os.environ.get("CUZK_HYPOTHESIS_PROFILE", _default_profile))
+
+
+@functools.cache
+def cuda_unavailable_reason() -> str | None:
+    """None when a CUDA device is usable through CuPy, else why not."""
+    try:
+        import cupy
+    except Exception as e:  # ImportError, or a broken CUDA install
+        return f"CuPy is not importable ({type(e).__name__}: {e})"
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:
+        return f"no CUDA device visible ({type(e).__name__}: {e})"
+    return None if n > 0 else "no CUDA device visible (device count 0)"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    gpu_items = [it for it in items if "gpu" in it.keywords]
+    if gpu_items:
+        reason = cuda_unavailable_reason()
+        if reason:
+            for it in gpu_items:
+                it.add_marker(pytest.mark.skip(reason=f"gpu test: {reason}"))
+    interop_items = [it for it in items if "interop" in it.keywords]
+    if interop_items and shutil.which("node") is None:
+        for it in interop_items:
+            it.add_marker(pytest.mark.skip(reason="interop test: node is not on PATH"))
