@@ -63,6 +63,10 @@ class Alloc:
 
 @dataclass(frozen=True)
 class Free:
+    """Free a buffer. Freeing a buffer that is not live is a no-op (like cudaFree(nullptr)),
+    so a fallback path may free what its failed branch may or may not have allocated;
+    freeing a persistent buffer is a no-op too."""
+
     buffer: str
     op: Literal["free"] = "free"
 
@@ -94,12 +98,16 @@ class Kernel:
 
 @dataclass(frozen=True)
 class Cpu:
-    """Host work (synthesis, prep_msm, B_G2 MSM on the CPU); threads: cores it occupies."""
+    """Host work (synthesis, prep_msm, B_G2 MSM on the CPU); threads: cores it occupies.
+
+    stream: `host` work blocks the worker; work on any other stream runs in a helper
+    thread (cuzk's prep_msm and B_G2 threads) until a `sync` on that stream joins it."""
 
     name: str
     kind: str
     size: int
     threads: int = 1
+    stream: str = "host"
     op: Literal["cpu"] = "cpu"
 
 
@@ -122,6 +130,10 @@ class Goto:
     label: str
     op: Literal["goto"] = "goto"
 
+
+# The shared vocabulary of work kinds; every calibration profile prices each of them.
+KERNEL_KINDS = ("ntt", "pointwise", "msm_g1", "msm_g2", "batch_add_g1", "batch_add_g2")
+CPU_KINDS = ("synthesis", "prep_msm", "msm_g2_cpu", "assemble")
 
 Step = Lock | Unlock | Alloc | Free | Copy | Kernel | Cpu | Sync | Label | Goto
 

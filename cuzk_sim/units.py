@@ -1,0 +1,89 @@
+"""Quantities with units, as people write them in scenarios and profiles.
+
+Sizes are binary ("16 GiB", "4096 MiB") or decimal ("6 GB"); times take ns..h
+("690 ms", "2 h"); bandwidths are a size per second ("24 GiB/s"). Every parser returns a
+plain number (bytes as int, seconds as float) and raises `UnitError` naming what it
+expected, so callers can prefix the file and key path.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+SIZE_UNITS: dict[str, int] = {
+    "B": 1,
+    "KiB": 2**10,
+    "MiB": 2**20,
+    "GiB": 2**30,
+    "TiB": 2**40,
+    "kB": 10**3,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+}
+TIME_UNITS: dict[str, float] = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "min": 60.0,
+    "h": 3600.0,
+}
+
+_QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-zµ/]+)\s*$")
+
+
+class UnitError(ValueError):
+    """A quantity that does not parse; the message says what was expected."""
+
+
+def _split(text: object, what: str, units: dict) -> tuple[float, str]:
+    if isinstance(text, bool) or not isinstance(text, str):
+        raise UnitError(f"expected {what} as a string with a unit, got {text!r}")
+    if text.strip().startswith("-"):
+        raise UnitError(f"expected a non-negative {what}, got {text!r}")
+    m = _QUANTITY.match(text)
+    if not m or m.group(2) not in units:
+        raise UnitError(f"expected {what} like '{_example(what)}' (units: {', '.join(units)}), "
+                        f"got {text!r}")
+    return float(m.group(1)), m.group(2)
+
+
+def _example(what: str) -> str:
+    return {"size": "16 GiB", "duration": "690 ms"}.get(what, "24 GiB/s")
+
+
+def parse_size(text: object) -> int:
+    """Bytes in a size string; "16 GiB" -> 17179869184."""
+    value, unit = _split(text, "size", SIZE_UNITS)
+    return int(round(value * SIZE_UNITS[unit]))
+
+
+def parse_duration(text: object) -> float:
+    """Seconds in a duration string; "690 ms" -> 0.69."""
+    value, unit = _split(text, "duration", TIME_UNITS)
+    return value * TIME_UNITS[unit]
+
+
+def parse_bandwidth(text: object) -> float:
+    """Bytes per second in a bandwidth string; "24 GiB/s" -> 24 * 2**30."""
+    if not isinstance(text, str) or "/" not in text:
+        raise UnitError(f"expected a bandwidth like '24 GiB/s', got {text!r}")
+    size_part, _, time_part = text.rpartition("/")
+    seconds = parse_duration("1 " + time_part.strip())
+    value, unit = _split(size_part.strip() or "x", "bandwidth", SIZE_UNITS)
+    per_second = value * SIZE_UNITS[unit] / seconds
+    if per_second <= 0 or not math.isfinite(per_second):
+        raise UnitError(f"expected a positive bandwidth, got {text!r}")
+    return per_second
+
+
+def format_size(n: int | float) -> str:
+    """A short human size: 4294967296 -> '4.00 GiB'."""
+    for unit in ("TiB", "GiB", "MiB", "KiB"):
+        if abs(n) >= SIZE_UNITS[unit]:
+            return f"{n / SIZE_UNITS[unit]:.2f} {unit}"
+    return f"{int(n)} B"
