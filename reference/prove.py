@@ -1,0 +1,158 @@
+"""The Groth16 prover, stage by stage (the stage names the GPU prover and its plan share).
+
+compute_h   h scalars from the witness (qap.compute_h, per reduction)
+msm_h       sum_j h_j [h_query_j]_1
+msm_a       sum_i w_i [u_i(tau)]_1
+msm_b_g1    sum_i w_i [v_i(tau)]_1
+msm_b_g2    sum_i w_i [v_i(tau)]_2
+msm_l       sum_{i>l} w_i [l_query_i]_1
+assemble    A = alpha + msm_a + r delta;  B = beta + msm_b_g2 + s delta (G2; B1 in G1);
+            C = msm_l + msm_h + s A + r B1 - r s delta
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .curve import G1, G2, from_py_ecc_g1, from_py_ecc_g2, to_py_ecc_g1, to_py_ecc_g2
+from .field import R
+from .msm import pippenger
+from .qap import compute_h, evaluate_matrices
+from .r1cs import UnsatisfiedConstraint
+from .types import Proof, ProvingKey
+
+STAGES = ("compute_h", "msm_h", "msm_a", "msm_b_g1", "msm_b_g2", "msm_l", "assemble")
+
+
+@dataclass(frozen=True)
+class ProofStages:
+    """Every intermediate of one proof, for stage-by-stage comparison with another prover.
+    MSM results are py_ecc points normalised to z = 1."""
+
+    h: tuple[int, ...]
+    msm_h: Any
+    msm_a: Any
+    msm_b_g1: Any
+    msm_b_g2: Any
+    msm_l: Any
+    proof: Proof
+    r: int
+    s: int
+    seconds: dict[str, float] = field(default_factory=dict, compare=False)
+
+
+def check_witness(pk: ProvingKey, witness: Sequence[int]) -> None:
+    """Shape (length, wire 0 = 1, values in [0, r)) and, when pk has C, satisfaction."""
+    if len(witness) != pk.num_vars:
+        raise ValueError(f"witness has {len(witness)} values, the proving key has {pk.num_vars}")
+    for i, x in enumerate(witness):
+        if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x < R:
+            raise ValueError(f"witness[{i}] must be an int in [0, r), got {x!r}")
+    if witness[0] != 1:
+        raise ValueError(f"witness[0] is the constant wire and must be 1, got {witness[0]}")
+    if pk.C is None:
+        return  # a snarkjs zkey has no C: satisfaction cannot be checked from the key
+    a, b, c = evaluate_matrices(pk.A, pk.B, pk.C, witness, len(pk.A))
+    for k, (ak, bk, ck) in enumerate(zip(a, b, c, strict=True)):
+        if ak * bk % R != ck:
+            raise UnsatisfiedConstraint(k, ak, bk, ck)
+
+
+def _draw(value: int | None, rng: random.Random | None, name: str) -> int:
+    if value is not None:
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < R:
+            raise ValueError(f"prove: {name} must be an int in [0, r), got {value!r}")
+        return value
+    return rng.randrange(R) if rng is not None else secrets.randbelow(R)
+
+
+def prove_stages(
+    pk: ProvingKey,
+    witness: Sequence[int],
+    r: int | None = None,
+    s: int | None = None,
+    rng: random.Random | None = None,
+) -> ProofStages:
+    """The proof and all its intermediates; deterministic given r and s."""
+    check_witness(pk, witness)
+    r = _draw(r, rng, "r")
+    s = _draw(s, rng, "s")
+    seconds: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def lap(stage: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        seconds[stage] = now - clock
+        clock = now
+
+    h = compute_h(pk, witness)
+    lap("compute_h")
+    g1 = [from_py_ecc_g1(P) for P in pk.h_query]
+    h_acc = pippenger(G1, g1, h)
+    lap("msm_h")
+    a_acc = pippenger(G1, [from_py_ecc_g1(P) for P in pk.a_query], witness)
+    lap("msm_a")
+    b1_acc = pippenger(G1, [from_py_ecc_g1(P) for P in pk.b_g1_query], witness)
+    lap("msm_b_g1")
+    b2_acc = pippenger(G2, [from_py_ecc_g2(P) for P in pk.b_g2_query], witness)
+    lap("msm_b_g2")
+    private = witness[pk.num_public + 1 :]
+    if len(pk.l_query) != len(private):
+        raise ValueError(
+            f"ProvingKey.l_query has {len(pk.l_query)} points for {len(private)} private wires"
+        )
+    l_acc = pippenger(G1, [from_py_ecc_g1(P) for P in pk.l_query], private)
+    lap("msm_l")
+
+    alpha, beta1, delta1 = (
+        G1.to_jacobian(from_py_ecc_g1(P)) for P in (pk.alpha_g1, pk.beta_g1, pk.delta_g1)
+    )
+    beta2, delta2 = (G2.to_jacobian(from_py_ecc_g2(P)) for P in (pk.beta_g2, pk.delta_g2))
+    delta1_affine = from_py_ecc_g1(pk.delta_g1)
+    delta2_affine = from_py_ecc_g2(pk.delta_g2)
+    # A = alpha + sum w_i u_i + r delta
+    A = G1.add(G1.add(alpha, a_acc), G1.multiply(delta1_affine, r))
+    # B = beta + sum w_i v_i + s delta, in G2 and in G1
+    B2 = G2.add(G2.add(beta2, b2_acc), G2.multiply(delta2_affine, s))
+    B1 = G1.add(G1.add(beta1, b1_acc), G1.multiply(delta1_affine, s))
+    # C = L + H + s A + r B1 - r s delta
+    A_affine, B1_affine = G1.normalize_many([A, B1])
+    C = G1.add(l_acc, h_acc)
+    C = G1.add(C, G1.multiply(A_affine, s))
+    C = G1.add(C, G1.multiply(B1_affine, r))
+    C = G1.add(C, G1.neg(G1.multiply(delta1_affine, r * s % R)))
+    A_out, C_out, h_pt, a_pt, b1_pt, l_pt = G1.normalize_many([A, C, h_acc, a_acc, b1_acc, l_acc])
+    B_out, b2_pt = G2.normalize_many([B2, b2_acc])
+    del delta1, delta2
+    proof = Proof(to_py_ecc_g1(A_out), to_py_ecc_g2(B_out), to_py_ecc_g1(C_out))
+    lap("assemble")
+    return ProofStages(
+        h=tuple(h),
+        msm_h=to_py_ecc_g1(h_pt),
+        msm_a=to_py_ecc_g1(a_pt),
+        msm_b_g1=to_py_ecc_g1(b1_pt),
+        msm_b_g2=to_py_ecc_g2(b2_pt),
+        msm_l=to_py_ecc_g1(l_pt),
+        proof=proof,
+        r=r,
+        s=s,
+        seconds=seconds,
+    )
+
+
+def prove(
+    pk: ProvingKey,
+    witness: Sequence[int],
+    r: int | None = None,
+    s: int | None = None,
+    rng: random.Random | None = None,
+) -> Proof:
+    """A Groth16 proof for `witness` under `pk`. Given r and s it is deterministic, so two
+    provers compare byte for byte; otherwise r, s come from `rng` (or the OS)."""
+    return prove_stages(pk, witness, r, s, rng).proof
