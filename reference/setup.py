@@ -103,7 +103,9 @@ def setup(
 
     alpha_g1, beta_g1, delta_g1 = points_g1([alpha, beta, delta])
     beta_g2, gamma_g2, delta_g2 = points_g2([beta, gamma, delta])
-    vk = VerifyingKey(alpha_g1, beta_g2, gamma_g2, delta_g2, points_g1(ic_scalars))
+    vk = VerifyingKey(
+        alpha_g1, beta_g2, gamma_g2, delta_g2, points_g1(ic_scalars), beta_g1, delta_g1
+    )
     return ProvingKey(
         vk=vk,
         alpha_g1=alpha_g1,

@@ -30,6 +30,9 @@ class VerifyingKey:
     gamma_g2: G2Point  # [gamma]_2
     delta_g2: G2Point  # [delta]_2
     ic: tuple[G1Point, ...]  # [(beta u_i(tau) + alpha v_i(tau) + w_i(tau)) / gamma]_1, i = 0..l
+    # Not used by verify; bellman's VerifyingKey carries them and its byte format needs them.
+    beta_g1: G1Point | None = None  # [beta]_1
+    delta_g1: G1Point | None = None  # [delta]_1
 
     @property
     def num_public(self) -> int:
