@@ -163,7 +163,13 @@ def read_zkey(path: str | Path, subgroup_checks: bool = False) -> ProvingKey:
     ic = _points(f, IC, "IC", l + 1, subgroup=True)
     A, B = _read_coefficients(f, h)
     vk = VerifyingKey(
-        alpha_g1=h.alpha_g1, beta_g2=h.beta_g2, gamma_g2=h.gamma_g2, delta_g2=h.delta_g2, ic=ic
+        alpha_g1=h.alpha_g1,
+        beta_g2=h.beta_g2,
+        gamma_g2=h.gamma_g2,
+        delta_g2=h.delta_g2,
+        ic=ic,
+        beta_g1=h.beta_g1,
+        delta_g1=h.delta_g1,
     )
     return ProvingKey(
         vk=vk,
