@@ -1,0 +1,220 @@
+"""Calibration profiles: how long each kind of step takes on one GPU model and host.
+
+A profile (TOML, shipped under cuzk_sim/profiles/) prices every kernel and CPU kind of
+the plan vocabulary by one measured point: "this kind took T at size S", plus a fixed
+launch cost, scaled linearly or as n·log2(n) (NTTs). Copies take latency + bytes over
+the pinned or pageable bandwidth. A step whose kind the profile does not price is an
+error naming the step and the profile file.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from cuzk_sim.input_errors import InputError, from_validation
+from cuzk_sim.plan import CPU_KINDS, KERNEL_KINDS
+from cuzk_sim.units import UnitError, parse_bandwidth, parse_duration, parse_size
+
+Scaling = Literal["linear", "n_log_n"]
+
+
+def _work(size: int, scaling: Scaling) -> float:
+    return size * math.log2(size) if scaling == "n_log_n" and size > 1 else float(size)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """seconds(size) = fixed + per_unit · work(size); work = size or size·log2(size)."""
+
+    fixed: float
+    per_unit: float
+    scaling: Scaling
+
+    def seconds(self, size: int) -> float:
+        return self.fixed + self.per_unit * _work(size, self.scaling) if size else 0.0
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _CostIn(_Strict):
+    time: str  # measured duration at `size`
+    size: int  # elements, points or constraints
+    fixed: str = "0 s"
+    scaling: Scaling = "linear"
+    source: str = ""  # where the figure comes from
+
+    @field_validator("time", "fixed")
+    @classmethod
+    def _duration(cls, v: str) -> str:
+        parse_duration(v)
+        return v
+
+    @field_validator("size")
+    @classmethod
+    def _positive(cls, v: int) -> int:
+        if v <= 0:
+            raise ValueError("expected a positive integer (elements, points or constraints)")
+        return v
+
+    def cost(self) -> Cost:
+        fixed, at = parse_duration(self.fixed), parse_duration(self.time)
+        return Cost(fixed, max(at - fixed, 0.0) / _work(self.size, self.scaling), self.scaling)
+
+
+class _GpuIn(_Strict):
+    model: str
+    vram: str
+    context_overhead: str
+
+    @field_validator("vram", "context_overhead")
+    @classmethod
+    def _size(cls, v: str) -> str:
+        parse_size(v)
+        return v
+
+
+class _CopyIn(_Strict):
+    pinned: str
+    pageable: str
+    latency: str = "10 us"
+    source: str = ""
+
+    @field_validator("pinned", "pageable")
+    @classmethod
+    def _bw(cls, v: str) -> str:
+        parse_bandwidth(v)
+        return v
+
+    @field_validator("latency")
+    @classmethod
+    def _lat(cls, v: str) -> str:
+        parse_duration(v)
+        return v
+
+
+class _PceIn(_Strict):
+    extract: _CostIn  # extraction time by constraints
+    load: str  # reading a saved PCE from the param cache
+    host_bytes: str  # transient host memory while extracting
+
+    @field_validator("load")
+    @classmethod
+    def _lat(cls, v: str) -> str:
+        parse_duration(v)
+        return v
+
+    @field_validator("host_bytes")
+    @classmethod
+    def _size(cls, v: str) -> str:
+        parse_size(v)
+        return v
+
+
+class _ProfileIn(_Strict):
+    name: str
+    provenance: str
+    gpu: _GpuIn
+    copy_engine: _CopyIn
+    kernel: dict[str, _CostIn]
+    cpu: dict[str, _CostIn]
+    pce: _PceIn
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    source: str  # file it was read from
+    provenance: str
+    gpu_model: str
+    vram: int
+    context_overhead: int
+    pinned_bw: float
+    pageable_bw: float
+    copy_latency: float
+    kernels: dict[str, Cost]
+    cpus: dict[str, Cost]
+    pce_extract: Cost
+    pce_load: float
+    pce_host_bytes: int
+
+    def kernel_seconds(self, kind: str, size: int, step: str) -> float:
+        cost = self.kernels.get(kind)
+        if cost is None:
+            raise InputError(
+                f"{step}: kernel kind {kind!r} is not priced by profile {self.source} "
+                f"(it prices {sorted(self.kernels)})"
+            )
+        return cost.seconds(size)
+
+    def cpu_seconds(self, kind: str, size: int, step: str) -> float:
+        cost = self.cpus.get(kind)
+        if cost is None:
+            raise InputError(
+                f"{step}: cpu kind {kind!r} is not priced by profile {self.source} "
+                f"(it prices {sorted(self.cpus)})"
+            )
+        return cost.seconds(size)
+
+    def copy_seconds(self, nbytes: int, pinned: bool) -> float:
+        return self.copy_latency + nbytes / (self.pinned_bw if pinned else self.pageable_bw)
+
+
+BUNDLED = ("rtx5070ti",)
+
+
+def load_profile(name_or_path: str, base: Path | None = None) -> Profile:
+    """A bundled profile by name (`rtx5070ti`) or a TOML file path (relative to `base`)."""
+    if name_or_path in BUNDLED:
+        ref = resources.files("cuzk_sim.profiles") / f"{name_or_path}.toml"
+        text, source = ref.read_text(), f"cuzk_sim/profiles/{name_or_path}.toml"
+    else:
+        path = Path(name_or_path)
+        if base is not None and not path.is_absolute():
+            path = base / path
+        if not path.is_file():
+            raise InputError(
+                f"profile {name_or_path!r}: no such file and not a bundled profile "
+                f"(bundled: {', '.join(BUNDLED)})"
+            )
+        text, source = path.read_text(), str(path)
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"{source}: not valid TOML: {e}") from None
+    try:
+        p = _ProfileIn.model_validate(raw)
+    except ValidationError as e:
+        raise from_validation(source, e) from None
+    missing = [f"kernel.{k}" for k in KERNEL_KINDS if k not in p.kernel]
+    missing += [f"cpu.{k}" for k in CPU_KINDS if k not in p.cpu]
+    if missing:
+        raise InputError(f"{source}: the profile must price {', '.join(missing)}")
+    try:
+        vram, ctx = parse_size(p.gpu.vram), parse_size(p.gpu.context_overhead)
+    except UnitError as e:  # pragma: no cover - validated above
+        raise InputError(f"{source}: gpu: {e}") from None
+    return Profile(
+        name=p.name,
+        source=source,
+        provenance=p.provenance,
+        gpu_model=p.gpu.model,
+        vram=vram,
+        context_overhead=ctx,
+        pinned_bw=parse_bandwidth(p.copy_engine.pinned),
+        pageable_bw=parse_bandwidth(p.copy_engine.pageable),
+        copy_latency=parse_duration(p.copy_engine.latency),
+        kernels={k: c.cost() for k, c in p.kernel.items()},
+        cpus={k: c.cost() for k, c in p.cpu.items()},
+        pce_extract=p.pce.extract.cost(),
+        pce_load=parse_duration(p.pce.load),
+        pce_host_bytes=parse_size(p.pce.host_bytes),
+    )

@@ -1,0 +1,172 @@
+"""Device memory of one GPU and the three allocators that carve it up.
+
+Not `simpy.Container`: a CUDA allocation never waits, it succeeds or fails at once, and
+a failure must not block smaller requests behind it. The ledger is O(1) per operation:
+
+    free = total − context − sync_live − async_reserved − caching_reserved
+
+`free` is what cudaMemGetInfo reports. Bytes reserved by a pool (live or idle) are not
+free: an idle async-pool block serves later async allocations of the same process only,
+never a cudaMalloc.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+from cuzk_sim.plan import Allocator
+
+CUDA_GRANULE = 2 * 2**20  # cudaMalloc / pool rounding of large allocations
+CACHING_ROUND = 512  # CuPy's memory pool rounds to 512 B
+NEVER = 2**64 - 1  # UINT64_MAX release threshold: the pool never gives bytes back
+
+
+def round_up(n: int, to: int) -> int:
+    return -(-n // to) * to
+
+
+@dataclass
+class LiveBuffer:
+    owner: str
+    buffer: str
+    bytes: int  # bytes charged (rounded)
+    allocator: Allocator
+    persistent: bool = False
+
+
+@dataclass
+class DeviceMemory:
+    """VRAM of one device: the live-buffer ledger by owner and the pools' holdings."""
+
+    device: int
+    total: int
+    context: int = 0  # CUDA context overhead (per process on this device)
+    release_threshold: int = NEVER  # of the async (default) pool
+    sync_live: int = 0
+    async_live: int = 0
+    async_idle: int = 0
+    caching_live: int = 0
+    caching_idle: list[int] = field(default_factory=list)  # sorted idle block sizes
+    caching_idle_bytes: int = 0
+    live: dict[tuple[str, str], LiveBuffer] = field(default_factory=dict)
+    peak_used: int = 0
+
+    @property
+    def free(self) -> int:
+        """What cudaMemGetInfo reports as free."""
+        return self.total - self.used
+
+    @property
+    def used(self) -> int:
+        return (
+            self.context
+            + self.sync_live
+            + self.async_live
+            + self.async_idle
+            + self.caching_live
+            + self.caching_idle_bytes
+        )
+
+    def _charge(self, allocator: Allocator, nbytes: int) -> int | None:
+        """Reserve nbytes through `allocator`; the bytes charged, or None on failure."""
+        if allocator == "sync":
+            size = round_up(nbytes, CUDA_GRANULE) if nbytes else 0
+            if size > self.free:
+                return None
+            self.sync_live += size
+            return size
+        if allocator == "async":
+            size = round_up(nbytes, CUDA_GRANULE) if nbytes else 0
+            if size <= self.async_idle:
+                self.async_idle -= size
+            else:
+                grow = size - self.async_idle
+                if grow > self.free:
+                    return None
+                self.async_idle = 0
+            self.async_live += size
+            return size
+        return self._charge_caching(round_up(nbytes, CACHING_ROUND) if nbytes else 0)
+
+    def _charge_caching(self, size: int) -> int | None:
+        """Best fit among cached blocks; else new memory; on failure free all cached blocks
+        and retry once (CuPy's free_all_blocks on out-of-memory)."""
+        i = bisect.bisect_left(self.caching_idle, size)
+        if i < len(self.caching_idle):
+            block = self.caching_idle.pop(i)
+            self.caching_idle_bytes -= block
+            self.caching_live += block
+            return block
+        if size > self.free and self.caching_idle:
+            self.caching_idle.clear()
+            self.caching_idle_bytes = 0
+        if size > self.free:
+            return None
+        self.caching_live += size
+        return size
+
+    def try_alloc(
+        self,
+        owner: str,
+        buffer: str,
+        nbytes: int,
+        allocator: Allocator,
+        persistent: bool = False,
+    ) -> LiveBuffer | None:
+        """Allocate at once or fail at once (None). Never waits."""
+        charged = self._charge(allocator, nbytes)
+        if charged is None:
+            return None
+        buf = LiveBuffer(owner, buffer, charged, allocator, persistent)
+        self.live[(owner, buffer)] = buf
+        used = self.used
+        if used > self.peak_used:
+            self.peak_used = used
+        return buf
+
+    def release(self, owner: str, buffer: str) -> LiveBuffer | None:
+        """Free a live buffer into its allocator; None (a no-op) if it is not live."""
+        buf = self.live.pop((owner, buffer), None)
+        if buf is None:
+            return None
+        if buf.allocator == "sync":
+            self.sync_live -= buf.bytes
+        elif buf.allocator == "async":
+            self.async_live -= buf.bytes
+            self.async_idle += buf.bytes
+        else:
+            self.caching_live -= buf.bytes
+            bisect.insort(self.caching_idle, buf.bytes)
+            self.caching_idle_bytes += buf.bytes
+        return buf
+
+    def rename(self, owner: str, buffer: str, new_name: str) -> None:
+        """Keep a still-live buffer under another name (a leak: allocated again, never freed)."""
+        buf = self.live.pop((owner, buffer))
+        buf.buffer = new_name
+        self.live[(owner, new_name)] = buf
+
+    def trim_async_pool(self) -> int:
+        """At a synchronization point the pool gives idle bytes back down to its release
+        threshold (cudaMemPoolAttrReleaseThreshold). Returns the bytes released."""
+        reserved = self.async_live + self.async_idle
+        excess = reserved - self.release_threshold
+        if excess <= 0 or self.async_idle == 0:
+            return 0
+        released = min(excess, self.async_idle)
+        self.async_idle -= released
+        return released
+
+    def ledger(self) -> dict[str, dict[str, int]]:
+        """Live bytes by owner, then by buffer, plus what the context and pools hold."""
+        out: dict[str, dict[str, int]] = {}
+        for buf in self.live.values():
+            out.setdefault(buf.owner, {})[buf.buffer] = buf.bytes
+        held = {
+            "cuda_context": self.context,
+            "async_pool_idle": self.async_idle,
+            "caching_pool_idle": self.caching_idle_bytes,
+        }
+        out["(device)"] = {k: v for k, v in held.items() if v}
+        return out

@@ -1,0 +1,290 @@
+"""The cuzk engine as SimPy processes: arrivals, synthesis, a priority queue, GPU workers.
+
+Proofs arrive into a priority job queue. `synthesis_concurrency` synthesizers take one
+proof at a time, reserve host RAM for all its partitions (waiting on the budget), make
+sure the PCE is available, and synthesize up to `max_parallel_synthesis` partitions in
+parallel. A synthesizer runs at most `synthesis_lookahead` proofs ahead of the GPUs.
+Partitions go to a priority queue served by devices × gpu_workers_per_device workers,
+each executing its kind's plan on the device its routing policy names.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Literal
+
+import simpy
+
+from cuzk_sim.calibration import Profile
+from cuzk_sim.model.allocator import NEVER, DeviceMemory
+from cuzk_sim.model.gpu import Device
+from cuzk_sim.model.host import PceCache
+from cuzk_sim.model.mutex import Mutex
+from cuzk_sim.model.worker import CompiledPlan, Worker, execute_plan
+from cuzk_sim.plans.circuits import CircuitShape
+from cuzk_sim.result import OomEvent, SimResult, Span
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    """`count` proofs of `kind` from `start_s`, all at once (every_s None), evenly spaced,
+    or as a Poisson stream with mean gap every_s. count None: until the run ends."""
+
+    kind: str
+    count: int | None
+    start_s: float = 0.0
+    every_s: float | None = None
+    poisson: bool = False
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    gpus: int
+    vram: int
+    context_overhead: int
+    host_ram_budget: int
+    gpu_workers_per_device: int = 2
+    devices: tuple[int, ...] = ()  # () = all
+    synthesis_concurrency: int = 1
+    synthesis_lookahead: int = 1
+    max_parallel_synthesis: int = 18
+    routing: Literal["assigned", "device0"] = "assigned"
+    pool_release_threshold: int = NEVER
+    on_oom: Literal["stop", "continue"] = "stop"
+    pce_writable: bool = True
+    pce_on_disk: tuple[str, ...] = ()
+    restarts_s: tuple[float, ...] = ()
+    duration_s: float | None = None
+    seed: int = 0
+    arrivals: tuple[Arrivals, ...] = ()
+
+
+@dataclass
+class Proof:
+    id: str
+    kind: str
+    partitions: int
+    submitted_s: float
+    picked: int = 0
+    done: int = 0
+    failed: bool = False
+    finished: bool = False
+
+
+@dataclass
+class Simulation:
+    """One run. Built from plain config; `run()` returns a `SimResult`."""
+
+    name: str
+    config: EngineConfig
+    plans: dict[str, CompiledPlan]
+    shapes: dict[str, CircuitShape]
+    profile: Profile
+    record: bool = False
+    env: simpy.Environment = field(default_factory=simpy.Environment)
+    oom_events: list[OomEvent] = field(default_factory=list)
+    spans: list[Span] = field(default_factory=list)
+    samples: list[tuple[float, int, int]] = field(default_factory=list)
+    lines: list[tuple[float, str]] = field(default_factory=list)
+    events: int = 0
+    leaks: int = 0
+
+    def __post_init__(self) -> None:
+        cfg, env = self.config, self.env
+        self.devices = [
+            Device(i, DeviceMemory(i, cfg.vram, release_threshold=cfg.pool_release_threshold))
+            for i in range(cfg.gpus)
+        ]
+        self.mutexes: dict[tuple, Mutex] = {}
+        self.workers: list[Worker] = []
+        for d in cfg.devices or range(cfg.gpus):
+            routed = self.devices[0 if cfg.routing == "device0" else d]
+            for k in range(cfg.gpu_workers_per_device):
+                self.workers.append(Worker(f"gpu{d}-w{k}", routed))
+        for dev in {w.device.index: w.device for w in self.workers}.values():
+            dev.memory.context = cfg.context_overhead  # one daemon process per device used
+            dev.memory.peak_used = dev.memory.used
+        self.ram = simpy.Container(env, capacity=cfg.host_ram_budget, init=cfg.host_ram_budget)
+        self.pce = PceCache(
+            extract_seconds=lambda k: self.profile.pce_extract.seconds(self.shapes[k].constraints),
+            load_seconds=self.profile.pce_load,
+            host_bytes=self.profile.pce_host_bytes,
+            writable=cfg.pce_writable,
+            on_disk=set(cfg.pce_on_disk),
+        )
+        self.jobs = simpy.PriorityStore(env)
+        self.partitions = simpy.PriorityStore(env)
+        self.lookahead = simpy.Container(
+            env, capacity=cfg.synthesis_lookahead + 1, init=cfg.synthesis_lookahead + 1
+        )
+        self.stop = env.event()
+        self.seq = itertools.count()
+        self.proofs: list[Proof] = []
+        self.done_times: list[tuple[str, str, float]] = []
+        self.arrivals_open = len(cfg.arrivals)
+        self.rng = random.Random(cfg.seed)
+        self.stopped_at_oom = False
+        self.partitions_ok = 0
+        self.partitions_failed = 0
+
+    # --- helpers the worker uses ---
+
+    def log(self, line: str) -> None:
+        self.lines.append((self.env.now, line))
+
+    def mutex(self, name: str, scope: str, device: int) -> Mutex:
+        key = (name, device) if scope == "device" else (name,)
+        m = self.mutexes.get(key)
+        if m is None:
+            m = self.mutexes[key] = Mutex(name if len(key) == 1 else f"{name}@gpu{device}")
+        return m
+
+    # --- processes ---
+
+    def _arrive(self, a: Arrivals) -> Generator:
+        env = self.env
+        if a.start_s:
+            yield env.timeout(a.start_s)
+        shape = self.shapes[a.kind]
+        for i in itertools.count():
+            if a.count is not None and i >= a.count:
+                break
+            proof = Proof(f"{a.kind}-{len(self.proofs)}", a.kind, shape.partitions, env.now)
+            self.proofs.append(proof)
+            self.jobs.put(simpy.PriorityItem((-shape.priority, next(self.seq)), proof))
+            if a.every_s:
+                gap = self.rng.expovariate(1 / a.every_s) if a.poisson else a.every_s
+                self.events += 1
+                yield env.timeout(gap)
+        self.arrivals_open -= 1
+        self._maybe_finish()
+
+    def _synthesize(self, index: int) -> Generator:
+        env, cfg = self.env, self.config
+        while True:
+            item = yield self.jobs.get()
+            proof: Proof = item.item
+            shape = self.shapes[proof.kind]
+            yield self.lookahead.get(1)
+            yield self.ram.get(proof.partitions * shape.host_bytes)
+            yield from self.pce.ensure(env, self.ram, proof.kind, self.log)
+            rounds = math.ceil(proof.partitions / cfg.max_parallel_synthesis)
+            t0 = env.now
+            yield env.timeout(
+                rounds
+                * self.profile.cpu_seconds(
+                    "synthesis", shape.constraints, f"synthesis of {proof.kind}"
+                )
+            )
+            self.events += 4
+            if self.record:
+                self.spans.append(Span(f"synth{index}", -1, proof.id, "synthesis", t0, env.now))
+            for p in range(proof.partitions):
+                self.partitions.put(
+                    simpy.PriorityItem((-shape.priority, next(self.seq)), (proof, p))
+                )
+
+    def _gpu_worker(self, w: Worker) -> Generator:
+        env = self.env
+        while True:
+            item = yield self.partitions.get()
+            self.events += 1
+            proof, p = item.item
+            shape = self.shapes[proof.kind]
+            proof.picked += 1
+            if proof.picked == proof.partitions:
+                self.lookahead.put(1)
+            if not proof.failed:
+                t0 = env.now
+                label = f"{proof.id}/{p}"
+                ok = yield from execute_plan(self, w, self.plans[proof.kind], label)
+                if self.record:
+                    self.spans.append(Span(w.name, w.device.index, label, "partition", t0, env.now))
+                if ok:
+                    self.partitions_ok += 1
+                    proof.done += 1
+                else:
+                    self.partitions_failed += 1
+                    proof.failed = True
+                    if self.config.on_oom == "stop":
+                        self.stopped_at_oom = True
+                        if not self.stop.triggered:
+                            self.stop.succeed()
+                        return
+            self.ram.put(shape.host_bytes)
+            if not proof.finished and (proof.failed or proof.done == proof.partitions):
+                proof.finished = True
+                if not proof.failed:
+                    self.done_times.append((proof.id, proof.kind, env.now))
+                    self.log(f"proof {proof.id} done")
+                else:
+                    self.log(f"proof {proof.id} failed")
+                self._maybe_finish()
+
+    def _restart(self, at: float) -> Generator:
+        yield self.env.timeout(at)
+        self.pce.restart()
+        self.log("daemon restart: in-memory PCE dropped")
+
+    def _maybe_finish(self) -> None:
+        if self.arrivals_open == 0 and all(p.finished for p in self.proofs):
+            if not self.stop.triggered:
+                self.stop.succeed()
+
+    def _deadline(self, at: float) -> Generator:
+        yield self.env.timeout(at)
+        if not self.stop.triggered:
+            self.stop.succeed()
+
+    def run(self) -> SimResult:
+        env, cfg = self.env, self.config
+        for a in cfg.arrivals:
+            env.process(self._arrive(a))
+        for i in range(cfg.synthesis_concurrency):
+            env.process(self._synthesize(i))
+        for w in self.workers:
+            env.process(self._gpu_worker(w))
+        for t in cfg.restarts_s:
+            env.process(self._restart(t))
+        if cfg.duration_s is not None:
+            env.process(self._deadline(cfg.duration_s))
+        try:
+            env.run(until=self.stop)
+        except RuntimeError as e:  # nothing left to happen: e.g. work that can never fit
+            if "until" not in str(e):
+                raise
+            self.log("simulation ran out of events (work left that can never run)")
+        return self._result()
+
+    def _result(self) -> SimResult:
+        times = sorted(t for _, _, t in self.done_times)
+        if len(times) >= 2:
+            spp: float | None = (times[-1] - times[0]) / (len(times) - 1)
+        elif times:
+            spp = times[0] - min(p.submitted_s for p in self.proofs)
+        else:
+            spp = None
+        return SimResult(
+            scenario=self.name,
+            seed=self.config.seed,
+            sim_time_s=self.env.now,
+            proofs_submitted=len(self.proofs),
+            proofs_completed=len(times),
+            proofs_failed=sum(p.failed for p in self.proofs),
+            partitions_completed=self.partitions_ok,
+            partitions_failed=self.partitions_failed,
+            seconds_per_proof=spp,
+            peak_vram_bytes={d.index: d.memory.peak_used for d in self.devices},
+            vram_total_bytes={d.index: d.memory.total for d in self.devices},
+            oom_events=self.oom_events,
+            log=self.lines,
+            stopped_at_oom=self.stopped_at_oom,
+            events=self.events,
+            proof_done_times=self.done_times,
+            spans=self.spans,
+            vram_samples=self.samples,
+        )

@@ -1,0 +1,35 @@
+"""A GPU device: its memory ledger and its engines.
+
+Engines (compute, one copy engine per direction) are FIFO queues kept as "busy until"
+clocks: work issued at t starts at max(t, engine free) and ends a duration later. That
+costs no SimPy event; a worker only yields when it must meet other workers in time
+(memory, mutexes), which keeps a day of a farm cheap to simulate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cuzk_sim.model.allocator import DeviceMemory
+
+
+@dataclass
+class Device:
+    index: int
+    memory: DeviceMemory
+    compute_free_at: float = 0.0
+    copy_free_at: dict[str, float] = field(
+        default_factory=lambda: {"HtoD": 0.0, "DtoH": 0.0, "DtoD": 0.0}
+    )
+
+    def run_compute(self, ready: float, seconds: float) -> tuple[float, float]:
+        """Queue `seconds` of kernel work issued at `ready`; (start, end)."""
+        start = ready if ready > self.compute_free_at else self.compute_free_at
+        self.compute_free_at = end = start + seconds
+        return start, end
+
+    def run_copy(self, direction: str, ready: float, seconds: float) -> tuple[float, float]:
+        free_at = self.copy_free_at[direction]
+        start = ready if ready > free_at else free_at
+        self.copy_free_at[direction] = end = start + seconds
+        return start, end

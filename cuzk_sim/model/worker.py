@@ -1,0 +1,270 @@
+"""A GPU worker executing a plan, one small handler per step kind.
+
+Time-only steps (kernel, copy, cpu, sync without a pool trim) advance the worker's own
+clock `t_ready` arithmetically against the device's engine clocks; they cannot interact
+with other workers except through those FIFO engines. Only steps that touch shared state
+(alloc, free, lock, unlock, a trimming sync) first bring the SimPy clock up to the
+worker's clock with one timeout — so consecutive kernels cost one event, not one each.
+
+Out of memory: an `alloc` with a `fallback` jumps to its label and logs like cuzk
+(`prestage_setup=fallback err=2`, or `=skip_vram` when the memory-aware check said no);
+without one the worker panics: its partition fails, its non-persistent buffers are
+freed (unwinding), its mutexes released.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from cuzk_sim.calibration import Profile
+from cuzk_sim.input_errors import InputError
+from cuzk_sim.model.allocator import NEVER
+from cuzk_sim.model.gpu import Device
+from cuzk_sim.model.mutex import Mutex
+from cuzk_sim.plan import Alloc, Copy, Cpu, Kernel, Plan, Step
+from cuzk_sim.result import OomEvent, Span
+from cuzk_sim.units import format_size
+
+if TYPE_CHECKING:
+    from cuzk_sim.model.engine import Simulation
+
+
+@dataclass(frozen=True)
+class CompiledPlan:
+    """A plan with every step priced by the profile and every label resolved."""
+
+    plan: Plan
+    steps: tuple[Step, ...]
+    seconds: tuple[float, ...]
+    labels: dict[str, int]
+
+
+def compile_plan(plan: Plan, profile: Profile) -> CompiledPlan:
+    seconds = []
+    for i, s in enumerate(plan.steps):
+        where = f"plan {plan.name}: steps[{i}] ({s.op} {getattr(s, 'name', '')})"
+        if isinstance(s, Kernel):
+            seconds.append(profile.kernel_seconds(s.kind, s.size, where))
+        elif isinstance(s, Cpu):
+            seconds.append(profile.cpu_seconds(s.kind, s.size, where))
+        elif isinstance(s, Copy):
+            seconds.append(profile.copy_seconds(s.bytes, s.pinned))
+        else:
+            seconds.append(0.0)
+    labels = {s.name: i for i, s in enumerate(plan.steps) if s.op == "label"}
+    for s in plan.steps:
+        target = getattr(s, "fallback", None) or getattr(s, "label", None)
+        if s.op in ("alloc", "goto") and target is not None and target not in labels:
+            raise InputError(f"plan {plan.name}: jump to undefined label {target!r}")
+    return CompiledPlan(plan, plan.steps, tuple(seconds), labels)
+
+
+@dataclass
+class Worker:
+    name: str
+    device: Device
+    t_ready: float = 0.0
+    streams: dict[str, float] = field(default_factory=dict)
+    held: list[tuple[str, Mutex, float]] = field(default_factory=list)
+
+
+# --- time-only steps: (sim, worker, step, seconds) -> None ---
+
+
+def _kernel(sim: Simulation, w: Worker, s: Kernel, seconds: float) -> None:
+    dev = w.device
+    if s.stream == "compute":
+        start, end = dev.run_compute(w.t_ready, seconds)
+        w.t_ready = end
+    else:
+        ready = max(w.t_ready, w.streams.get(s.stream, 0.0))
+        start, end = dev.run_compute(ready, seconds)
+        w.streams[s.stream] = end
+    if sim.record:
+        sim.spans.append(Span(w.name, dev.index, s.name, "kernel", start, end))
+
+
+def _copy(sim: Simulation, w: Worker, s: Copy, seconds: float) -> None:
+    dev = w.device
+    if s.stream == "compute":
+        start, end = dev.run_copy(s.direction, w.t_ready, seconds)
+        w.t_ready = end
+    else:
+        ready = max(w.t_ready, w.streams.get(s.stream, 0.0))
+        start, end = dev.run_copy(s.direction, ready, seconds)
+        w.streams[s.stream] = end
+    if sim.record:
+        sim.spans.append(Span(w.name, dev.index, s.name, "copy", start, end))
+
+
+def _cpu(sim: Simulation, w: Worker, s: Cpu, seconds: float) -> None:
+    if s.stream == "host":
+        start = w.t_ready
+        w.t_ready = end = start + seconds
+    else:
+        start = max(w.t_ready, w.streams.get(s.stream, 0.0))
+        w.streams[s.stream] = end = start + seconds
+    if sim.record:
+        sim.spans.append(Span(w.name, -1, s.name, "cpu", start, end))
+
+
+TIME_STEPS: dict[str, Callable] = {"kernel": _kernel, "copy": _copy, "cpu": _cpu}
+
+
+# --- shared-state steps, run at SimPy time == the worker's time ---
+
+
+def _alloc(sim: Simulation, w: Worker, s: Alloc, pc: int, cp: CompiledPlan, part: str) -> int:
+    """Next step index, or -1 when the worker must panic."""
+    mem = w.device.memory
+    owner = f"gpu{w.device.index}" if s.per_device else w.name
+    key = (owner, s.buffer)
+    if key in mem.live:
+        if s.persistent:
+            return pc + 1  # the cache hit of a persistent buffer
+        sim.leaks += 1  # allocated again while still live: the old one is leaked
+        mem.rename(owner, s.buffer, f"{s.buffer}#leak{sim.leaks}")
+    reason = ""
+    if s.margin is not None and mem.free < s.bytes + s.margin:
+        reason = "skip_vram"
+    elif mem.try_alloc(owner, s.buffer, s.bytes, s.allocator, s.persistent) is None:
+        reason = "alloc"
+    now = sim.env.now
+    if not reason:
+        if sim.record:
+            sim.samples.append((now, w.device.index, mem.used))
+        if s.note == "d_a_cache":
+            sim.log(f"CUZK_TIMING: d_a_cache allocated {s.bytes >> 20} MiB on gpu {w.device.index}")
+        return pc + 1
+    fatal = s.fallback is None
+    sim.oom_events.append(
+        OomEvent(
+            time_s=now,
+            device=w.device.index,
+            worker=w.name,
+            partition=part,
+            buffer=s.buffer,
+            requested_bytes=s.bytes,
+            free_bytes=mem.free,
+            allocator=s.allocator,
+            fatal=fatal,
+            reason=reason,
+            ledger=mem.ledger(),
+        )
+    )
+    if fatal:
+        sim.log(
+            f"worker {w.name} panicked: CUDA error 2: out of memory allocating {s.buffer} "
+            f"({format_size(s.bytes)}, free {format_size(mem.free)}) partition {part}"
+        )
+        return -1
+    tag = s.note or f"alloc_{s.buffer}"
+    sim.log(f"CUZK_TIMING: {tag}={'skip_vram' if reason == 'skip_vram' else 'fallback err=2'}")
+    return cp.labels[s.fallback]
+
+
+def _free(sim: Simulation, w: Worker, buffer: str) -> None:
+    mem = w.device.memory
+    buf = mem.live.get((w.name, buffer))
+    if buf is None or buf.persistent:
+        return  # cudaFree(nullptr), or a buffer the plan never frees
+    mem.release(w.name, buffer)
+    if sim.record:
+        sim.samples.append((sim.env.now, w.device.index, mem.used))
+
+
+def _unlock(sim: Simulation, w: Worker, name: str) -> None:
+    for i, (held_name, m, since) in enumerate(w.held):
+        if held_name == name:
+            del w.held[i]
+            m.release(w.name)
+            if sim.record:
+                sim.spans.append(
+                    Span(w.name, w.device.index, f"hold {name}", "lock", since, sim.env.now)
+                )
+            return
+    raise RuntimeError(f"worker {w.name} unlocks {name!r} which it does not hold")
+
+
+def panic(sim: Simulation, w: Worker) -> None:
+    """Unwind: free the worker's non-persistent buffers, release its mutexes."""
+    mem = w.device.memory
+    for owner, buffer in [k for k, b in mem.live.items() if k[0] == w.name and not b.persistent]:
+        mem.release(owner, buffer)
+    for name, _, _ in list(w.held):
+        _unlock(sim, w, name)
+    if sim.record:
+        sim.samples.append((sim.env.now, w.device.index, mem.used))
+
+
+def execute_plan(
+    sim: Simulation, w: Worker, cp: CompiledPlan, part: str
+) -> Generator[object, object, bool]:
+    """Run one partition's plan; True when it completed, False when the worker panicked."""
+    env = sim.env
+    w.t_ready = env.now
+    w.streams = {}
+    steps, seconds, labels = cp.steps, cp.seconds, cp.labels
+    pc, n = 0, len(steps)
+    while pc < n:
+        s = steps[pc]
+        op = s.op
+        timed = TIME_STEPS.get(op)
+        if timed is not None:
+            timed(sim, w, s, seconds[pc])
+            pc += 1
+            continue
+        if op == "label":
+            pc += 1
+            continue
+        if op == "goto":
+            pc = labels[s.label]
+            continue
+        if op == "sync":
+            ready = w.streams.get(s.stream, 0.0)
+            if ready > w.t_ready:
+                w.t_ready = ready
+            if w.device.memory.release_threshold == NEVER:
+                pc += 1
+                continue
+        if w.t_ready > env.now:  # meet the other workers at this worker's time
+            sim.events += 1
+            yield env.timeout(w.t_ready - env.now)
+        if op == "alloc":
+            pc = _alloc(sim, w, s, pc, cp, part)
+            if pc < 0:
+                panic(sim, w)
+                return False
+        elif op == "free":
+            _free(sim, w, s.buffer)
+            pc += 1
+        elif op == "lock":
+            if s.scope != "none":
+                m = sim.mutex(s.mutex, s.scope, w.device.index)
+                asked = env.now
+                ev = m.acquire(env, w.name)
+                if ev is not None:
+                    sim.events += 1
+                    yield ev
+                    if sim.record:
+                        sim.spans.append(
+                            Span(w.name, w.device.index, f"wait {s.mutex}", "lock", asked, env.now)
+                        )
+                w.held.append((s.mutex, m, env.now))
+                w.t_ready = env.now
+            pc += 1
+        elif op == "unlock":
+            if s.scope != "none":
+                _unlock(sim, w, s.mutex)
+            pc += 1
+        elif op == "sync":  # a pool with a finite release threshold gives bytes back here
+            w.device.memory.trim_async_pool()
+            pc += 1
+        else:  # pragma: no cover - Plan.from_dict rejects unknown ops
+            raise RuntimeError(f"unknown step op {op!r}")
+    if w.t_ready > env.now:
+        sim.events += 1
+        yield env.timeout(w.t_ready - env.now)
+    return True

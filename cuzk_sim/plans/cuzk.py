@@ -1,0 +1,243 @@
+"""The documented cuzk / supraseal-c2 partition plan, with the engine's variants as flags.
+
+One worker, one partition: the CPU `prep_msm` thread, the NTT-H phase under the per-GPU
+mutex, batch additions and tail MSMs, B_G2 on a CPU thread, proof assembly. Buffer sizes
+follow the source (cited in docs/simulator.md):
+
+- `d_a` = N·32 B, a persistent per-GPU cache allocated with cudaMalloc (get_cached_d_a).
+- `d_b` = N·32 B·(1 + lot_of_memory), lot_of_memory = 3·N·32 B < VRAM − 1 GiB; a
+  `dev_ptr_t` with one argument, i.e. plain cudaMalloc (groth16_ntt_h.cu, gpu_t.cuh).
+- batch addition `d_temp` = 2·batch·affine + bit vectors, batch ≈ points/8, cudaMalloc
+  (groth16_split_msm.cu).
+- MSM buckets/histogram and the per-invoke `d_temp` (digits, scalars, points) come from
+  `gpu.Dmalloc` = cudaMallocAsync: they land in the async pool (sppark msm/pippenger.cuh).
+- Phase 9 pre-staging: a per-worker `d_a` copy and `d_bc`, ~6 GiB in all at 2^27
+  (the incident report); `d_a` is N·32 B, `d_bc` the rest (N·16 B).
+
+The plan never asks which incident it is in: each variant only moves, adds or removes
+steps, and the model executes whatever comes out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from cuzk_sim.plan import (
+    Alloc,
+    Copy,
+    Cpu,
+    Free,
+    Goto,
+    Kernel,
+    Label,
+    Lock,
+    MutexScope,
+    Plan,
+    Step,
+    Sync,
+    Unlock,
+)
+from cuzk_sim.plans.circuits import FR_BYTES, G1_AFFINE_BYTES, G2_AFFINE_BYTES, CircuitShape
+
+GIB = 2**30
+SCALAR_BITS = 255  # BLS12-381 Fr
+G1_BUCKET_BYTES = 4 * 48  # xyzz bucket over Fp
+G2_BUCKET_BYTES = 4 * 96  # xyzz bucket over Fp2
+WARP = 32
+GPU_DIV = 32 * WARP  # groth16_split_msm.cu
+NUM_BATCHES = 8
+GPU_MUTEX = "gpu"
+
+Prestage = Literal["off", "outside_mutex", "under_mutex"]
+
+
+@dataclass(frozen=True)
+class CuzkVariant:
+    """The engine's variants (flags, not forks). Defaults: the Phase 8 engine."""
+
+    prestage: Prestage = "off"  # Phase 9 pre-staging, and where its allocation happens
+    free_d_bc_after_ntt: bool = False  # fix: staged buffers die before the mutex is released
+    memory_aware_margin: int | None = None  # fix: cudaMemGetInfo check with this margin
+    mutex_scope: MutexScope = "device"  # one per device / one global for all / none
+    d_a_cache: bool = True  # persistent per-GPU d_a (never freed)
+    b_g2_msm: Literal["cpu", "gpu"] = "cpu"  # tail B_G2 MSM on a CPU thread or on the GPU
+
+
+def lot_of_memory(domain: int, vram_bytes: int) -> bool:
+    """groth16_ntt_h.cu: c gets its own region when 3 vectors fit in VRAM − 1 GiB."""
+    return 3 * domain * FR_BYTES < vram_bytes - GIB
+
+
+def _lg2(n: int) -> int:
+    return max(n, 1).bit_length() - 1
+
+
+def msm_window_bits(npoints: int) -> int:
+    """sppark msm_t: the window width chosen for npoints."""
+    if npoints > 192:
+        return max(10, min(_lg2(npoints + npoints // 2) - 8, 18))
+    return 10
+
+
+def msm_buckets_bytes(npoints: int, bucket_bytes: int) -> int:
+    """sppark msm_t constructor blob: buckets + histogram (points not preloaded)."""
+    wbits = msm_window_bits(npoints)
+    nwins = (SCALAR_BITS - 1) // wbits + 1
+    row = 1 << (wbits - 1)
+    return nwins * row * (bucket_bytes + 4)
+
+
+def msm_invoke_temp_bytes(npoints: int, affine_bytes: int) -> int:
+    """sppark msm_t::invoke d_temp: scalars, digits and a double-buffered batch of points."""
+    wbits = msm_window_bits(npoints)
+    nwins = (SCALAR_BITS - 1) // wbits + 1
+    batch = (1 << (max(_lg2(npoints + npoints // 2), wbits) - wbits)) >> 6 or 1
+    stride = -(-npoints // batch)
+    stride = -(-stride // WARP) * WARP
+    points = (2 * stride if batch > 1 else stride) * affine_bytes
+    return stride * max(2 * 8, FR_BYTES) + nwins * stride * 4 + points
+
+
+def batch_add_temp_bytes(npoints: int, affine_bytes: int) -> int:
+    """groth16_split_msm.cu execute_batch_addition d_temp (bucket rows are negligible)."""
+    batch = -(-npoints // GPU_DIV)
+    batch = -(-batch // NUM_BATCHES) * GPU_DIV
+    bit_words = -(-npoints // 64)
+    bit_words = -(-bit_words // WARP) * WARP
+    return batch * 2 * affine_bytes + bit_words * 8
+
+
+def _msm(name: str, npoints: int, kind: str, bucket: int, affine: int) -> list[Step]:
+    """An sppark MSM: buckets from the async pool, one invoke with its temp, both freed."""
+    blob, temp = f"{name}_buckets", f"{name}_temp"
+    return [
+        Alloc(blob, msm_buckets_bytes(npoints, bucket), allocator="async"),
+        Alloc(temp, msm_invoke_temp_bytes(npoints, affine), allocator="async"),
+        Kernel(name, kind, npoints),
+        Free(temp),
+        Free(blob),
+    ]
+
+
+def _ntt_pair(vec: str, n: int) -> list[Step]:
+    return [Kernel(f"intt_{vec}", "ntt", n), Kernel(f"coset_ntt_{vec}", "ntt", n)]
+
+
+def build_partition_plan(shape: CircuitShape, variant: CuzkVariant, vram_bytes: int) -> Plan:
+    """The steps of one partition on one GPU worker (see the module docstring)."""
+    n, N = shape.constraints, shape.domain
+    lock = Lock(GPU_MUTEX, variant.mutex_scope)
+    unlock = Unlock(GPU_MUTEX, variant.mutex_scope)
+    vec_bytes = n * FR_BYTES
+    d_b_bytes = N * FR_BYTES * (1 + lot_of_memory(N, vram_bytes))
+    stage_a, stage_bc = N * FR_BYTES, N * FR_BYTES // 2
+
+    steps: list[Step] = [
+        Cpu("prep_msm", "prep_msm", n, threads=16, stream="prep"),
+    ]
+    if variant.b_g2_msm == "cpu":
+        steps.append(Cpu("b_g2_msm", "msm_g2_cpu", shape.tail(shape.b_points), stream="b_g2"))
+
+    # --- the original NTT-H phase (also the fallback of pre-staging) ---
+    d_a = Alloc(
+        "d_a",
+        N * FR_BYTES,
+        persistent=variant.d_a_cache,
+        per_device=variant.d_a_cache,
+        note="d_a_cache" if variant.d_a_cache else "",
+    )
+    h_msm = _msm("msm_h", N, "msm_g1", G1_BUCKET_BYTES, G1_AFFINE_BYTES)
+    original: list[Step] = [d_a, Alloc("d_b", d_b_bytes)]
+    for vec in ("a", "b", "c"):
+        original += [Copy(f"htod_{vec}", vec_bytes), *_ntt_pair(vec, N)]
+        if vec != "a":
+            original.append(Kernel("a_mul_b" if vec == "b" else "sub_mul_z_inv", "pointwise", N))
+    original += [Free("d_b"), Kernel("coset_intt_h", "ntt", N), Sync("compute"), *h_msm]
+    if not variant.d_a_cache:
+        original.append(Free("d_a"))
+
+    if variant.prestage == "off":
+        steps += [lock, *original]
+    else:
+        margin = variant.memory_aware_margin
+        staging: list[Step] = [
+            Alloc(
+                "d_a_stage",
+                stage_a,
+                margin=None if margin is None else margin + stage_bc,
+                fallback="prestage_failed",
+                note="prestage_setup",
+            ),
+            Alloc(
+                "d_bc",
+                stage_bc,
+                margin=margin,
+                fallback="prestage_failed",
+                note="prestage_setup",
+            ),
+            Copy("stage_a", stage_a, pinned=True, stream="upload"),
+            Copy("stage_bc", stage_bc, pinned=True, stream="upload"),
+        ]
+        prestaged: list[Step] = [Sync("upload"), *_ntt_pair("a", N), *_ntt_pair("b", N)]
+        prestaged += [Kernel("a_mul_b", "pointwise", N), *_ntt_pair("c", N)]
+        prestaged += [Kernel("sub_mul_z_inv", "pointwise", N)]
+        if variant.free_d_bc_after_ntt:
+            prestaged.append(Free("d_bc"))
+        prestaged += [Kernel("coset_intt_h", "ntt", N), Sync("compute"), *h_msm]
+        if variant.free_d_bc_after_ntt:
+            prestaged.append(Free("d_a_stage"))
+        failed = [Label("prestage_failed"), Free("d_a_stage"), Free("d_bc")]
+        if variant.prestage == "outside_mutex":
+            steps += [*staging, lock, *prestaged, Goto("ntt_h_done"), *failed, lock, *original]
+        else:
+            steps += [lock, *staging, *prestaged, Goto("ntt_h_done"), *failed, *original]
+        steps.append(Label("ntt_h_done"))
+
+    # --- batch additions (need prep_msm's bit vectors), then tail MSMs ---
+    steps.append(Sync("prep"))
+    for name, points, g2 in (
+        ("l", shape.l_points, False),
+        ("a", shape.a_points, False),
+        ("b_g1", shape.b_points, False),
+        ("b_g2", shape.b_points, True),
+    ):
+        affine = G2_AFFINE_BYTES if g2 else G1_AFFINE_BYTES
+        steps += [
+            Alloc(f"batch_add_{name}", batch_add_temp_bytes(points, affine)),
+            Kernel(f"batch_add_{name}", "batch_add_g2" if g2 else "batch_add_g1", points),
+            Free(f"batch_add_{name}"),
+        ]
+    tails = [("l", shape.tail(shape.l_points)), ("a", shape.tail(shape.a_points))]
+    tails.append(("b_g1", shape.tail(shape.b_points)))
+    for name, points in tails:  # msm_l, msm_a, msm_b constructed together: buckets coexist
+        steps.append(
+            Alloc(f"msm_{name}_buckets", msm_buckets_bytes(points, G1_BUCKET_BYTES), "async")
+        )
+    for name, points in tails:
+        steps += [
+            Alloc(f"msm_{name}_temp", msm_invoke_temp_bytes(points, G1_AFFINE_BYTES), "async"),
+            Kernel(f"msm_{name}", "msm_g1", points),
+            Free(f"msm_{name}_temp"),
+        ]
+    steps += [Free(f"msm_{name}_buckets") for name, _ in tails]
+    if variant.b_g2_msm == "gpu":
+        steps += _msm(
+            "msm_b_g2", shape.tail(shape.b_points), "msm_g2", G2_BUCKET_BYTES, G2_AFFINE_BYTES
+        )
+    steps += [Sync("compute"), unlock]
+
+    # --- after the mutex: B_G2 joins, the proof is assembled, and only then does the
+    # pending-proof handle (and with it any staged buffer) die ---
+    if variant.b_g2_msm == "cpu":
+        steps.append(Sync("b_g2"))
+    steps.append(Cpu("assemble", "assemble", 1))
+    if variant.prestage != "off" and not variant.free_d_bc_after_ntt:
+        steps += [Free("d_a_stage"), Free("d_bc")]
+    plan = Plan(
+        name=f"cuzk-{shape.kind}",
+        steps=tuple(steps),
+        meta={"builder": "cuzk_sim.plans.cuzk", "kind": shape.kind, "variant": repr(variant)},
+    )
+    plan.validate(plan.name)
+    return plan
