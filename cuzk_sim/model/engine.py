@@ -124,6 +124,7 @@ class Simulation:
         self.stop = env.event()
         self.seq = itertools.count()
         self.proofs: list[Proof] = []
+        self.unfinished = 0
         self.done_times: list[tuple[str, str, float]] = []
         self.arrivals_open = len(cfg.arrivals)
         self.rng = random.Random(cfg.seed)
@@ -155,6 +156,7 @@ class Simulation:
                 break
             proof = Proof(f"{a.kind}-{len(self.proofs)}", a.kind, shape.partitions, env.now)
             self.proofs.append(proof)
+            self.unfinished += 1
             self.jobs.put(simpy.PriorityItem((-shape.priority, next(self.seq)), proof))
             if a.every_s:
                 gap = self.rng.expovariate(1 / a.every_s) if a.poisson else a.every_s
@@ -218,6 +220,7 @@ class Simulation:
             self.ram.put(shape.host_bytes)
             if not proof.finished and (proof.failed or proof.done == proof.partitions):
                 proof.finished = True
+                self.unfinished -= 1
                 if not proof.failed:
                     self.done_times.append((proof.id, proof.kind, env.now))
                     self.log(f"proof {proof.id} done")
@@ -231,9 +234,8 @@ class Simulation:
         self.log("daemon restart: in-memory PCE dropped")
 
     def _maybe_finish(self) -> None:
-        if self.arrivals_open == 0 and all(p.finished for p in self.proofs):
-            if not self.stop.triggered:
-                self.stop.succeed()
+        if self.arrivals_open == 0 and self.unfinished == 0 and not self.stop.triggered:
+            self.stop.succeed()
 
     def _deadline(self, at: float) -> Generator:
         yield self.env.timeout(at)
