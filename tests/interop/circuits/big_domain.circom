@@ -1,15 +1,6 @@
 pragma circom 2.0.0;
 
-// A squaring chain of N constraints: with N = 3000 the snarkjs domain is 2^12.
-template SquareChain(N) {
-    signal input x;
-    signal output out;
-    signal s[N + 1];
-    s[0] <== x;
-    for (var i = 0; i < N; i++) {
-        s[i + 1] <== s[i] * s[i] + i;
-    }
-    out <== s[N];
-}
+include "lib/square_chain.circom";
 
+// 3000 constraints + 2 input rows: the snarkjs domain is 2^12.
 component main = SquareChain(3000);
