@@ -47,8 +47,9 @@ def _split(text: object, what: str, units: dict) -> tuple[float, str]:
         raise UnitError(f"expected a non-negative {what}, got {text!r}")
     m = _QUANTITY.match(text)
     if not m or m.group(2) not in units:
-        raise UnitError(f"expected {what} like '{_example(what)}' (units: {', '.join(units)}), "
-                        f"got {text!r}")
+        raise UnitError(
+            f"expected {what} like '{_example(what)}' (units: {', '.join(units)}), got {text!r}"
+        )
     return float(m.group(1)), m.group(2)
 
 

@@ -1,0 +1,102 @@
+"""`cuzk-sim run` and `cuzk-sim check`: simulate scenarios, gate on expectations.
+
+Exit codes: 0 ok; 1 a predicted OOM (`run`) or an expectation mismatch (`check`);
+2 bad input (the message names the file, key path and what was expected).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from cuzk_sim.input_errors import InputError
+
+EXIT_MISMATCH = 1
+EXIT_BAD_INPUT = 2
+
+
+def _fail_input(e: InputError) -> typer.Exit:
+    typer.echo(f"error: {e}", err=True)
+    return typer.Exit(EXIT_BAD_INPUT)
+
+
+def run(
+    scenario: Path = typer.Argument(..., help="Scenario TOML file."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    trace: Path | None = typer.Option(None, "--trace", help="Write Chrome trace-event JSON."),
+    plot: Path | None = typer.Option(None, "--plot", help="Write a PNG (VRAM and Gantt)."),
+) -> None:
+    """Simulate one scenario; exit 1 when it predicts an OOM."""
+    from cuzk_sim.report import print_run
+    from cuzk_sim.runner import simulate
+    from cuzk_sim.scenario import load_scenario
+
+    try:
+        scn = load_scenario(scenario)
+        result = simulate(scn, record=bool(trace or plot))
+    except InputError as e:
+        raise _fail_input(e) from None
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        print_run(result, Console())
+    if trace:
+        from cuzk_sim.trace import write_chrome_trace
+
+        write_chrome_trace(result, str(trace))
+    if plot:
+        from cuzk_sim.plot import write_plot
+
+        write_plot(result, str(plot))
+    if result.oom:
+        raise typer.Exit(EXIT_MISMATCH)
+
+
+def check(
+    paths: list[Path] = typer.Argument(
+        None, help="Scenario files or folders (default: scenarios/)."
+    ),
+) -> None:
+    """Run every scenario that has expectations; print pass/fail; exit 1 on any mismatch."""
+    from cuzk_sim.expectations import check_expectations
+    from cuzk_sim.report import check_table
+    from cuzk_sim.runner import simulate
+    from cuzk_sim.scenario import load_scenario
+
+    files: list[Path] = []
+    for p in paths or [Path("scenarios")]:
+        if p.is_dir():
+            files += sorted(p.glob("*.toml"))
+        elif p.is_file():
+            files.append(p)
+        else:
+            typer.echo(f"error: {p}: no such file or folder", err=True)
+            raise typer.Exit(EXIT_BAD_INPUT)
+    rows, bad = [], False
+    for f in files:
+        try:
+            scn = load_scenario(f)
+        except InputError as e:
+            rows.append((f.stem, None, [], str(e)))
+            bad = True
+            continue
+        if scn.spec.expect is None:
+            continue
+        result = simulate(scn)
+        checks = check_expectations(scn.spec.expect, result)
+        bad |= not all(c.passed for c in checks)
+        rows.append((scn.name, result, checks, ""))
+    if not rows:
+        typer.echo("error: no scenario with expectations found", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    Console(width=160).print(check_table(rows))
+    if bad:
+        raise typer.Exit(EXIT_MISMATCH)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)
+    app.command("check")(check)

@@ -1,0 +1,52 @@
+"""Compare a run with its scenario's expectations (which come from published facts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cuzk_sim.result import SimResult
+from cuzk_sim.scenario import Expect
+from cuzk_sim.units import parse_duration
+
+
+@dataclass(frozen=True)
+class Check:
+    key: str  # expect.<key>
+    expected: str
+    got: str
+    passed: bool
+
+
+def check_expectations(expect: Expect, result: SimResult) -> list[Check]:
+    checks: list[Check] = []
+    if expect.oom is not None:
+        checks.append(Check("oom", str(expect.oom), str(result.oom), expect.oom == result.oom))
+    if expect.seconds_per_proof is not None:
+        lo, hi = (parse_duration(t) for t in expect.seconds_per_proof)
+        spp = result.seconds_per_proof
+        got = "none completed" if spp is None else f"{spp:.1f} s"
+        ok = spp is not None and lo <= spp <= hi
+        checks.append(Check("seconds_per_proof", f"[{lo:g}, {hi:g}] s", got, ok))
+    if expect.first_oom_buffer is not None:
+        first = result.fatal_ooms[0].buffer if result.fatal_ooms else None
+        checks.append(
+            Check(
+                "first_oom_buffer",
+                expect.first_oom_buffer,
+                str(first),
+                first == expect.first_oom_buffer,
+            )
+        )
+    for needle in expect.log_contains:
+        hit = any(needle in line for _, line in result.log)
+        checks.append(Check("log_contains", needle, "found" if hit else "absent", hit))
+    if expect.proofs_failed is not None:
+        checks.append(
+            Check(
+                "proofs_failed",
+                str(expect.proofs_failed),
+                str(result.proofs_failed),
+                expect.proofs_failed == result.proofs_failed,
+            )
+        )
+    return checks
