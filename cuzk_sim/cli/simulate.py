@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -24,10 +25,14 @@ def _fail_input(e: InputError) -> typer.Exit:
 
 
 def run(
-    scenario: Path = typer.Argument(..., help="Scenario TOML file."),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
-    trace: Path | None = typer.Option(None, "--trace", help="Write Chrome trace-event JSON."),
-    plot: Path | None = typer.Option(None, "--plot", help="Write a PNG (VRAM and Gantt)."),
+    scenario: Annotated[Path, typer.Argument(help="Scenario TOML file.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    trace: Annotated[
+        Path | None, typer.Option("--trace", help="Write Chrome trace-event JSON.")
+    ] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Write a PNG (VRAM and Gantt).")
+    ] = None,
 ) -> None:
     """Simulate one scenario; exit 1 when it predicts an OOM."""
     from cuzk_sim.report import print_run
@@ -56,9 +61,10 @@ def run(
 
 
 def check(
-    paths: list[Path] = typer.Argument(
-        None, help="Scenario files or folders (default: scenarios/)."
-    ),
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Scenario files or folders (default: scenarios/)."),
+    ] = None,
 ) -> None:
     """Run every scenario that has expectations; print pass/fail; exit 1 on any mismatch."""
     from cuzk_sim.expectations import check_expectations
