@@ -7,6 +7,7 @@ u_i(tau) = sum_k A[k][i] L_k(tau), likewise v_i (B) and w_i (C).
 
 from __future__ import annotations
 
+import functools
 import random
 import secrets
 from collections.abc import Sequence
@@ -40,6 +41,12 @@ class ToxicWaste:
             return rng.randrange(1, R) if rng is not None else secrets.randbelow(R - 1) + 1
 
         return cls(tau=draw(), alpha=draw(), beta=draw(), gamma=draw(), delta=draw())
+
+
+@functools.cache
+def generator_tables() -> tuple[FixedBaseTable, FixedBaseTable]:
+    """Fixed-base tables of the G1 and G2 generators, built once per process."""
+    return FixedBaseTable.build(G1, G1.generator), FixedBaseTable.build(G2, G2.generator)
 
 
 def column_evaluations(matrix: Matrix, lagrange: Sequence[int], num_vars: int) -> list[int]:
@@ -92,8 +99,7 @@ def setup(
         lagrange_2n = Domain(2 * n, "snarkjs").lagrange_at(tau)
         h_scalars = [x * delta_inv % R for x in lagrange_2n[1::2]]
 
-    g1 = FixedBaseTable.build(G1, G1.generator)
-    g2 = FixedBaseTable.build(G2, G2.generator)
+    g1, g2 = generator_tables()
 
     def points_g1(scalars: Sequence[int]) -> tuple:
         return tuple(to_py_ecc_g1(P) for P in g1.multiply_many(scalars))
