@@ -122,5 +122,8 @@ def read_r1cs(path: str | Path) -> CircomR1cs:
     header = _read_header(f)
     A, B, C = _read_constraints(f, header)
     labels = _read_wire_labels(f, header)
-    r1cs = R1CS(num_public=header.num_public, num_vars=header.num_wires, A=A, B=B, C=C)
+    try:
+        r1cs = R1CS(num_public=header.num_public, num_vars=header.num_wires, A=A, B=B, C=C)
+    except ValueError as e:  # already checked above; kept so no other error type escapes
+        raise FormatError(f.path, "constraints", str(e)) from None
     return CircomR1cs(header=header, r1cs=r1cs, wire_labels=labels)

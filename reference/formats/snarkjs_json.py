@@ -59,6 +59,8 @@ class _Doc:
             return json.loads(text)
         except json.JSONDecodeError as e:
             raise self.error(f"line {e.lineno} column {e.colno}", f"not JSON: {e.msg}") from None
+        except ValueError as e:  # e.g. an integer literal beyond Python's digit limit
+            raise self.error("document", f"not usable JSON: {e}") from None
         except RecursionError:
             raise self.error("document", "JSON nested too deeply") from None
 
