@@ -271,6 +271,7 @@ class Group:
     add_affine: Callable[[Any, Any], Any]
     double: Callable[[Any], Any]
     neg: Callable[[Any], Any]
+    affine_neg: Callable[[Any], Any]
     normalize_many: Callable[[Sequence[Any]], list[Any]]
     is_on_curve: Callable[[Any], bool]
     generator: Any  # affine
@@ -317,11 +318,36 @@ def _affine_from_py_ecc_g2(P: Any) -> G2Affine:
 G1_GEN: G1Affine = _affine_from_py_ecc_g1(bls.G1)
 G2_GEN: G2Affine = _affine_from_py_ecc_g2(bls.G2)
 
+
+def g1_affine_neg(P: G1Affine) -> G1Affine:
+    return None if P is None else (P[0], -P[1] % Q)
+
+
+def g2_affine_neg(P: G2Affine) -> G2Affine:
+    return None if P is None else (P[0], f2_neg(P[1]))
+
+
 G1 = Group(
-    "G1", g1_add, g1_add_affine, g1_double, g1_neg, g1_normalize_many, g1_is_on_curve, G1_GEN
+    "G1",
+    g1_add,
+    g1_add_affine,
+    g1_double,
+    g1_neg,
+    g1_affine_neg,
+    g1_normalize_many,
+    g1_is_on_curve,
+    G1_GEN,
 )
 G2 = Group(
-    "G2", g2_add, g2_add_affine, g2_double, g2_neg, g2_normalize_many, g2_is_on_curve, G2_GEN
+    "G2",
+    g2_add,
+    g2_add_affine,
+    g2_double,
+    g2_neg,
+    g2_affine_neg,
+    g2_normalize_many,
+    g2_is_on_curve,
+    G2_GEN,
 )
 
 assert g1_is_on_curve(G1_GEN) and g2_is_on_curve(G2_GEN)

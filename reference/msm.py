@@ -1,15 +1,15 @@
 """Multi-scalar multiplication sum_i k_i·P_i: Pippenger's bucket method and the naive sum.
 
-Pippenger with window c: write every k_i in base 2^c; for each window j drop P_i into
-bucket d = digit_j(k_i); the window's sum is sum_d d·B_d, computed with running sums
-(B_top, B_top + B_top-1, ...) in 2^(c+1) additions; windows are combined by c doublings
-each, most significant first. Cost ~ (255/c)·(n + 2^(c+1)) additions instead of
-~ n·(255 doublings + 128 additions) for the naive sum.
+Pippenger with window c: write every k_i in base 2^c with signed digits in
+(-2^(c-1), 2^(c-1)]; for each window j drop P_i (or -P_i) into bucket |d| of its digit d;
+the window's sum is sum_d d·B_d, computed with running sums (B_top, B_top + B_top-1, ...)
+in 2^c additions; windows are combined by c doublings each, most significant first.
+Cost ~ (256/c)·(n + 2^c) additions instead of ~ n·(255 doublings + 128 additions) for
+the naive sum.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,11 +29,28 @@ SCALAR_BITS = R.bit_length()  # 255
 
 
 def window_bits(n: int) -> int:
-    """Window c minimising (255/c)·(n + 2^(c+1)); about log2(n) - 2 for large n."""
+    """Window c minimising windows·(n + 2^c): n bucket additions plus two additions for
+    each of the 2^(c-1) signed-digit buckets per window; about log2(n) - 2 for large n."""
     if n < 4:
         return 1
-    best = min(range(1, 17), key=lambda c: math.ceil(SCALAR_BITS / c) * (n + (2 << c)))
-    return best
+    return min(range(1, 17), key=lambda c: (SCALAR_BITS // c + 1) * (n + (1 << c)))
+
+
+def signed_digits(k: int, c: int, windows: int) -> list[int]:
+    """k = sum_j d_j 2^(c·j) with d_j in (-2^(c-1), 2^(c-1)]: a digit above half becomes
+    d - 2^c with a carry into the next window, so buckets are needed for |d| only."""
+    half, full, mask = 1 << (c - 1), 1 << c, (1 << c) - 1
+    digits = []
+    for _ in range(windows):
+        d = k & mask
+        k >>= c
+        if d > half:
+            d -= full
+            k += 1
+        digits.append(d)
+    if k:
+        raise AssertionError("signed_digits: scalar wider than the windows")
+    return digits
 
 
 def pippenger(group: Group, points: Sequence[Any], scalars: Sequence[int], c: int | None = None):
@@ -41,23 +58,27 @@ def pippenger(group: Group, points: Sequence[Any], scalars: Sequence[int], c: in
     n = len(points)
     if c is None:
         c = window_bits(n)
-    mask = (1 << c) - 1
+    windows = SCALAR_BITS // c + 1
     live = [(P, k % R) for P, k in zip(points, scalars, strict=True) if P is not None and k % R]
+    # -P is free in affine form: (x, -y); the bucket of digit -d receives -P
+    entries = [(P, group.affine_neg(P), signed_digits(k, c, windows)) for P, k in live]
     add, add_affine, double = group.add, group.add_affine, group.double
+    num_buckets = 1 << (c - 1)  # digits in (-2^(c-1), 2^(c-1)]; for c = 1 plain bits
     result = None
-    for j in range(math.ceil(SCALAR_BITS / c) - 1, -1, -1):
+    for j in range(windows - 1, -1, -1):
         for _ in range(c):
             result = double(result)
-        shift = j * c
-        buckets: list[Any] = [None] * (mask + 1)
-        for P, k in live:
-            d = (k >> shift) & mask
-            if d:
+        buckets: list[Any] = [None] * (num_buckets + 1)
+        for P, minus_P, digits in entries:
+            d = digits[j]
+            if d > 0:
                 buckets[d] = add_affine(buckets[d], P)
-        # sum_d d·B_d = sum_{d} (B_top + ... + B_d): a running sum, added up.
+            elif d < 0:
+                buckets[-d] = add_affine(buckets[-d], minus_P)
+        # sum_d d·B_d = sum_d (B_top + ... + B_d): a running sum, added up.
         running = None
         window_sum = None
-        for d in range(mask, 0, -1):
+        for d in range(num_buckets, 0, -1):
             running = add(running, buckets[d])
             window_sum = add(window_sum, running)
         result = add(result, window_sum)

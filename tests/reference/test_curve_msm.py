@@ -19,7 +19,15 @@ from cuzk_sim.reference.curve import (
 )
 from cuzk_sim.reference.field import Q, R
 from cuzk_sim.reference.fixed_base import FixedBaseTable
-from cuzk_sim.reference.msm import msm_g1, msm_g2, naive_msm, pippenger, window_bits
+from cuzk_sim.reference.msm import (
+    SCALAR_BITS,
+    msm_g1,
+    msm_g2,
+    naive_msm,
+    pippenger,
+    signed_digits,
+    window_bits,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ref_strategies import R_MINUS_1, g1_points, g2_points, scalars
@@ -113,6 +121,13 @@ def test_every_window_width_gives_the_same_sum(c: int) -> None:
     )
     oracle = oracle_msm([to_py_ecc_g1(P) for P in points], ks, bls.Z1)
     assert bls.eq(to_py_ecc_g1(G1.normalize_many([pippenger(G1, points, ks, c)])[0]), oracle)
+
+
+@given(scalars, st.integers(min_value=1, max_value=16))
+def test_signed_digits_reconstruct_the_scalar(k: int, c: int) -> None:
+    digits = signed_digits(k, c, SCALAR_BITS // c + 1)
+    assert sum(d << (c * j) for j, d in enumerate(digits)) == k
+    assert all(-(1 << (c - 1)) < d <= 1 << (c - 1) for d in digits)
 
 
 def test_window_grows_with_size() -> None:
