@@ -10,7 +10,9 @@ from cuzk_sim.scenario import Scenario
 
 def simulate(scenario: Scenario, record: bool = False) -> SimResult:
     """record: keep the timeline (spans, VRAM samples) for --trace and --plot."""
-    plans = {k: compile_plan(p, scenario.profile) for k, p in scenario.plans.items()}
+    plans = {
+        k: compile_plan(p, scenario.profile, merge=not record) for k, p in scenario.plans.items()
+    }
     sim = Simulation(
         scenario.name, scenario.config, plans, scenario.shapes, scenario.profile, record
     )

@@ -13,6 +13,7 @@ never a cudaMalloc.
 from __future__ import annotations
 
 import bisect
+import heapq
 from dataclasses import dataclass, field
 
 from cuzk_sim.plan import Allocator
@@ -51,6 +52,9 @@ class DeviceMemory:
     caching_idle_bytes: int = 0
     live: dict[tuple[str, str], LiveBuffer] = field(default_factory=dict)
     peak_used: int = 0
+    reserved: int = 0  # everything but the context, kept up to date by every operation
+    pending_frees: list[tuple[float, int, str, str]] = field(default_factory=list)
+    _seq: int = 0
 
     @property
     def free(self) -> int:
@@ -59,14 +63,14 @@ class DeviceMemory:
 
     @property
     def used(self) -> int:
-        return (
-            self.context
-            + self.sync_live
-            + self.async_live
-            + self.async_idle
-            + self.caching_live
-            + self.caching_idle_bytes
-        )
+        return self.context + self.reserved
+
+    def check_ledger(self) -> None:
+        """The O(1) counter equals the sum of its parts (an invariant for tests)."""
+        parts = self.sync_live + self.async_live + self.async_idle
+        parts += self.caching_live + self.caching_idle_bytes
+        if parts != self.reserved or min(self.sync_live, self.async_live, self.async_idle) < 0:
+            raise RuntimeError(f"gpu{self.device}: ledger out of balance")
 
     def _charge(self, allocator: Allocator, nbytes: int) -> int | None:
         """Reserve nbytes through `allocator`; the bytes charged, or None on failure."""
@@ -75,6 +79,7 @@ class DeviceMemory:
             if size > self.free:
                 return None
             self.sync_live += size
+            self.reserved += size
             return size
         if allocator == "async":
             size = round_up(nbytes, CUDA_GRANULE) if nbytes else 0
@@ -85,6 +90,7 @@ class DeviceMemory:
                 if grow > self.free:
                     return None
                 self.async_idle = 0
+                self.reserved += grow
             self.async_live += size
             return size
         return self._charge_caching(round_up(nbytes, CACHING_ROUND) if nbytes else 0)
@@ -100,10 +106,12 @@ class DeviceMemory:
             return block
         if size > self.free and self.caching_idle:
             self.caching_idle.clear()
+            self.reserved -= self.caching_idle_bytes
             self.caching_idle_bytes = 0
         if size > self.free:
             return None
         self.caching_live += size
+        self.reserved += size
         return size
 
     def try_alloc(
@@ -132,6 +140,7 @@ class DeviceMemory:
             return None
         if buf.allocator == "sync":
             self.sync_live -= buf.bytes
+            self.reserved -= buf.bytes
         elif buf.allocator == "async":
             self.async_live -= buf.bytes
             self.async_idle += buf.bytes
@@ -140,6 +149,21 @@ class DeviceMemory:
             bisect.insort(self.caching_idle, buf.bytes)
             self.caching_idle_bytes += buf.bytes
         return buf
+
+    def free_at(self, t: float, owner: str, buffer: str) -> None:
+        """A free that happens at time t: applied by `settle` once the clock reaches t, so a
+        worker need not wake up just to free (a free cannot fail, only make room)."""
+        heapq.heappush(self.pending_frees, (t, self._seq, owner, buffer))
+        self._seq += 1
+
+    def settle(self, now: float) -> None:
+        """Apply every pending free due at or before `now` (call before reading the ledger)."""
+        pending = self.pending_frees
+        while pending and pending[0][0] <= now:
+            _, _, owner, buffer = heapq.heappop(pending)
+            buf = self.live.get((owner, buffer))
+            if buf is not None and not buf.persistent:
+                self.release(owner, buffer)
 
     def rename(self, owner: str, buffer: str, new_name: str) -> None:
         """Keep a still-live buffer under another name (a leak: allocated again, never freed)."""
@@ -156,6 +180,7 @@ class DeviceMemory:
             return 0
         released = min(excess, self.async_idle)
         self.async_idle -= released
+        self.reserved -= released
         return released
 
     def ledger(self) -> dict[str, dict[str, int]]:

@@ -118,10 +118,13 @@ class Simulation:
         )
         self.jobs = simpy.PriorityStore(env)
         self.partitions = simpy.PriorityStore(env)
-        self.lookahead = simpy.Container(
-            env, capacity=cfg.synthesis_lookahead + 1, init=cfg.synthesis_lookahead + 1
-        )
+        # each synthesizer may run `synthesis_lookahead` proofs ahead of the GPUs
+        slots = cfg.synthesis_concurrency * (cfg.synthesis_lookahead + 1)
+        self.lookahead = simpy.Container(env, capacity=slots, init=slots)
         self.stop = env.event()
+        # no yields inside critical sections when every plan keeps device memory under its
+        # mutex (exact then; a trace wants the wake-ups for its VRAM samples)
+        self.exclusive = not self.record and all(cp.exclusive for cp in self.plans.values())
         self.seq = itertools.count()
         self.proofs: list[Proof] = []
         self.unfinished = 0
@@ -134,8 +137,8 @@ class Simulation:
 
     # --- helpers the worker uses ---
 
-    def log(self, line: str) -> None:
-        self.lines.append((self.env.now, line))
+    def log(self, line: str, t: float | None = None) -> None:
+        self.lines.append((self.env.now if t is None else t, line))
 
     def mutex(self, name: str, scope: str, device: int) -> Mutex:
         key = (name, device) if scope == "device" else (name,)

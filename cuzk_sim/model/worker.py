@@ -23,7 +23,7 @@ from cuzk_sim.input_errors import InputError
 from cuzk_sim.model.allocator import NEVER
 from cuzk_sim.model.gpu import Device
 from cuzk_sim.model.mutex import Mutex
-from cuzk_sim.plan import Alloc, Copy, Cpu, Kernel, Plan, Step
+from cuzk_sim.plan import Alloc, Copy, Cpu, Kernel, Label, Plan, Step
 from cuzk_sim.result import OomEvent, Span
 from cuzk_sim.units import format_size
 
@@ -39,26 +39,78 @@ class CompiledPlan:
     steps: tuple[Step, ...]
     seconds: tuple[float, ...]
     labels: dict[str, int]
+    exclusive: bool  # every alloc/free runs under a mutex that excludes the device's others
 
 
-def compile_plan(plan: Plan, profile: Profile) -> CompiledPlan:
-    seconds = []
+EXCLUSIVE_SCOPES = ("device", "global", "process")
+
+
+def memory_steps_all_locked(steps: tuple[Step, ...], labels: dict[str, int]) -> bool:
+    """Does every alloc and free, on every path (fallbacks and gotos included), run while
+    a device-, process- or global-scope mutex is held? Then, while a worker holds it, no
+    other worker of that device can touch device memory."""
+    seen: set[tuple[int, int]] = set()
+    todo = [(0, 0)]
+    while todo:
+        pc, held = todo.pop()
+        while pc < len(steps) and (pc, held) not in seen:
+            seen.add((pc, held))
+            s = steps[pc]
+            if s.op in ("alloc", "free") and held == 0:
+                return False
+            if s.op == "lock" and s.scope in EXCLUSIVE_SCOPES:
+                held += 1
+            elif s.op == "unlock" and s.scope in EXCLUSIVE_SCOPES:
+                held = max(held - 1, 0)
+            if s.op == "alloc" and s.fallback is not None:
+                todo.append((labels[s.fallback], held))
+            pc = labels[s.label] if s.op == "goto" else pc + 1
+    return True
+
+
+def compile_plan(plan: Plan, profile: Profile, merge: bool = True) -> CompiledPlan:
+    """Price every step and resolve labels to indices.
+
+    merge: fold runs of consecutive compute-stream kernels into one step with the summed
+    time — exact, because a blocking kernel starts where the previous one ended and no
+    other worker can issue in between (there is no yield); off when a trace wants each
+    kernel. Labels are dropped (a jump goes to the step after the label).
+    """
+    steps: list[Step] = []
+    seconds: list[float] = []
+    labels: dict[str, int] = {}
     for i, s in enumerate(plan.steps):
         where = f"plan {plan.name}: steps[{i}] ({s.op} {getattr(s, 'name', '')})"
+        if isinstance(s, Label):
+            labels[s.name] = len(steps)
+            continue
         if isinstance(s, Kernel):
-            seconds.append(profile.kernel_seconds(s.kind, s.size, where))
+            t = profile.kernel_seconds(s.kind, s.size, where)
+            prev = steps[-1] if steps else None
+            if (
+                merge
+                and s.stream == "compute"
+                and isinstance(prev, Kernel)
+                and prev.stream == "compute"
+                and len(steps) not in labels.values()
+            ):
+                seconds[-1] += t
+                steps[-1] = Kernel(f"{prev.name}+{s.name}", prev.kind, prev.size)
+                continue
         elif isinstance(s, Cpu):
-            seconds.append(profile.cpu_seconds(s.kind, s.size, where))
+            t = profile.cpu_seconds(s.kind, s.size, where)
         elif isinstance(s, Copy):
-            seconds.append(profile.copy_seconds(s.bytes, s.pinned))
+            t = profile.copy_seconds(s.bytes, s.pinned)
         else:
-            seconds.append(0.0)
-    labels = {s.name: i for i, s in enumerate(plan.steps) if s.op == "label"}
-    for s in plan.steps:
+            t = 0.0
+        steps.append(s)
+        seconds.append(t)
+    for s in steps:
         target = getattr(s, "fallback", None) or getattr(s, "label", None)
         if s.op in ("alloc", "goto") and target is not None and target not in labels:
             raise InputError(f"plan {plan.name}: jump to undefined label {target!r}")
-    return CompiledPlan(plan, plan.steps, tuple(seconds), labels)
+    exclusive = memory_steps_all_locked(tuple(steps), labels)
+    return CompiledPlan(plan, tuple(steps), tuple(seconds), labels, exclusive)
 
 
 @dataclass
@@ -116,8 +168,10 @@ TIME_STEPS: dict[str, Callable] = {"kernel": _kernel, "copy": _copy, "cpu": _cpu
 # --- shared-state steps, run at SimPy time == the worker's time ---
 
 
-def _alloc(sim: Simulation, w: Worker, s: Alloc, pc: int, cp: CompiledPlan, part: str) -> int:
-    """Next step index, or -1 when the worker must panic."""
+def _alloc(
+    sim: Simulation, w: Worker, s: Alloc, pc: int, cp: CompiledPlan, part: str, now: float
+) -> int:
+    """Next step index, or -1 when the worker must panic. `now`: the step's time."""
     mem = w.device.memory
     owner = f"gpu{w.device.index}" if s.per_device else w.name
     key = (owner, s.buffer)
@@ -131,12 +185,14 @@ def _alloc(sim: Simulation, w: Worker, s: Alloc, pc: int, cp: CompiledPlan, part
         reason = "skip_vram"
     elif mem.try_alloc(owner, s.buffer, s.bytes, s.allocator, s.persistent) is None:
         reason = "alloc"
-    now = sim.env.now
     if not reason:
         if sim.record:
             sim.samples.append((now, w.device.index, mem.used))
         if s.note == "d_a_cache":
-            sim.log(f"CUZK_TIMING: d_a_cache allocated {s.bytes >> 20} MiB on gpu {w.device.index}")
+            sim.log(
+                f"CUZK_TIMING: d_a_cache allocated {s.bytes >> 20} MiB on gpu {w.device.index}",
+                now,
+            )
         return pc + 1
     fatal = s.fallback is None
     sim.oom_events.append(
@@ -157,11 +213,12 @@ def _alloc(sim: Simulation, w: Worker, s: Alloc, pc: int, cp: CompiledPlan, part
     if fatal:
         sim.log(
             f"worker {w.name} panicked: CUDA error 2: out of memory allocating {s.buffer} "
-            f"({format_size(s.bytes)}, free {format_size(mem.free)}) partition {part}"
+            f"({format_size(s.bytes)}, free {format_size(mem.free)}) partition {part}",
+            now,
         )
         return -1
     tag = s.note or f"alloc_{s.buffer}"
-    sim.log(f"CUZK_TIMING: {tag}={'skip_vram' if reason == 'skip_vram' else 'fallback err=2'}")
+    sim.log(f"CUZK_TIMING: {tag}={'skip_vram' if reason == 'skip_vram' else 'fallback err=2'}", now)
     return cp.labels[s.fallback]
 
 
@@ -208,15 +265,13 @@ def execute_plan(
     w.streams = {}
     steps, seconds, labels = cp.steps, cp.seconds, cp.labels
     pc, n = 0, len(steps)
+    exclusive = False  # holding a mutex that makes this worker alone on its device's memory
     while pc < n:
         s = steps[pc]
         op = s.op
         timed = TIME_STEPS.get(op)
         if timed is not None:
             timed(sim, w, s, seconds[pc])
-            pc += 1
-            continue
-        if op == "label":
             pc += 1
             continue
         if op == "goto":
@@ -229,11 +284,22 @@ def execute_plan(
             if w.device.memory.release_threshold == NEVER:
                 pc += 1
                 continue
-        if w.t_ready > env.now:  # meet the other workers at this worker's time
-            sim.events += 1
-            yield env.timeout(w.t_ready - env.now)
+        if exclusive and op != "unlock":
+            # this worker holds the only way to touch its device's memory: no one else
+            # can act on it before t_ready, so the step runs now, stamped t_ready
+            now = w.t_ready
+        else:
+            if op == "free" and not sim.record and w.t_ready > env.now:
+                w.device.memory.free_at(w.t_ready, w.name, s.buffer)  # no wake-up needed
+                pc += 1
+                continue
+            if w.t_ready > env.now:  # meet the other workers at this worker's time
+                sim.events += 1
+                yield env.timeout(w.t_ready - env.now)
+            now = env.now
+        w.device.memory.settle(now)
         if op == "alloc":
-            pc = _alloc(sim, w, s, pc, cp, part)
+            pc = _alloc(sim, w, s, pc, cp, part, now)
             if pc < 0:
                 panic(sim, w)
                 return False
@@ -254,10 +320,12 @@ def execute_plan(
                         )
                 w.held.append((s.mutex, m, env.now))
                 w.t_ready = env.now
+                exclusive = sim.exclusive
             pc += 1
         elif op == "unlock":
             if s.scope != "none":
                 _unlock(sim, w, s.mutex)
+                exclusive = False
             pc += 1
         elif op == "sync":  # a pool with a finite release threshold gives bytes back here
             w.device.memory.trim_async_pool()
