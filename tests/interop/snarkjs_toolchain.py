@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import shutil
 import subprocess
-import time
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,11 +48,17 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def _digest(path: Path) -> str:
+    return hashlib.sha256(str(path).encode()).hexdigest()[:16]
+
+
 def ensure_node_modules() -> None:
     """Install the pinned packages with `npm ci` when they are missing (once, locked)."""
     if shutil.which("node") is None:
         raise ToolchainUnavailable("node is not on PATH")
-    with _locked(HERE / ".npm-ci.lock"):
+    # the lock lives outside the tree (npm ci empties node_modules; git must not see it)
+    lock = Path(tempfile.gettempdir()) / f"cuzk-sim-npm-ci-{_digest(HERE)}.lock"
+    with _locked(lock):
         if SNARKJS.exists() and CIRCOM2.exists():
             return
         npm = shutil.which("npm")
@@ -178,10 +185,3 @@ def export_json(kind: str, source: Path, cwd: Path) -> object:
     target = cwd / f"{source.name}.{kind}.json"
     snarkjs(kind, "export", "json", source, target, cwd=cwd)
     return json.loads(target.read_text())
-
-
-def timed(fn, *args, **kwargs) -> tuple[object, float]:  # type: ignore[no-untyped-def]
-    """(result, wall seconds) of one call."""
-    start = time.perf_counter()
-    result = fn(*args, **kwargs)
-    return result, time.perf_counter() - start
