@@ -46,6 +46,48 @@ class ProofStages:
     seconds: dict[str, float] = field(default_factory=dict, compare=False)
 
 
+def check_key_shape(pk: ProvingKey) -> None:
+    """The lengths a prover relies on, so that a badly mapped key (e.g. from a zkey) fails
+    with the field's name instead of deep inside an MSM."""
+    n, m1, l = pk.domain_size, pk.num_vars, pk.num_public
+    if pk.reduction not in ("bellman", "snarkjs"):
+        raise ValueError(
+            f"ProvingKey.reduction must be 'bellman' or 'snarkjs', got {pk.reduction!r}"
+        )
+    if not isinstance(n, int) or n < 1 or n & (n - 1):
+        raise ValueError(f"ProvingKey.domain_size must be a power of two, got {n!r}")
+    if not 0 <= l < m1:
+        raise ValueError(f"ProvingKey: num_public = {l} must be < num_vars = {m1}")
+    expected = {
+        "a_query": m1,
+        "b_g1_query": m1,
+        "b_g2_query": m1,
+        "l_query": m1 - l - 1,
+        "h_query": n - 1 if pk.reduction == "bellman" else n,
+        "vk.ic": l + 1,
+        "B": len(pk.A),
+    }
+    actual = {
+        "a_query": len(pk.a_query),
+        "b_g1_query": len(pk.b_g1_query),
+        "b_g2_query": len(pk.b_g2_query),
+        "l_query": len(pk.l_query),
+        "h_query": len(pk.h_query),
+        "vk.ic": len(pk.vk.ic),
+        "B": len(pk.B),
+    }
+    if pk.C is not None:
+        expected["C"], actual["C"] = len(pk.A), len(pk.C)
+    for name, want in expected.items():
+        if actual[name] != want:
+            raise ValueError(
+                f"ProvingKey.{name} has {actual[name]} entries, expected {want} "
+                f"(num_vars {m1}, num_public {l}, domain {n}, {pk.reduction} reduction)"
+            )
+    if len(pk.A) > n:
+        raise ValueError(f"ProvingKey: {len(pk.A)} constraint rows do not fit domain_size {n}")
+
+
 def check_witness(pk: ProvingKey, witness: Sequence[int]) -> None:
     """Shape (length, wire 0 = 1, values in [0, r)) and, when pk has C, satisfaction."""
     if len(witness) != pk.num_vars:
@@ -79,6 +121,7 @@ def prove_stages(
     rng: random.Random | None = None,
 ) -> ProofStages:
     """The proof and all its intermediates; deterministic given r and s."""
+    check_key_shape(pk)
     check_witness(pk, witness)
     r = _draw(r, rng, "r")
     s = _draw(s, rng, "s")
@@ -103,33 +146,24 @@ def prove_stages(
     b2_acc = pippenger(G2, [from_py_ecc_g2(P) for P in pk.b_g2_query], witness)
     lap("msm_b_g2")
     private = witness[pk.num_public + 1 :]
-    if len(pk.l_query) != len(private):
-        raise ValueError(
-            f"ProvingKey.l_query has {len(pk.l_query)} points for {len(private)} private wires"
-        )
     l_acc = pippenger(G1, [from_py_ecc_g1(P) for P in pk.l_query], private)
     lap("msm_l")
 
-    alpha, beta1, delta1 = (
-        G1.to_jacobian(from_py_ecc_g1(P)) for P in (pk.alpha_g1, pk.beta_g1, pk.delta_g1)
-    )
-    beta2, delta2 = (G2.to_jacobian(from_py_ecc_g2(P)) for P in (pk.beta_g2, pk.delta_g2))
-    delta1_affine = from_py_ecc_g1(pk.delta_g1)
-    delta2_affine = from_py_ecc_g2(pk.delta_g2)
+    alpha, beta1, delta1 = (from_py_ecc_g1(P) for P in (pk.alpha_g1, pk.beta_g1, pk.delta_g1))
+    beta2, delta2 = from_py_ecc_g2(pk.beta_g2), from_py_ecc_g2(pk.delta_g2)
     # A = alpha + sum w_i u_i + r delta
-    A = G1.add(G1.add(alpha, a_acc), G1.multiply(delta1_affine, r))
+    A = G1.add(G1.add_affine(a_acc, alpha), G1.multiply(delta1, r))
     # B = beta + sum w_i v_i + s delta, in G2 and in G1
-    B2 = G2.add(G2.add(beta2, b2_acc), G2.multiply(delta2_affine, s))
-    B1 = G1.add(G1.add(beta1, b1_acc), G1.multiply(delta1_affine, s))
+    B2 = G2.add(G2.add_affine(b2_acc, beta2), G2.multiply(delta2, s))
+    B1 = G1.add(G1.add_affine(b1_acc, beta1), G1.multiply(delta1, s))
     # C = L + H + s A + r B1 - r s delta
     A_affine, B1_affine = G1.normalize_many([A, B1])
     C = G1.add(l_acc, h_acc)
     C = G1.add(C, G1.multiply(A_affine, s))
     C = G1.add(C, G1.multiply(B1_affine, r))
-    C = G1.add(C, G1.neg(G1.multiply(delta1_affine, r * s % R)))
+    C = G1.add(C, G1.neg(G1.multiply(delta1, r * s % R)))
     A_out, C_out, h_pt, a_pt, b1_pt, l_pt = G1.normalize_many([A, C, h_acc, a_acc, b1_acc, l_acc])
     B_out, b2_pt = G2.normalize_many([B2, b2_acc])
-    del delta1, delta2
     proof = Proof(to_py_ecc_g1(A_out), to_py_ecc_g2(B_out), to_py_ecc_g1(C_out))
     lap("assemble")
     return ProofStages(

@@ -213,3 +213,29 @@ def test_setup_is_deterministic() -> None:
     r1cs, _ = cubic()
     assert setup(r1cs, rng=random.Random(1)) == setup(r1cs, rng=random.Random(1))
     assert setup(r1cs, ToxicWaste(9, 2, 3, 4, 5)) == setup(r1cs, ToxicWaste(9, 2, 3, 4, 5))
+
+
+@pytest.mark.parametrize(
+    ("field", "message"),
+    [
+        ("a_query", r"ProvingKey.a_query has \d+ entries, expected"),
+        ("b_g2_query", r"ProvingKey.b_g2_query has \d+ entries"),
+        ("l_query", r"ProvingKey.l_query has \d+ entries"),
+        ("h_query", r"ProvingKey.h_query has \d+ entries"),
+    ],
+)
+def test_badly_shaped_key_is_named(keyed_proof, field: str, message: str) -> None:
+    pk, witness, _ = keyed_proof
+    short = dataclasses.replace(pk, **{field: getattr(pk, field)[:-1]})
+    with pytest.raises(ValueError, match=message):
+        prove(short, witness, r=1, s=1)
+
+
+def test_bad_key_parameters_are_named(keyed_proof) -> None:
+    pk, witness, _ = keyed_proof
+    with pytest.raises(ValueError, match="domain_size must be a power of two"):
+        prove(dataclasses.replace(pk, domain_size=12), witness, r=1, s=1)
+    with pytest.raises(ValueError, match="reduction must be"):
+        prove(dataclasses.replace(pk, reduction="plonk"), witness, r=1, s=1)
+    with pytest.raises(ValueError, match=r"prove: r must be an int in \[0, r\)"):
+        prove(pk, witness, r=R, s=1)
