@@ -27,7 +27,7 @@ def round_up(n: int, to: int) -> int:
     return -(-n // to) * to
 
 
-@dataclass
+@dataclass(slots=True)
 class LiveBuffer:
     owner: str
     buffer: str
@@ -75,19 +75,19 @@ class DeviceMemory:
     def _charge(self, allocator: Allocator, nbytes: int) -> int | None:
         """Reserve nbytes through `allocator`; the bytes charged, or None on failure."""
         if allocator == "sync":
-            size = round_up(nbytes, CUDA_GRANULE) if nbytes else 0
-            if size > self.free:
+            size = -(-nbytes // CUDA_GRANULE) * CUDA_GRANULE
+            if size > self.total - self.context - self.reserved:
                 return None
             self.sync_live += size
             self.reserved += size
             return size
         if allocator == "async":
-            size = round_up(nbytes, CUDA_GRANULE) if nbytes else 0
+            size = -(-nbytes // CUDA_GRANULE) * CUDA_GRANULE
             if size <= self.async_idle:
                 self.async_idle -= size
             else:
                 grow = size - self.async_idle
-                if grow > self.free:
+                if grow > self.total - self.context - self.reserved:
                     return None
                 self.async_idle = 0
                 self.reserved += grow
@@ -128,7 +128,7 @@ class DeviceMemory:
             return None
         buf = LiveBuffer(owner, buffer, charged, allocator, persistent)
         self.live[(owner, buffer)] = buf
-        used = self.used
+        used = self.context + self.reserved
         if used > self.peak_used:
             self.peak_used = used
         return buf

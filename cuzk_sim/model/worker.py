@@ -222,16 +222,6 @@ def _alloc(
     return cp.labels[s.fallback]
 
 
-def _free(sim: Simulation, w: Worker, buffer: str) -> None:
-    mem = w.device.memory
-    buf = mem.live.get((w.name, buffer))
-    if buf is None or buf.persistent:
-        return  # cudaFree(nullptr), or a buffer the plan never frees
-    mem.release(w.name, buffer)
-    if sim.record:
-        sim.samples.append((sim.env.now, w.device.index, mem.used))
-
-
 def _unlock(sim: Simulation, w: Worker, name: str) -> None:
     for i, (held_name, m, since) in enumerate(w.held):
         if held_name == name:
@@ -266,9 +256,16 @@ def execute_plan(
     steps, seconds, labels = cp.steps, cp.seconds, cp.labels
     pc, n = 0, len(steps)
     exclusive = False  # holding a mutex that makes this worker alone on its device's memory
+    dev = w.device
+    record = sim.record
     while pc < n:
         s = steps[pc]
         op = s.op
+        if op == "kernel" and s.stream == "compute" and not record:  # the hot path, inlined
+            start = w.t_ready if w.t_ready > dev.compute_free_at else dev.compute_free_at
+            w.t_ready = dev.compute_free_at = start + seconds[pc]
+            pc += 1
+            continue
         timed = TIME_STEPS.get(op)
         if timed is not None:
             timed(sim, w, s, seconds[pc])
@@ -297,14 +294,20 @@ def execute_plan(
                 sim.events += 1
                 yield env.timeout(w.t_ready - env.now)
             now = env.now
-        w.device.memory.settle(now)
+        mem = w.device.memory
+        if mem.pending_frees:
+            mem.settle(now)
         if op == "alloc":
             pc = _alloc(sim, w, s, pc, cp, part, now)
             if pc < 0:
                 panic(sim, w)
                 return False
         elif op == "free":
-            _free(sim, w, s.buffer)
+            buf = mem.live.get((w.name, s.buffer))
+            if buf is not None and not buf.persistent:  # else cudaFree(nullptr) / never freed
+                mem.release(w.name, s.buffer)
+                if sim.record:
+                    sim.samples.append((now, w.device.index, mem.used))
             pc += 1
         elif op == "lock":
             if s.scope != "none":
