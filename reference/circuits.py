@@ -9,7 +9,7 @@ import random
 from dataclasses import dataclass
 
 from .field import R
-from .r1cs import R1CS
+from .r1cs import R1CS, Row
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,9 @@ def random_r1cs(
             rng.randrange(num_vars): rng.randrange(1, R) for _ in range(rng.randint(1, density))
         }
 
-    A, B, C = [], [], []
+    A: list[Row] = []
+    B: list[Row] = []
+    C: list[Row] = []
     for _ in range(num_constraints):
         a, b = sparse_row(), sparse_row()
         c = sparse_row()

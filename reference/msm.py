@@ -123,7 +123,7 @@ def naive_msm(points: Sequence[Any], scalars: Sequence[int]) -> Any:
     if not points:
         raise ValueError("naive_msm: empty input (cannot tell G1 from G2); use msm_g1/msm_g2")
     if is_g2_point(points[0]):
-        affine = [from_py_ecc_g2(P) for P in points]
-        return to_py_ecc_g2(G2.normalize_many([naive(G2, affine, scalars)])[0])
-    affine = [from_py_ecc_g1(P) for P in points]
-    return to_py_ecc_g1(G1.normalize_many([naive(G1, affine, scalars)])[0])
+        affine_g2 = [from_py_ecc_g2(P) for P in points]
+        return to_py_ecc_g2(G2.normalize_many([naive(G2, affine_g2, scalars)])[0])
+    affine_g1 = [from_py_ecc_g1(P) for P in points]
+    return to_py_ecc_g1(G1.normalize_many([naive(G1, affine_g1, scalars)])[0])
