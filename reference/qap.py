@@ -16,6 +16,7 @@ H, so A(x)B(x) - C(x) = H(x)Z(x) with Z(x) = x^n - 1 and deg H <= n - 2.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from .domain import Domain
 from .field import GENERATOR_BELLMAN, R
@@ -38,33 +39,66 @@ def evaluate_matrices(
     return a, b, c
 
 
+@dataclass(frozen=True)
+class HSteps:
+    """Every intermediate vector of `compute_h`, for step-by-step comparison (GPU NTT-H).
+
+    a, b, c: evaluations on H; a_coeffs...: after iNTT; a_coset...: after the coset NTT
+    (coset 7·H for bellman, omega_2n·H for snarkjs); h_coset: a·b - c on the coset, divided
+    by Z there for bellman only; h: the MSM scalars (bellman: coset iNTT, n - 1 coefficients;
+    snarkjs: h_coset itself)."""
+
+    coset: int
+    a: tuple[int, ...]
+    b: tuple[int, ...]
+    c: tuple[int, ...]
+    a_coeffs: tuple[int, ...]
+    b_coeffs: tuple[int, ...]
+    c_coeffs: tuple[int, ...]
+    a_coset: tuple[int, ...]
+    b_coset: tuple[int, ...]
+    c_coset: tuple[int, ...]
+    h_coset: tuple[int, ...]
+    h: tuple[int, ...]
+
+
+def h_steps(domain: Domain, a: list[int], b: list[int], c: list[int], reduction: str) -> HSteps:
+    """The reduction's h, keeping every intermediate (see the module docstring)."""
+    if reduction not in ("bellman", "snarkjs"):
+        raise ValueError(f"reduction must be 'bellman' or 'snarkjs', got {reduction!r}")
+    g = GENERATOR_BELLMAN if reduction == "bellman" else domain.omega_2n
+    coeffs = [domain.intt(v) for v in (a, b, c)]
+    a_cos, b_cos, c_cos = (domain.coset_ntt(v, g) for v in coeffs)
+    if reduction == "bellman":
+        z_inv = pow(domain.vanishing_at(g), -1, R)  # Z(g·omega^i) = g^n - 1 for every i
+        h_coset = [(x * y - z) * z_inv % R for x, y, z in zip(a_cos, b_cos, c_cos, strict=True)]
+        h = domain.coset_intt(h_coset, g)[: domain.size - 1]  # h_{n-1} = 0 when satisfied
+    else:
+        h_coset = [(x * y - z) % R for x, y, z in zip(a_cos, b_cos, c_cos, strict=True)]
+        h = h_coset
+    return HSteps(
+        g,
+        *(tuple(v) for v in (a, b, c, *coeffs, a_cos, b_cos, c_cos, h_coset, h)),
+    )
+
+
 def h_bellman(domain: Domain, a: list[int], b: list[int], c: list[int]) -> list[int]:
     """Coefficients h_0..h_{n-2} of H = (AB - C)/Z, via the coset 7·H."""
-    g = GENERATOR_BELLMAN
-    a_coset = domain.coset_ntt(domain.intt(a), g)
-    b_coset = domain.coset_ntt(domain.intt(b), g)
-    c_coset = domain.coset_ntt(domain.intt(c), g)
-    z_inv = pow(domain.vanishing_at(g), -1, R)  # Z(g·omega^i) = g^n - 1 for every i
-    h_coset = [(x * y - z) * z_inv % R for x, y, z in zip(a_coset, b_coset, c_coset, strict=True)]
-    h = domain.coset_intt(h_coset, g)
-    return h[: domain.size - 1]  # h_{n-1} = 0 for a satisfying witness
+    return list(h_steps(domain, a, b, c, "bellman").h)
 
 
 def h_snarkjs(domain: Domain, a: list[int], b: list[int], c: list[int]) -> list[int]:
     """(AB - C)(omega_2n^(2j+1)) for j < n: A·B - C on the odd coset, not divided by Z."""
-    g = domain.omega_2n
-    a_odd = domain.coset_ntt(domain.intt(a), g)
-    b_odd = domain.coset_ntt(domain.intt(b), g)
-    c_odd = domain.coset_ntt(domain.intt(c), g)
-    return [(x * y - z) % R for x, y, z in zip(a_odd, b_odd, c_odd, strict=True)]
+    return list(h_steps(domain, a, b, c, "snarkjs").h)
+
+
+def compute_h_steps(pk: ProvingKey, witness: Sequence[int]) -> HSteps:
+    """`compute_h` with its intermediates."""
+    domain = Domain(pk.domain_size, pk.reduction)
+    a, b, c = evaluate_matrices(pk.A, pk.B, pk.C, witness, pk.domain_size)
+    return h_steps(domain, a, b, c, pk.reduction)
 
 
 def compute_h(pk: ProvingKey, witness: Sequence[int]) -> list[int]:
     """The scalars of the h MSM for pk's reduction (stage `compute_h`)."""
-    domain = Domain(pk.domain_size, pk.reduction)
-    a, b, c = evaluate_matrices(pk.A, pk.B, pk.C, witness, pk.domain_size)
-    if pk.reduction == "bellman":
-        return h_bellman(domain, a, b, c)
-    if pk.reduction == "snarkjs":
-        return h_snarkjs(domain, a, b, c)
-    raise ValueError(f"ProvingKey.reduction must be 'bellman' or 'snarkjs', got {pk.reduction!r}")
+    return list(compute_h_steps(pk, witness).h)

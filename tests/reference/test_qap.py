@@ -9,7 +9,7 @@ import random
 from cuzk_sim.reference.circuits import cubic, random_r1cs
 from cuzk_sim.reference.domain import Domain
 from cuzk_sim.reference.field import R
-from cuzk_sim.reference.qap import compute_h, evaluate_matrices, h_bellman, h_snarkjs
+from cuzk_sim.reference.qap import compute_h, evaluate_matrices, h_bellman, h_snarkjs, h_steps
 from cuzk_sim.reference.r1cs import R1CS, evaluate_row
 from cuzk_sim.reference.setup import setup
 from hypothesis import given, settings
@@ -114,3 +114,20 @@ def test_missing_c_uses_a_times_b() -> None:
         assert len(pk.A) == r1cs.num_constraints + r1cs.num_public + 1
         assert [evaluate_row(row, witness) for row in pk.A[-2:]] == [1, witness[1]]
         assert pk.B[-2:] == ((), ()) and pk.C[-2:] == ((), ())
+
+
+@given(r1cs_with_witness(max_constraints=6))
+@settings(max_examples=6)
+def test_h_steps_intermediates(rw) -> None:
+    r1cs, witness = rw
+    for convention in ("bellman", "snarkjs"):
+        d, (a, b, c), p = qap_polynomials(r1cs, witness, convention)
+        steps = h_steps(d, a, b, c, convention)
+        g = 7 if convention == "bellman" else d.omega_2n
+        assert steps.coset == g
+        assert list(steps.a_coeffs) == interpolate(a, d.omega)
+        coset_points = [g * pow(d.omega, i, R) % R for i in range(d.size)]
+        assert list(steps.b_coset) == [horner(list(steps.b_coeffs), x) for x in coset_points]
+        z_on_coset = (pow(g, d.size, R) - 1) % R
+        divisor = pow(z_on_coset, -1, R) if convention == "bellman" else 1
+        assert list(steps.h_coset) == [horner(p, x) * divisor % R for x in coset_points]
