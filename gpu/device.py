@@ -1,0 +1,257 @@
+"""The allocation layer: every device buffer, copy and kernel of the prover goes through a
+`Device`, which names it and records it as a plan step (`cuzk_sim.plan`).
+
+Modes
+- `real`: allocate and run on the GPU (CuPy).
+- `dry-run`: no GPU, no CuPy import; buffers are placeholders and nothing runs, so the same
+  prover code emits the plan of any size (domain 2^27 on a laptop).
+- `traced`: a real run that also records CUDA-event timings of every kernel and copy.
+
+Allocators: `caching` (CuPy's default pool), `async` (cudaMallocAsync pool), `sync`
+(plain cudaMalloc, freed at once). Workers of one device share one lock (cuzk's per-GPU
+mutex). A failed allocation raises `DeviceOutOfMemory` naming the buffer.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from cuzk_sim.plan import Alloc, Copy, Cpu, Free, Kernel, Lock, Plan, Step, Sync, Unlock
+
+Mode = Literal["real", "dry-run", "traced"]
+AllocatorName = Literal["caching", "async", "sync"]
+
+_LOCKS: dict[int, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def device_lock(gpu_index: int) -> threading.Lock:
+    """The one mutex shared by every worker thread of device `gpu_index`."""
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(gpu_index, threading.Lock())
+
+
+class DeviceOutOfMemory(MemoryError):
+    """cudaMalloc (or the pool) could not provide `buffer`."""
+
+    def __init__(self, buffer: str, nbytes: int, free: int | None, gpu_index: int) -> None:
+        self.buffer, self.nbytes, self.free, self.gpu_index = buffer, nbytes, free, gpu_index
+        free_txt = "unknown" if free is None else f"{free} bytes"
+        super().__init__(
+            f"out of device memory on gpu {gpu_index} allocating {buffer!r} "
+            f"({nbytes} bytes); free: {free_txt}"
+        )
+
+
+class NotEnoughFreeMemory(DeviceOutOfMemory):
+    """A memory-aware allocation declined: free bytes < bytes + margin (nothing allocated)."""
+
+
+@dataclass
+class Buffer:
+    """A named device buffer; `array` is a CuPy uint32 array (None in dry-run)."""
+
+    name: str
+    nbytes: int
+    array: Any = None
+
+
+@dataclass
+class Device:
+    mode: Mode = "real"
+    gpu_index: int = 0
+    allocator: AllocatorName = "caching"
+    # dry-run only: free bytes assumed by memory-aware allocations (None: always enough)
+    assume_free_bytes: int | None = None
+    steps: list[Step] = field(default_factory=list)
+    timings_ms: list[tuple[str, float]] = field(default_factory=list)
+    _live: dict[str, Buffer] = field(default_factory=dict)
+    _pool: Any = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("real", "dry-run", "traced"):
+            raise ValueError(f"Device.mode must be real, dry-run or traced, got {self.mode!r}")
+        if self.allocator not in ("caching", "async", "sync"):
+            raise ValueError(
+                f"Device.allocator must be caching, async or sync, got {self.allocator!r}"
+            )
+
+    @property
+    def runs(self) -> bool:
+        return self.mode != "dry-run"
+
+    @property
+    def plan_allocator(self) -> str:
+        return {"caching": "caching", "async": "async", "sync": "sync"}[self.allocator]
+
+    @contextmanager
+    def selected(self) -> Iterator[None]:
+        """Make this device current (no-op in dry-run)."""
+        if not self.runs:
+            yield
+            return
+        import cupy
+
+        with cupy.cuda.Device(self.gpu_index):
+            yield
+
+    # ---------------------------------------------------------------- memory
+
+    def _malloc(self, nbytes: int) -> Any:
+        import cupy
+
+        if self.allocator == "caching":
+            return cupy.get_default_memory_pool().malloc(nbytes)
+        if self.allocator == "async":
+            if self._pool is None:
+                self._pool = cupy.cuda.MemoryAsyncPool()
+            return self._pool.malloc(nbytes)
+        return cupy.cuda.MemoryPointer(cupy.cuda.Memory(nbytes), 0)
+
+    def free_bytes(self) -> int | None:
+        if not self.runs:
+            return self.assume_free_bytes
+        import cupy
+
+        return int(cupy.cuda.runtime.memGetInfo()[0])
+
+    def alloc(
+        self,
+        name: str,
+        nbytes: int,
+        persistent: bool = False,
+        margin: int | None = None,
+        note: str = "",
+    ) -> Buffer:
+        """Allocate `nbytes` (a multiple of 4) as a uint32 buffer named `name`. With `margin`,
+        first check free >= nbytes + margin and raise NotEnoughFreeMemory otherwise."""
+        if name in self._live:
+            raise RuntimeError(f"buffer {name!r} allocated twice without a free")
+        if margin is not None:
+            free = self.free_bytes()
+            if free is not None and free < nbytes + margin:
+                raise NotEnoughFreeMemory(name, nbytes, free, self.gpu_index)
+        self.steps.append(
+            Alloc(
+                name, nbytes, self.plan_allocator, persistent=persistent, margin=margin, note=note
+            )
+        )
+        buf = Buffer(name, nbytes)
+        if self.runs:
+            import cupy
+
+            try:
+                mem = self._malloc(max(nbytes, 4))
+            except (cupy.cuda.memory.OutOfMemoryError, cupy.cuda.runtime.CUDARuntimeError):
+                self.steps.pop()
+                raise DeviceOutOfMemory(name, nbytes, self.free_bytes(), self.gpu_index) from None
+            buf.array = cupy.ndarray((max(nbytes, 4) // 4,), dtype=cupy.uint32, memptr=mem)
+        self._live[name] = buf
+        return buf
+
+    def free(self, name: str) -> None:
+        buf = self._live.pop(name, None)
+        if buf is None:
+            raise RuntimeError(f"free of buffer {name!r} that is not allocated")
+        self.steps.append(Free(name))
+        buf.array = None  # the pool (or cudaFree for `sync`) takes it back
+
+    def free_all(self) -> None:
+        for name in list(self._live):
+            self.free(name)
+
+    @property
+    def live(self) -> dict[str, int]:
+        return {name: b.nbytes for name, b in self._live.items()}
+
+    # ---------------------------------------------------------------- work
+
+    def _timed(self, name: str, fn: Callable[[], Any]) -> Any:
+        if self.mode != "traced":
+            return fn()
+        import cupy
+
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        out = fn()
+        end.record()
+        end.synchronize()
+        self.timings_ms.append((name, cupy.cuda.get_elapsed_time(start, end)))
+        return out
+
+    def copy_htod(
+        self,
+        name: str,
+        dst: Buffer,
+        host: Any,
+        nbytes: int,
+        pinned: bool = False,
+        stream: str = "compute",
+    ) -> None:
+        """Copy host array `host` (nbytes) into the start of `dst`."""
+        self.steps.append(Copy(name, nbytes, "HtoD", pinned=pinned, stream=stream))
+        if self.runs and nbytes:
+            import cupy
+            import numpy as np
+
+            flat = np.ascontiguousarray(host).view(np.uint32).reshape(-1)
+            if pinned:
+                staging = cupy.cuda.alloc_pinned_memory(nbytes)
+                pinned_view = np.frombuffer(staging, np.uint32, flat.size)
+                pinned_view[:] = flat
+                flat = pinned_view
+            self._timed(name, lambda: dst.array[: flat.size].set(flat))
+
+    def copy_dtoh(self, name: str, src: Buffer, words: int) -> Any:
+        self.steps.append(Copy(name, 4 * words, "DtoH"))
+        if not self.runs:
+            return None
+        return self._timed(name, lambda: src.array[:words].get())
+
+    def kernel(self, name: str, kind: str, size: int, fn: Callable[[], Any]) -> Any:
+        self.steps.append(Kernel(name, kind, size))
+        if not self.runs:
+            return None
+        return self._timed(name, fn)
+
+    def cpu(self, name: str, kind: str, size: int, fn: Callable[[], Any], threads: int = 1) -> Any:
+        self.steps.append(Cpu(name, kind, size, threads=threads))
+        if not self.runs:
+            return None
+        t0 = time.perf_counter()
+        out = fn()
+        if self.mode == "traced":
+            self.timings_ms.append((name, 1000 * (time.perf_counter() - t0)))
+        return out
+
+    def sync(self, stream: str = "compute") -> None:
+        self.steps.append(Sync(stream))
+        if self.runs:
+            import cupy
+
+            cupy.cuda.get_current_stream().synchronize()
+
+    @contextmanager
+    def locked(self, mutex: str | None = None) -> Iterator[None]:
+        """Hold this device's lock (shared by all workers of the device)."""
+        mutex = mutex or f"gpu{self.gpu_index}"
+        lock = device_lock(self.gpu_index) if self.runs else None
+        if lock is not None:
+            lock.acquire()
+        self.steps.append(Lock(mutex, "device"))
+        try:
+            yield
+        finally:
+            self.steps.append(Unlock(mutex, "device"))
+            if lock is not None:
+                lock.release()
+
+    def plan(self, name: str, **meta: Any) -> Plan:
+        plan = Plan(name, tuple(self.steps), meta=dict(meta))
+        plan.validate(name)
+        return plan

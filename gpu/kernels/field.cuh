@@ -1,0 +1,286 @@
+// Montgomery arithmetic over the BLS12-381 fields, 32-bit limbs, little-endian.
+//
+// Fr: the scalar field r (255 bits, 8 limbs); Fq: the base field p (381 bits, 12 limbs);
+// Fq2 = Fq[u] / (u^2 + 1). An element x is held as x * 2^(32 N) mod m (Montgomery form).
+// Multiplication is CIOS (Koc, Acar, Kaliski 1996) with 64-bit partial products.
+// Macros expected: none. Included by ntt.cu, msm.cu.
+#pragma once
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+__constant__ u32 FR_P[8] = {0x1u, 0xffffffffu, 0xfffe5bfeu, 0x53bda402u,
+                            0x9a1d805u, 0x3339d808u, 0x299d7d48u, 0x73eda753u};
+__constant__ u32 FR_ONE[8] = {0xfffffffeu, 0x1u, 0x34802u, 0x5884b7fau,
+                              0xecbc4ff5u, 0x998c4fefu, 0xacc5056fu, 0x1824b159u};
+__constant__ u32 FR_R2[8] = {0xf3f29c6du, 0xc999e990u, 0x87925c23u, 0x2b6cedcbu,
+                             0x7254398fu, 0x5d31496u, 0x9f59ff11u, 0x748d9d9u};
+__constant__ u32 FQ_P[12] = {0xffffaaabu, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu,
+                             0xf6b0f624u, 0x6730d2a0u, 0xf38512bfu, 0x64774b84u,
+                             0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau};
+__constant__ u32 FQ_ONE[12] = {0x2fffdu, 0x76090000u, 0xc40c0002u, 0xebf4000bu,
+                               0x53c758bau, 0x5f489857u, 0x70525745u, 0x77ce5853u,
+                               0xa256ec6du, 0x5c071a97u, 0xfa80e493u, 0x15f65ec3u};
+__constant__ u32 FQ_R2[12] = {0x1c341746u, 0xf4df1f34u, 0x9d104f1u, 0xa76e6a6u,
+                              0x4c95b6d5u, 0x8de5476cu, 0x939d83c0u, 0x67eb88a9u,
+                              0xb519952du, 0x9a793e85u, 0x92cae3aau, 0x11988fe5u};
+
+struct FrTraits {
+    static const int N = 8;
+    static const u32 INV = 0xffffffffu;  // -r^-1 mod 2^32
+    __device__ static __forceinline__ u32 mod(int i) { return FR_P[i]; }
+    __device__ static __forceinline__ u32 one(int i) { return FR_ONE[i]; }
+    __device__ static __forceinline__ u32 r2(int i) { return FR_R2[i]; }
+};
+
+struct FqTraits {
+    static const int N = 12;
+    static const u32 INV = 0xfffcfffdu;  // -p^-1 mod 2^32
+    __device__ static __forceinline__ u32 mod(int i) { return FQ_P[i]; }
+    __device__ static __forceinline__ u32 one(int i) { return FQ_ONE[i]; }
+    __device__ static __forceinline__ u32 r2(int i) { return FQ_R2[i]; }
+};
+
+template <class T>
+struct Fp {
+    static const int N = T::N;
+    u32 v[T::N];
+
+    __device__ static __forceinline__ Fp zero() {
+        Fp r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.v[i] = 0;
+        return r;
+    }
+    __device__ static __forceinline__ Fp one() {
+        Fp r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.v[i] = T::one(i);
+        return r;
+    }
+    __device__ static __forceinline__ Fp load(const u32* p) {
+        Fp r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.v[i] = p[i];
+        return r;
+    }
+    __device__ __forceinline__ void store(u32* p) const {
+#pragma unroll
+        for (int i = 0; i < N; i++) p[i] = v[i];
+    }
+    __device__ __forceinline__ bool is_zero() const {
+        u32 acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= v[i];
+        return acc == 0;
+    }
+    __device__ __forceinline__ bool operator==(const Fp& b) const {
+        u32 acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= v[i] ^ b.v[i];
+        return acc == 0;
+    }
+    // x >= m, for x < 2^(32N)
+    __device__ __forceinline__ bool geq_mod() const {
+#pragma unroll
+        for (int i = N - 1; i >= 0; i--) {
+            if (v[i] != T::mod(i)) return v[i] > T::mod(i);
+        }
+        return true;
+    }
+    __device__ __forceinline__ void sub_mod_inplace() {
+        u64 borrow = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            u64 d = (u64)v[i] - T::mod(i) - borrow;
+            v[i] = (u32)d;
+            borrow = (d >> 32) & 1;
+        }
+    }
+};
+
+// a + b mod m
+template <class T>
+__device__ __forceinline__ Fp<T> operator+(const Fp<T>& a, const Fp<T>& b) {
+    Fp<T> r;
+    u64 carry = 0;
+#pragma unroll
+    for (int i = 0; i < T::N; i++) {
+        u64 s = (u64)a.v[i] + b.v[i] + carry;
+        r.v[i] = (u32)s;
+        carry = s >> 32;
+    }
+    if (carry || r.geq_mod()) r.sub_mod_inplace();
+    return r;
+}
+
+// a - b mod m
+template <class T>
+__device__ __forceinline__ Fp<T> operator-(const Fp<T>& a, const Fp<T>& b) {
+    Fp<T> r;
+    u64 borrow = 0;
+#pragma unroll
+    for (int i = 0; i < T::N; i++) {
+        u64 d = (u64)a.v[i] - b.v[i] - borrow;
+        r.v[i] = (u32)d;
+        borrow = (d >> 32) & 1;
+    }
+    if (borrow) {
+        u64 carry = 0;
+#pragma unroll
+        for (int i = 0; i < T::N; i++) {
+            u64 s = (u64)r.v[i] + T::mod(i) + carry;
+            r.v[i] = (u32)s;
+            carry = s >> 32;
+        }
+    }
+    return r;
+}
+
+template <class T>
+__device__ __forceinline__ Fp<T> operator-(const Fp<T>& a) {
+    return Fp<T>::zero() - a;
+}
+
+// Montgomery product a * b * 2^(-32N) mod m (CIOS). Not inlined: the curve formulas call it
+// dozens of times, and inlining them all multiplies compile time and code size.
+template <class T>
+__device__ __noinline__ Fp<T> mont_mul(const Fp<T>& a, const Fp<T>& b) {
+    const int N = T::N;
+    u32 t[T::N + 2];
+#pragma unroll
+    for (int i = 0; i < N + 2; i++) t[i] = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        u64 c = 0;
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            c = (u64)t[j] + (u64)a.v[j] * b.v[i] + c;
+            t[j] = (u32)c;
+            c >>= 32;
+        }
+        u64 s = (u64)t[N] + c;
+        t[N] = (u32)s;
+        t[N + 1] = (u32)(s >> 32);
+        u32 m = t[0] * T::INV;
+        c = ((u64)t[0] + (u64)m * T::mod(0)) >> 32;
+#pragma unroll
+        for (int j = 1; j < N; j++) {
+            c = (u64)t[j] + (u64)m * T::mod(j) + c;
+            t[j - 1] = (u32)c;
+            c >>= 32;
+        }
+        s = (u64)t[N] + c;
+        t[N - 1] = (u32)s;
+        t[N] = t[N + 1] + (u32)(s >> 32);
+    }
+    Fp<T> r;
+#pragma unroll
+    for (int i = 0; i < N; i++) r.v[i] = t[i];
+    if (t[N] || r.geq_mod()) r.sub_mod_inplace();
+    return r;
+}
+
+template <class T>
+__device__ __forceinline__ Fp<T> operator*(const Fp<T>& a, const Fp<T>& b) {
+    return mont_mul(a, b);
+}
+
+template <class T>
+__device__ __forceinline__ Fp<T> to_mont(const Fp<T>& a) {
+    Fp<T> r2;
+#pragma unroll
+    for (int i = 0; i < T::N; i++) r2.v[i] = T::r2(i);
+    return a * r2;
+}
+
+template <class T>
+__device__ __forceinline__ Fp<T> from_mont(const Fp<T>& a) {
+    Fp<T> one = Fp<T>::zero();
+    one.v[0] = 1;
+    return a * one;
+}
+
+// a^e for a little-endian exponent of `words` 32-bit words (square and multiply).
+template <class T>
+__device__ Fp<T> pow_words(const Fp<T>& a, const u32* e, int words) {
+    Fp<T> r = Fp<T>::one();
+    for (int w = words - 1; w >= 0; w--) {
+        for (int bit = 31; bit >= 0; bit--) {
+            r = r * r;
+            if ((e[w] >> bit) & 1) r = r * a;
+        }
+    }
+    return r;
+}
+
+// a^k for a small exponent k (square and multiply over 32 bits).
+template <class T>
+__device__ Fp<T> pow_u32(const Fp<T>& a, u32 k) {
+    Fp<T> r = Fp<T>::one();
+    Fp<T> base = a;
+    while (k) {
+        if (k & 1) r = r * base;
+        base = base * base;
+        k >>= 1;
+    }
+    return r;
+}
+
+// a^-1 = a^(m-2) (Fermat); 0 maps to 0.
+template <class T>
+__device__ Fp<T> inverse(const Fp<T>& a) {
+    u32 e[T::N];
+#pragma unroll
+    for (int i = 0; i < T::N; i++) e[i] = T::mod(i);
+    e[0] -= 2;  // m is odd and > 2, no borrow
+    return pow_words(a, e, T::N);
+}
+
+typedef Fp<FrTraits> Fr;
+typedef Fp<FqTraits> Fq;
+
+// Fq2 = Fq[u]/(u^2 + 1): c0 + c1 u.
+struct Fq2 {
+    Fq c0, c1;
+    __device__ static __forceinline__ Fq2 zero() { return {Fq::zero(), Fq::zero()}; }
+    __device__ static __forceinline__ Fq2 one() { return {Fq::one(), Fq::zero()}; }
+    __device__ static __forceinline__ Fq2 load(const u32* p) {
+        return {Fq::load(p), Fq::load(p + 12)};
+    }
+    __device__ __forceinline__ void store(u32* p) const {
+        c0.store(p);
+        c1.store(p + 12);
+    }
+    __device__ __forceinline__ bool is_zero() const { return c0.is_zero() && c1.is_zero(); }
+    __device__ __forceinline__ bool operator==(const Fq2& b) const {
+        return c0 == b.c0 && c1 == b.c1;
+    }
+};
+
+__device__ __forceinline__ Fq2 operator+(const Fq2& a, const Fq2& b) {
+    return {a.c0 + b.c0, a.c1 + b.c1};
+}
+__device__ __forceinline__ Fq2 operator-(const Fq2& a, const Fq2& b) {
+    return {a.c0 - b.c0, a.c1 - b.c1};
+}
+__device__ __forceinline__ Fq2 operator-(const Fq2& a) { return {-a.c0, -a.c1}; }
+
+// (a0 + a1 u)(b0 + b1 u) = (a0 b0 - a1 b1) + ((a0 + a1)(b0 + b1) - a0 b0 - a1 b1) u
+__device__ __noinline__ Fq2 operator*(const Fq2& a, const Fq2& b) {
+    Fq t0 = a.c0 * b.c0;
+    Fq t1 = a.c1 * b.c1;
+    Fq t2 = (a.c0 + a.c1) * (b.c0 + b.c1);
+    return {t0 - t1, t2 - t0 - t1};
+}
+
+// (a0 + a1 u)^-1 = (a0 - a1 u) / (a0^2 + a1^2)
+__device__ __forceinline__ Fq2 inverse(const Fq2& a) {
+    Fq norm_inv = inverse(a.c0 * a.c0 + a.c1 * a.c1);
+    return {a.c0 * norm_inv, -(a.c1 * norm_inv)};
+}
+
+__device__ __forceinline__ Fq2 to_mont(const Fq2& a) { return {to_mont(a.c0), to_mont(a.c1)}; }
+__device__ __forceinline__ Fq2 from_mont(const Fq2& a) {
+    return {from_mont(a.c0), from_mont(a.c1)};
+}

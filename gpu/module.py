@@ -1,0 +1,33 @@
+"""Loading the CUDA kernels (`kernels/*.cu`) as CuPy RawModules, and launching them.
+
+One cached RawModule per file; kernels use grid-stride loops, so one launch shape fits
+any size. CuPy is imported here, lazily, and nowhere on the dry-run path.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+KERNEL_DIR = Path(__file__).parent / "kernels"
+THREADS = 256
+MAX_BLOCKS = 132 * 64  # enough resident blocks for every SM of an H200
+
+
+@functools.cache
+def module(file: str) -> Any:
+    import cupy
+
+    source = (KERNEL_DIR / file).read_text()
+    return cupy.RawModule(code=source, options=("--std=c++17", f"-I{KERNEL_DIR}"), backend="nvrtc")
+
+
+def kernel(file: str, name: str) -> Any:
+    return module(file).get_function(name)
+
+
+def launch(file: str, name: str, work_items: int, *args: Any, threads: int = THREADS) -> None:
+    """Launch `name` with enough blocks for `work_items` grid-stride iterations."""
+    blocks = max(1, min(MAX_BLOCKS, -(-work_items // threads)))
+    kernel(file, name)((blocks,), (threads,), args)

@@ -1,0 +1,158 @@
+"""NTTs over Fr on the GPU: forward, inverse and coset transforms of arrays of Montgomery
+limbs (n, 8), in place.
+
+Twiddles and coset powers come from two small tables each (x^k = hi[k >> L] * lo[k & (2^L - 1)],
+L = ceil(log n / 2)), so a transform of 2^27 needs kilobytes of tables, not gigabytes.
+The tables are built on the host with Python ints (cached per root) and uploaded.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+from cuzk_sim.reference.field import R
+
+from .encoding import fr_to_mont_limbs
+
+BLOCK_LOG = 10  # fr_ntt_block's shared-memory chunk (must match kernels/ntt.cu)
+FR_BYTES = 32
+
+
+def split_bits(log_n: int) -> tuple[int, int]:
+    """(lo_bits, hi_count) of a two-level power table covering exponents < 2^log_n."""
+    lo_bits = (log_n + 1) // 2
+    return lo_bits, 1 << (log_n - lo_bits)
+
+
+@functools.cache
+def power_table(x: int, log_n: int) -> np.ndarray:
+    """hi table then lo table, Montgomery limbs: x^(j 2^L) for j < hi_count, x^i for i < 2^L."""
+    lo_bits, hi_count = split_bits(log_n)
+    lo = [1] * (1 << lo_bits)
+    for i in range(1, len(lo)):
+        lo[i] = lo[i - 1] * x % R
+    step = pow(x, 1 << lo_bits, R)
+    hi = [1] * hi_count
+    for j in range(1, hi_count):
+        hi[j] = hi[j - 1] * step % R
+    return fr_to_mont_limbs(hi + lo)
+
+
+def table_words(log_n: int) -> int:
+    lo_bits, hi_count = split_bits(log_n)
+    return 8 * (hi_count + (1 << lo_bits))
+
+
+@dataclass(frozen=True)
+class DomainTables:
+    """Host tables for one domain and coset: roots w, w^-1, coset g, g^-1, and constants."""
+
+    log_n: int
+    tables: tuple[np.ndarray, ...]  # w, w^-1, g, g^-1 power tables
+    consts: np.ndarray  # Montgomery limbs of [1, 1/n, zinv]
+
+    @property
+    def words(self) -> int:
+        return sum(t.size for t in self.tables) + self.consts.size
+
+    def pack(self) -> np.ndarray:
+        return np.concatenate([t.reshape(-1) for t in self.tables] + [self.consts.reshape(-1)])
+
+
+def domain_tables(log_n: int, omega: int, g: int, zinv: int) -> DomainTables:
+    n = 1 << log_n
+    tables = tuple(power_table(x, log_n) for x in (omega, pow(omega, -1, R), g, pow(g, -1, R)))
+    consts = fr_to_mont_limbs([1, pow(n, -1, R), zinv])
+    return DomainTables(log_n, tables, consts)
+
+
+def tables_bytes(log_n: int) -> int:
+    return 4 * (4 * table_words(log_n) + 3 * 8)
+
+
+@dataclass(frozen=True)
+class DeviceTables:
+    """Views into the uploaded table buffer (CuPy arrays)."""
+
+    log_n: int
+    lo_bits: int
+    views: tuple  # (hi, lo) for w, w^-1, g, g^-1
+    one: object
+    n_inv: object
+    zinv: object
+
+    @classmethod
+    def from_buffer(cls, flat: object, log_n: int) -> DeviceTables:
+        lo_bits, hi_count = split_bits(log_n)
+        words = table_words(log_n)
+        views = []
+        for k in range(4):
+            base = k * words
+            views.append(
+                (flat[base : base + 8 * hi_count], flat[base + 8 * hi_count : base + words])
+            )
+        c = 4 * words
+        return cls(
+            log_n,
+            lo_bits,
+            tuple(views),
+            flat[c : c + 8],
+            flat[c + 8 : c + 16],
+            flat[c + 16 : c + 24],
+        )
+
+
+def _ntt(a: object, t: DeviceTables, which: int) -> None:
+    """Bit-reverse then DIT butterflies with root table `which` (0: w, 1: w^-1)."""
+    from .module import kernel, launch
+
+    log_n, n = t.log_n, 1 << t.log_n
+    hi, lo = t.views[which]
+    lo_bits = np.int32(t.lo_bits)
+    if log_n == 0:
+        return
+    launch("ntt.cu", "fr_bitrev", n, a, np.int64(n), np.int32(log_n))
+    first = min(log_n, BLOCK_LOG)
+    kernel("ntt.cu", "fr_ntt_block")(
+        (n >> first,), (1 << (first - 1),), (a, hi, lo, lo_bits, np.int32(log_n), np.int32(first))
+    )
+    for st in range(first, log_n):
+        launch("ntt.cu", "fr_ntt_stage", n // 2, a, hi, lo, lo_bits, np.int32(log_n), np.int32(st))
+
+
+def ntt(a: object, t: DeviceTables) -> None:
+    """a <- (sum_j a_j w^(ij))_i"""
+    _ntt(a, t, 0)
+
+
+def intt(a: object, t: DeviceTables) -> None:
+    """a <- (1/n sum_j a_j w^(-ij))_i"""
+    from .module import launch
+
+    _ntt(a, t, 1)
+    n = 1 << t.log_n
+    launch("field_ops.cu", "fr_scale", n, a, t.n_inv, np.int64(n))
+
+
+def coset_ntt(a: object, t: DeviceTables) -> None:
+    """Evaluations on g H: a_j <- a_j g^j, then the forward NTT."""
+    from .module import launch
+
+    n = 1 << t.log_n
+    hi, lo = t.views[2]
+    launch("field_ops.cu", "fr_coset_scale", n, a, hi, lo, np.int32(t.lo_bits), t.one, np.int64(n))
+    _ntt(a, t, 0)
+
+
+def coset_intt(a: object, t: DeviceTables) -> None:
+    """Coefficients from evaluations on g H: inverse NTT, then a_j <- a_j g^(-j) / n."""
+    from .module import launch
+
+    n = 1 << t.log_n
+    _ntt(a, t, 1)
+    hi, lo = t.views[3]
+    launch(
+        "field_ops.cu", "fr_coset_scale", n, a, hi, lo, np.int32(t.lo_bits), t.n_inv, np.int64(n)
+    )

@@ -1,0 +1,357 @@
+"""The GPU Groth16 prover: one partition, in cuzk's phases, through the allocation layer.
+
+Phases (stage names shared with the reference and the plan):
+  synthesis   a_k, b_k, c_k = <A_k, w>, <B_k, w>, <C_k, w> on the host
+  upload      d_a <- a, d_bc <- b | c (pre-staged before the lock, or inside it)
+  compute_h   iNTT, coset NTT of a, b, c; pointwise (ab - c) / Z; coset iNTT (bellman),
+              or ab - c on the odd coset of the 2n domain (snarkjs); d_bc freed
+  msm_h, msm_a, msm_b_g1, msm_b_g2, msm_l   Pippenger on the GPU
+  assemble    A, B, C on the host (py_ecc), exactly as the reference
+With the same r and s the proof equals the reference's `prove(pk, w, r, s)` byte for byte.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import py_ecc.optimized_bls12_381 as bls
+from cuzk_sim.reference.domain import Domain
+from cuzk_sim.reference.field import GENERATOR_BELLMAN, R
+from cuzk_sim.reference.prove import check_key_shape, check_witness
+from cuzk_sim.reference.qap import evaluate_matrices
+from cuzk_sim.reference.types import Proof, ProvingKey
+
+from . import encoding
+from .device import AllocatorName, Device, Mode, NotEnoughFreeMemory
+from .msm import POINT_WORDS, msm
+from .ntt import DeviceTables, domain_tables, tables_bytes
+
+FR_BYTES = 32
+MSM_STAGES = ("msm_h", "msm_a", "msm_b_g1", "msm_b_g2", "msm_l")
+
+
+@dataclass(frozen=True)
+class ProverFlags:
+    """cuzk's variants as flags (not forks)."""
+
+    prestage: bool = False  # allocate d_a/d_bc and upload a/b/c before taking the lock
+    pinned: bool = False  # upload from pinned host memory
+    free_bc_early: bool = True  # free d_bc right after the NTT phase (cuzk's fix)
+    memory_aware: bool = False  # pre-stage only if free >= bytes + margin (cudaMemGetInfo)
+    margin_bytes: int = 512 << 20
+    allocator: AllocatorName = "caching"
+
+
+@dataclass(frozen=True)
+class PartitionShape:
+    """Everything the plan's sizes depend on."""
+
+    domain_size: int
+    num_vars: int  # m + 1
+    num_public: int  # l
+    h_len: int
+    reduction: str = "bellman"
+
+    @classmethod
+    def of_key(cls, pk: ProvingKey) -> PartitionShape:
+        return cls(pk.domain_size, pk.num_vars, pk.num_public, len(pk.h_query), pk.reduction)
+
+    @classmethod
+    def synthetic(cls, log2: int, reduction: str = "bellman") -> PartitionShape:
+        """A circuit filling a domain of 2^log2 with as many wires as constraints."""
+        n = 1 << log2
+        return cls(n, n, 1, n - 1 if reduction == "bellman" else n, reduction)
+
+    @property
+    def log_n(self) -> int:
+        return self.domain_size.bit_length() - 1
+
+    def msm_sizes(self) -> dict[str, tuple[str, int]]:
+        m, l = self.num_vars, self.num_public
+        return {
+            "msm_h": ("g1", self.h_len),
+            "msm_a": ("g1", m),
+            "msm_b_g1": ("g1", m),
+            "msm_b_g2": ("g2", m),
+            "msm_l": ("g1", m - l - 1),
+        }
+
+
+@dataclass(frozen=True)
+class HostKey:
+    """The proving key in the GPU's layout (affine Montgomery limbs)."""
+
+    points: dict[str, np.ndarray]  # stage -> (count, words)
+    alpha_g1: Any
+    beta_g1: Any
+    beta_g2: Any
+    delta_g1: Any
+    delta_g2: Any
+
+
+_HOST_KEYS: dict[int, tuple[ProvingKey, HostKey]] = {}
+
+
+def host_key(pk: ProvingKey) -> HostKey:
+    """Convert (once per key object) the query points to limbs."""
+    hit = _HOST_KEYS.get(id(pk))
+    if hit is not None and hit[0] is pk:
+        return hit[1]
+    key = HostKey(
+        {
+            "msm_h": encoding.g1_to_limbs(pk.h_query),
+            "msm_a": encoding.g1_to_limbs(pk.a_query),
+            "msm_b_g1": encoding.g1_to_limbs(pk.b_g1_query),
+            "msm_b_g2": encoding.g2_to_limbs(pk.b_g2_query),
+            "msm_l": encoding.g1_to_limbs(pk.l_query),
+        },
+        pk.alpha_g1,
+        pk.beta_g1,
+        pk.beta_g2,
+        pk.delta_g1,
+        pk.delta_g2,
+    )
+    if len(_HOST_KEYS) >= 4:
+        _HOST_KEYS.clear()
+    _HOST_KEYS[id(pk)] = (pk, key)
+    return key
+
+
+@dataclass(frozen=True)
+class PartitionInput:
+    """Host data of one partition (absent in dry-run)."""
+
+    abc: np.ndarray  # (3, n, 8) standard-form limbs of a, b, c
+    witness: np.ndarray  # (m, 8) standard-form limbs
+    key_points: dict[str, np.ndarray]
+
+
+def _compute_h(dev: Device, shape: PartitionShape, d_a: Any, d_bc: Any, d_tab: Any) -> None:
+    """The NTT-H phase on d_a (a, then h) and d_bc (b | c)."""
+    from . import ntt as gntt
+    from .module import launch
+
+    n, log_n = shape.domain_size, shape.log_n
+    w = 8 * n
+
+    def views() -> tuple[Any, Any, Any, DeviceTables]:
+        t = DeviceTables.from_buffer(d_tab.array, log_n)
+        return d_a.array[:w], d_bc.array[:w], d_bc.array[w : 2 * w], t
+
+    def to_mont(i: int) -> None:
+        launch("field_ops.cu", "fr_convert", n, views()[i], np.int64(n), np.int32(1))
+
+    for i, name in enumerate("abc"):
+        dev.kernel(f"compute_h.to_mont_{name}", "pointwise", n, lambda i=i: to_mont(i))
+        dev.kernel(
+            f"compute_h.intt_{name}", "ntt", n, lambda i=i: gntt.intt(views()[i], views()[3])
+        )
+        dev.kernel(
+            f"compute_h.coset_ntt_{name}",
+            "ntt",
+            n,
+            lambda i=i: gntt.coset_ntt(views()[i], views()[3]),
+        )
+
+    def quotient() -> None:
+        a, b, c, t = views()
+        if shape.reduction == "bellman":
+            launch("field_ops.cu", "fr_h_quotient", n, a, b, c, t.zinv, np.int64(n))
+        else:
+            launch("field_ops.cu", "fr_h_product", n, a, b, c, np.int64(n))
+
+    dev.kernel("compute_h.quotient", "pointwise", n, quotient)
+    if shape.reduction == "bellman":
+        dev.kernel("compute_h.coset_intt_h", "ntt", n, lambda: gntt.coset_intt(*views()[::3]))
+    dev.kernel(
+        "compute_h.from_mont_h",
+        "pointwise",
+        n,
+        lambda: launch("field_ops.cu", "fr_convert", n, views()[0], np.int64(n), np.int32(0)),
+    )
+
+
+def partition(
+    dev: Device, shape: PartitionShape, flags: ProverFlags, data: PartitionInput | None
+) -> dict[str, np.ndarray | None]:
+    """Run (or, in dry-run, plan) the GPU part of one partition; MSM results by stage."""
+    n = shape.domain_size
+    vec = n * FR_BYTES
+    abc = data.abc if data is not None else None
+    results: dict[str, np.ndarray | None] = {}
+
+    def upload(stream: str, d_a: Any, d_bc: Any) -> None:
+        dev.copy_htod(
+            "upload_a",
+            d_a,
+            abc[0] if abc is not None else None,
+            vec,
+            pinned=flags.pinned,
+            stream=stream,
+        )
+        dev.copy_htod(
+            "upload_bc",
+            d_bc,
+            abc[1:] if abc is not None else None,
+            2 * vec,
+            pinned=flags.pinned,
+            stream=stream,
+        )
+
+    prestaged = False
+    if flags.prestage:
+        margin = flags.margin_bytes if flags.memory_aware else None
+        try:
+            d_a = dev.alloc("d_a", vec, margin=margin, note="prestage")
+            try:
+                d_bc = dev.alloc("d_bc", 2 * vec, margin=margin, note="prestage")
+            except NotEnoughFreeMemory:
+                dev.free("d_a")
+                raise
+            upload("upload", d_a, d_bc)
+            prestaged = True
+        except NotEnoughFreeMemory:
+            prestaged = False
+    with dev.locked():
+        if prestaged:
+            dev.sync("upload")
+        else:
+            d_a = dev.alloc("d_a", vec)
+            d_bc = dev.alloc("d_bc", 2 * vec)
+            upload("compute", d_a, d_bc)
+        d_tab = dev.alloc("d_ntt_tables", tables_bytes(shape.log_n))
+        tables = None
+        if dev.runs:
+            domain = Domain(n, shape.reduction)
+            if shape.reduction == "bellman":
+                g = GENERATOR_BELLMAN
+                zinv = pow(domain.vanishing_at(g), -1, R)
+            else:
+                g, zinv = domain.omega_2n, 1
+            tables = domain_tables(shape.log_n, domain.omega, g, zinv).pack()
+        dev.copy_htod("upload_ntt_tables", d_tab, tables, tables_bytes(shape.log_n))
+        _compute_h(dev, shape, d_a, d_bc, d_tab)
+        dev.free("d_ntt_tables")
+        if flags.free_bc_early:
+            dev.free("d_bc")
+        d_w = dev.alloc("d_witness", shape.num_vars * FR_BYTES)
+        dev.copy_htod(
+            "upload_witness", d_w, data.witness if data else None, shape.num_vars * FR_BYTES
+        )
+        for stage, (group, count) in shape.msm_sizes().items():
+            nbytes = 4 * POINT_WORDS[group] * count
+            d_p = dev.alloc(f"{stage}.points", nbytes)
+            dev.copy_htod(
+                f"upload_{stage}_points", d_p, data.key_points[stage] if data else None, nbytes
+            )
+            scalars, offset = (d_a, 0) if stage == "msm_h" else (d_w, 0)
+            if stage == "msm_l":
+                offset = 8 * (shape.num_public + 1)
+            results[stage] = msm(dev, stage, group, d_p, scalars, count, offset)
+            dev.free(f"{stage}.points")
+        dev.free("d_witness")
+        if not flags.free_bc_early:
+            dev.free("d_bc")
+        dev.free("d_a")
+    return results
+
+
+def _draw(value: int | None, rng: random.Random | None, name: str) -> int:
+    if value is not None:
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < R:
+            raise ValueError(f"prove: {name} must be an int in [0, r), got {value!r}")
+        return value
+    return rng.randrange(R) if rng is not None else secrets.randbelow(R)
+
+
+def assemble(key: HostKey, res: dict[str, Any], r: int, s: int) -> Proof:
+    """A = alpha + msm_a + r delta; B = beta + msm_b + s delta; C = L + H + sA + rB1 - rs delta."""
+    add, mul = bls.add, bls.multiply
+    A = add(add(key.alpha_g1, res["msm_a"]), mul(key.delta_g1, r))
+    B2 = add(add(key.beta_g2, res["msm_b_g2"]), mul(key.delta_g2, s))
+    B1 = add(add(key.beta_g1, res["msm_b_g1"]), mul(key.delta_g1, s))
+    C = add(res["msm_l"], res["msm_h"])
+    C = add(C, mul(A, s))
+    C = add(C, mul(B1, r))
+    C = add(C, bls.neg(mul(key.delta_g1, r * s % R)))
+    return Proof(
+        _normalized(A, bls.Z1, bls.FQ),
+        _normalized(B2, bls.Z2, bls.FQ2),
+        _normalized(C, bls.Z1, bls.FQ),
+    )
+
+
+def _normalized(P: Any, inf: Any, field_cls: Any) -> Any:
+    if bls.is_inf(P):
+        return inf
+    x, y = bls.normalize(P)
+    return (x, y, field_cls.one())
+
+
+def prove_partition(
+    pk: ProvingKey,
+    witness: Sequence[int],
+    r: int | None = None,
+    s: int | None = None,
+    rng: random.Random | None = None,
+    gpu_index: int = 0,
+    flags: ProverFlags = ProverFlags(),
+    mode: Mode = "real",
+) -> tuple[Proof, Device]:
+    """The proof and the Device that ran it (its steps and, when traced, timings)."""
+    check_key_shape(pk)
+    check_witness(pk, witness)
+    r, s = _draw(r, rng, "r"), _draw(s, rng, "s")
+    shape = PartitionShape.of_key(pk)
+    key = host_key(pk)
+    dev = Device(mode, gpu_index, flags.allocator)
+    n = pk.domain_size
+
+    def synthesize() -> np.ndarray:
+        a, b, c = evaluate_matrices(pk.A, pk.B, pk.C, witness, n)
+        return encoding.ints_to_limbs(a + b + c, 8).reshape(3, n, 8)
+
+    abc = dev.cpu("synthesis", "synthesis", n, synthesize)
+    data = PartitionInput(abc, encoding.ints_to_limbs(list(witness), 8), key.points)
+    with dev.selected():
+        raw = partition(dev, shape, flags, data)
+    res = {
+        st: (encoding.g2_from_limbs(v) if st == "msm_b_g2" else encoding.g1_from_limbs(v))
+        for st, v in raw.items()
+    }
+    proof = dev.cpu("assemble", "assemble", 1, lambda: assemble(key, res, r, s))
+    return proof, dev
+
+
+def prove(
+    pk: ProvingKey,
+    witness: Sequence[int],
+    r: int | None = None,
+    s: int | None = None,
+    rng: random.Random | None = None,
+    gpu_index: int = 0,
+    flags: ProverFlags = ProverFlags(),
+) -> Proof:
+    """A Groth16 proof computed on GPU `gpu_index`; equal to the reference's for equal r, s."""
+    return prove_partition(pk, witness, r, s, rng, gpu_index, flags)[0]
+
+
+def dry_run_plan(
+    shape: PartitionShape, flags: ProverFlags = ProverFlags(), assume_free_bytes: int | None = None
+) -> Any:
+    """The plan this prover would execute for `shape`, without a GPU (no CuPy import)."""
+    dev = Device("dry-run", 0, flags.allocator, assume_free_bytes=assume_free_bytes)
+    dev.cpu("synthesis", "synthesis", shape.domain_size, lambda: None)
+    partition(dev, shape, flags, None)
+    dev.cpu("assemble", "assemble", 1, lambda: None)
+    return dev.plan(
+        f"gpu-prover-2^{shape.log_n}",
+        domain_size=shape.domain_size,
+        reduction=shape.reduction,
+        flags=flags.__dict__,
+    )
