@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
 
 import py_ecc.optimized_bls12_381 as bls
@@ -24,6 +25,7 @@ from cuzk_sim.reference.serialize import (
 from cuzk_sim.reference.setup import setup
 from cuzk_sim.reference.verify import verify
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from ref_strategies import g1_points, g2_points
 
 # Generator encodings as published in CIP-0381 (cardano-foundation/CIPs, "Plutus support
@@ -202,3 +204,20 @@ def test_proof_and_vk_bytes_round_trip() -> None:
     broken = bytearray(data)
     broken[0] ^= 0x20  # flip A's sort flag: -A, a different but valid point
     assert not verify(pk.vk, [35], proof_from_bytes(bytes(broken)))
+
+
+VK_HEAD = 3 * 96 + 3 * 192 + 4
+SIZES = [0, 47, 48, 96, 192, VK_HEAD + 96]
+sized_bytes = st.sampled_from(SIZES).flatmap(lambda n: st.binary(min_size=n, max_size=n))
+
+
+@given(sized_bytes, st.sampled_from([0x00, 0x80, 0xA0, 0xC0, 0x40]))
+@settings(max_examples=60)
+def test_arbitrary_bytes_decode_or_raise_encoding_error(data: bytes, flags: int) -> None:
+    """Any byte string of a plausible size: a valid point / proof / key, or EncodingError,
+    never another exception."""
+    tagged = bytes([(data[0] & 0x1F) | flags]) + data[1:] if data else data
+    for decode in (g1_from_bytes, g2_from_bytes, proof_from_bytes, vk_from_bytes):
+        for candidate in (data, tagged):
+            with contextlib.suppress(EncodingError):
+                decode(candidate)
