@@ -56,6 +56,9 @@ class DeviceMemory:
     pending_frees: list[tuple[float, int, str, str]] = field(default_factory=list)
     _seq: int = 0
 
+    def __post_init__(self) -> None:
+        self.peak_used = max(self.peak_used, self.context)
+
     @property
     def free(self) -> int:
         """What cudaMemGetInfo reports as free."""

@@ -71,6 +71,7 @@ class Proof:
     submitted_s: float
     picked: int = 0
     done: int = 0
+    returned: int = 0  # partitions back from the GPU workers: done, failed or dropped
     failed: bool = False
     finished: bool = False
 
@@ -221,7 +222,8 @@ class Simulation:
                             self.stop.succeed()
                         return
             self.ram.put(shape.host_bytes)
-            if not proof.finished and (proof.failed or proof.done == proof.partitions):
+            proof.returned += 1
+            if proof.returned == proof.partitions:  # every partition is back (done or not)
                 proof.finished = True
                 self.unfinished -= 1
                 if not proof.failed:

@@ -1,0 +1,79 @@
+"""Fixtures for the simulator tests: a toy profile with round numbers, and a runner."""
+
+from __future__ import annotations
+
+import pytest
+
+from cuzk_sim.calibration import Cost, Profile
+from cuzk_sim.model.engine import Arrivals, EngineConfig, Simulation
+from cuzk_sim.model.worker import compile_plan
+from cuzk_sim.plan import CPU_KINDS, KERNEL_KINDS, Plan
+from cuzk_sim.plans.circuits import CircuitShape
+
+MIB = 2**20
+
+
+def toy_profile() -> Profile:
+    """Every kernel and cpu kind costs exactly `size` seconds; copies 1 byte/s, no latency."""
+    per = Cost(0.0, 1.0, "linear")
+    return Profile(
+        name="toy",
+        source="tests/sim/conftest.py",
+        provenance="test",
+        gpu_model="toy",
+        vram=100 * MIB,
+        context_overhead=0,
+        pinned_bw=1.0,
+        pageable_bw=1.0,
+        copy_latency=0.0,
+        kernels={k: per for k in KERNEL_KINDS},
+        cpus={k: per for k in CPU_KINDS},
+        pce_extract=Cost(5.0, 0.0, "linear"),
+        pce_load=1.0,
+        pce_host_bytes=1,
+    )
+
+
+TOY = CircuitShape("toy", constraints=10, domain_log2=4, partitions=1, priority=2, host_bytes=1)
+
+
+def run_plan(
+    plan: Plan,
+    workers: int = 1,
+    proofs: int = 1,
+    vram: int = 100 * MIB,
+    context: int = 0,
+    record: bool = False,
+    on_oom: str = "continue",
+    partitions: int = 1,
+    **cfg,
+):
+    shape = CircuitShape("toy", 10, 4, partitions, 2, 1)
+    config = EngineConfig(
+        gpus=cfg.pop("gpus", 1),
+        vram=vram,
+        context_overhead=context,
+        host_ram_budget=10**6,
+        gpu_workers_per_device=workers,
+        max_parallel_synthesis=cfg.pop("max_parallel_synthesis", 64),
+        synthesis_lookahead=cfg.pop("synthesis_lookahead", 8),
+        on_oom=on_oom,
+        pce_on_disk=("toy",),
+        arrivals=(Arrivals("toy", proofs),),
+        **cfg,
+    )
+    profile = toy_profile()
+    sim = Simulation(
+        "test",
+        config,
+        {"toy": compile_plan(plan, profile, merge=not record)},
+        {"toy": shape},
+        profile,
+        record,
+    )
+    return sim, sim.run()
+
+
+@pytest.fixture
+def profile() -> Profile:
+    return toy_profile()
