@@ -1,0 +1,78 @@
+"""`cuzk-sim run` / `check`: outputs and exit codes a CI can gate on."""
+
+import json
+import shutil
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from cuzk_sim.cli import app
+
+runner = CliRunner()
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+
+
+def test_check_bundled_scenarios_passes():
+    result = runner.invoke(app, ["check", str(SCENARIOS)])
+    assert result.exit_code == 0, result.output
+    assert "phase9-dual-worker-three-part-fix" in result.output
+    assert "FAIL" not in result.output
+
+
+def test_check_fails_on_a_mismatch(tmp_path):
+    text = (SCENARIOS / "phase9-dual-worker-three-part-fix.toml").read_text()
+    (tmp_path / "wrong.toml").write_text(text.replace("oom = false", "oom = true"))
+    result = runner.invoke(app, ["check", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "FAIL" in result.output
+
+
+def test_run_json_has_the_documented_keys():
+    result = runner.invoke(app, ["run", str(SCENARIOS / "phase9-single-worker.toml"), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    for key in (
+        "scenario",
+        "oom",
+        "oom_events",
+        "peak_vram_bytes",
+        "seconds_per_proof",
+        "proofs_completed",
+        "proofs_failed",
+    ):
+        assert key in data
+    assert data["oom"] is False and data["proofs_completed"] == 10
+
+
+def test_run_exits_1_on_predicted_oom_and_prints_a_post_mortem():
+    path = SCENARIOS / "phase9-dual-worker-prestage-under-mutex.toml"
+    result = runner.invoke(app, ["run", str(path)])
+    assert result.exit_code == 1
+    assert "OOM at t=" in result.output and "live at that instant" in result.output
+
+
+def test_run_bad_input_exits_2_without_traceback(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[hardware]\nvram = "lots"\n[[workload]]\nkind = "porep"\ncount = 1\n')
+    result = runner.invoke(app, ["run", str(bad)])
+    assert result.exit_code == 2
+    assert "hardware.vram" in result.output and "Traceback" not in result.output
+
+
+def test_trace_and_plot_files(tmp_path):
+    path = SCENARIOS / "phase9-dual-worker-prestage-outside-mutex.toml"
+    trace, plot = tmp_path / "t.json", tmp_path / "p.png"
+    result = runner.invoke(app, ["run", str(path), "--trace", str(trace), "--plot", str(plot)])
+    assert result.exit_code == 1
+    events = json.loads(trace.read_text())["traceEvents"]
+    phases = {e["ph"] for e in events}
+    assert {"X", "C", "i", "M"} <= phases  # spans, VRAM counter, OOM instants, names
+    cats = {e.get("cat") for e in events if e["ph"] == "X"}
+    assert {"kernel", "copy", "lock", "partition", "synthesis"} <= cats
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_scenario_paths_are_relative_to_the_scenario(tmp_path):
+    shutil.copytree(SCENARIOS, tmp_path / "s")
+    result = runner.invoke(app, ["check", str(tmp_path / "s" / "replay-ours-porep-mutex.toml")])
+    assert result.exit_code == 0, result.output

@@ -1,0 +1,135 @@
+"""Scenario validation: every error names the file, the key path and what was expected."""
+
+import textwrap
+
+import pytest
+
+from cuzk_sim.input_errors import InputError
+from cuzk_sim.scenario import load_scenario
+
+BASE = """
+seed = 1
+[hardware]
+gpus = 1
+vram = "16 GiB"
+[[workload]]
+kind = "porep"
+count = 1
+"""
+
+
+def write(tmp_path, text, name="s.toml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def error_of(tmp_path, text) -> str:
+    path = write(tmp_path, text)
+    with pytest.raises(InputError) as e:
+        load_scenario(path)
+    msg = str(e.value)
+    assert str(path) in msg and "Traceback" not in msg
+    return msg
+
+
+def test_valid_scenario_maps_cuzk_keys(tmp_path):
+    scn = load_scenario(
+        write(
+            tmp_path,
+            BASE
+            + """
+        [engine.gpus]
+        gpu_workers_per_device = 3
+        [engine.pipeline]
+        synthesis_concurrency = 2
+        """,
+        )
+    )
+    assert scn.config.gpu_workers_per_device == 3
+    assert scn.config.synthesis_concurrency == 2
+    assert scn.config.vram == 16 * 2**30
+    assert scn.config.host_ram_budget == (512 - 5) * 2**30  # "auto" = RAM - safety margin
+
+
+def test_unknown_key_is_named_with_its_path(tmp_path):
+    msg = error_of(tmp_path, BASE + "[engine.gpus]\ngpu_workers_per_devce = 2\n")
+    assert "engine.gpus.gpu_workers_per_devce: unknown key" in msg
+
+
+def test_bad_unit_is_named(tmp_path):
+    msg = error_of(tmp_path, BASE.replace('"16 GiB"', '"16 gigs"'))
+    assert "hardware.vram" in msg and "16 GiB" in msg  # says what a size looks like
+
+
+def test_negative_size_is_rejected(tmp_path):
+    msg = error_of(tmp_path, BASE + '[variant]\nmemory_aware_margin = "-512 MiB"\n')
+    assert "variant.memory_aware_margin" in msg and "non-negative" in msg
+
+
+def test_wrong_type_in_list_is_named_with_index(tmp_path):
+    msg = error_of(tmp_path, BASE + '[[workload]]\nkind = "porep"\ncount = "many"\n')
+    assert "workload[1].count" in msg
+
+
+def test_unknown_proof_kind(tmp_path):
+    msg = error_of(tmp_path, BASE.replace('kind = "porep"', 'kind = "c2"'))
+    assert "workload[0].kind" in msg and "porep" in msg
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        ('[hardware]\nvram = "100 MiB"\ncontext_overhead = "400 MiB"\n', "must exceed"),
+        ("[engine.gpus]\ndevices = [3]\n", "devices names GPU 3"),
+        ('[engine.memory]\ntotal_budget = "64 GiB"\n', "one porep proof needs 140.0 GiB"),
+    ],
+)
+def test_impossible_hardware(tmp_path, extra, needle):
+    text = BASE.replace('[hardware]\ngpus = 1\nvram = "16 GiB"\n', "") + extra
+    msg = error_of(tmp_path, text)
+    assert "impossible hardware" in msg and needle in msg
+
+
+def test_endless_workload_needs_a_duration(tmp_path):
+    msg = error_of(tmp_path, BASE.replace("count = 1", 'every = "10 s"'))
+    assert "duration" in msg
+
+
+def test_not_toml(tmp_path):
+    assert "not valid TOML" in error_of(tmp_path, "seed = = 1")
+
+
+def test_missing_workload(tmp_path):
+    assert "workload: required key is missing" in error_of(tmp_path, "seed = 1\n")
+
+
+def test_missing_plan_file_is_named(tmp_path):
+    msg = error_of(tmp_path, BASE + '[plan]\nfile = "nope.json"\n')
+    assert "plan.file" in msg and "nope.json" in msg
+
+
+def test_bad_plan_file_names_step(tmp_path):
+    (tmp_path / "p.json").write_text('{"steps": [{"op": "alloc", "buffer": "a", "byts": 1}]}')
+    msg = error_of(tmp_path, BASE + '[plan]\nfile = "p.json"\n')
+    assert "steps[0] (alloc): unknown field" in msg
+
+
+def test_unpriced_kernel_kind_names_step_and_profile(tmp_path):
+    from cuzk_sim.runner import simulate
+
+    (tmp_path / "p.json").write_text(
+        '{"name": "mine", "steps": [{"op": "kernel", "name": "fft", "kind": "fft", "size": 8}]}'
+    )
+    scn = load_scenario(write(tmp_path, BASE + '[plan]\nfile = "p.json"\n'))
+    with pytest.raises(
+        InputError,
+        match=r"plan mine: steps\[0\] \(kernel fft\).*'fft'.*"
+        r"cuzk_sim/profiles/rtx5070ti.toml",
+    ):
+        simulate(scn)
+
+
+def test_unknown_profile(tmp_path):
+    msg = error_of(tmp_path, 'profile = "h100"\n' + BASE)
+    assert "profile" in msg and "rtx5070ti" in msg
