@@ -1,6 +1,8 @@
 """The documented cuzk plan: buffer sizes from the source formulas, recomputed by hand,
 and the variants as flags (where steps move, not what they are)."""
 
+import math
+
 import pytest
 
 from cuzk_sim.calibration import load_profile
@@ -41,8 +43,8 @@ def test_msm_window_for_2_27_points():
 def test_batch_add_temp_of_the_l_msm():
     # batch = ceil(ceil(n / 1024) / 8) * 1024; d_temp = 2 * batch * 96 + bit vectors
     n = POREP.l_points
-    batch = -(-(-(-n // 1024)) // 8) * 1024
-    words = -(-(-(-n // 64)) // 32) * 32
+    batch = math.ceil(math.ceil(n / 1024) / 8) * 1024
+    words = math.ceil(math.ceil(n / 64) / 32) * 32
     assert sizes(build_partition_plan(POREP, CuzkVariant(), 16 * GIB))["batch_add_l"] == (
         2 * batch * 96 + words * 8
     )

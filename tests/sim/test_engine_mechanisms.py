@@ -1,12 +1,11 @@
 """Mechanisms beyond the incident: PCE extraction and restarts, routing, leaks, priority."""
 
-from conftest import run_plan
+from conftest import run_plan, toy_profile
 
 from cuzk_sim.model.engine import Arrivals, EngineConfig, Simulation
 from cuzk_sim.model.worker import compile_plan
 from cuzk_sim.plan import Alloc, Free, Kernel, Lock, Plan, Unlock
 from cuzk_sim.plans.circuits import CircuitShape
-from conftest import toy_profile
 
 MIB = 2**20
 SIMPLE = Plan(
