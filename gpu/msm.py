@@ -18,6 +18,8 @@ from .device import Buffer, Device
 Group = Literal["g1", "g2"]
 SCALAR_BITS = 255
 POINT_WORDS = {"g1": 24, "g2": 48}  # affine x | y, u32 words
+SEGMENT_LEN = 16  # buckets per thread in the bucket reduction
+TREE_FAN_IN = 64  # segments summed per thread in each level of the tree
 
 
 @dataclass(frozen=True)
@@ -32,9 +34,10 @@ class MsmShape:
 
     @classmethod
     def of(cls, group: Group, n: int) -> MsmShape:
-        c = max(4, min(16, n.bit_length() - 4))
-        windows = -(-SCALAR_BITS // c)
-        segments = 1 << (c // 2)
+        target = max(4, min(16, n.bit_length() - 4))
+        windows = -(-SCALAR_BITS // target)
+        c = -(-SCALAR_BITS // windows)  # widths c or c - 1, spread evenly (kernels/msm.cu)
+        segments = max(1, (1 << c) // SEGMENT_LEN)
         return cls(group, n, c, windows, segments)
 
     @property
@@ -53,6 +56,7 @@ class MsmShape:
             "order": 4 * max(1, self.n * self.windows),
             "buckets": 4 * self.buckets * self.jacobian_words,
             "segments": 4 * self.windows * self.segments * self.jacobian_words,
+            "tree": 4 * self.windows * max(1, self.segments // TREE_FAN_IN) * self.jacobian_words,
             "windows": 4 * self.windows * self.jacobian_words,
             "result": 4 * POINT_WORDS[self.group],
         }
@@ -117,16 +121,25 @@ def msm(
             np.int32(shape.segments),
             threads=64,
         )
-        launch(
-            "msm.cu",
-            f"{group}_window_sum",
-            shape.windows,
-            bufs["segments"].array,
-            bufs["windows"].array,
-            nw,
-            np.int32(shape.segments),
-            threads=32,
-        )
+        src, per = bufs["segments"].array, shape.segments
+        while per > 1:  # tree sum over each window's segments (at most two levels)
+            fan = min(TREE_FAN_IN, per)
+            per //= fan
+            dst = bufs["windows" if per == 1 else "tree"].array
+            groups = shape.windows * per
+            launch(
+                "msm.cu",
+                f"{group}_group_sum",
+                groups,
+                src,
+                dst,
+                np.int64(groups),
+                np.int32(fan),
+                threads=64,
+            )
+            src = dst
+        if shape.segments == 1:
+            bufs["windows"].array[:] = src[: bufs["windows"].array.size]
         launch(
             "msm.cu",
             f"{group}_horner",
@@ -134,7 +147,6 @@ def msm(
             bufs["windows"].array,
             bufs["result"].array,
             nw,
-            c,
             threads=32,
         )
 

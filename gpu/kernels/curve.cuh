@@ -112,7 +112,7 @@ __device__ __noinline__ Jacobian<F> add(const Jacobian<F>& p, const Jacobian<F>&
 template <class F>
 __device__ Jacobian<F> mul_u32(const Jacobian<F>& p, u32 k) {
     Jacobian<F> acc = Jacobian<F>::inf();
-    for (int bit = 31; bit >= 0; bit--) {
+    for (int bit = 31 - __clz(k | 1); bit >= 0; bit--) {
         acc = dbl(acc);
         if ((k >> bit) & 1) acc = add(acc, p);
     }

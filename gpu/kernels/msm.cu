@@ -1,23 +1,29 @@
 // Pippenger MSM sum_i s_i P_i for G1 (over Fq) and G2 (over Fq2).
 //
 // Scalars: standard (not Montgomery) Fr limbs, 8 u32 each, s < r. Points: affine Montgomery,
-// (0, 0) = infinity. Window c bits, nw = ceil(255 / c) windows; bucket key = w 2^c + digit.
+// (0, 0) = infinity. nw windows of c or c - 1 bits (c = ceil(255 / nw)); key = w 2^c + digit.
 // 1. msm_count / msm_scatter: counting sort of (window, digit) keys -> point order per bucket
 //    (digit 0 is counted but never accumulated);
 // 2. *_bucket_acc: one thread per bucket sums its points (mixed additions);
 // 3. *_bucket_reduce: one thread per segment of a window's buckets computes
 //    sum_b b B_b over its segment via running sums;
-// 4. *_window_sum + *_horner: sum segments per window, then Horner over windows (2^c steps).
+// 4. *_group_sum (a tree over segments) + *_horner over windows.
 // Macros expected: none.
 #include "curve.cuh"
 
-__device__ __forceinline__ u32 scalar_digit(const u32* s, int w, int c) {
-    int bit = w * c;
+// Window w covers bits [start(w), start(w + 1)) with start(w) = floor(255 w / nw): the
+// widths differ by at most one, so the top window is never a few bits wide (a narrow top
+// window sends every point to a handful of buckets, each summed by one thread).
+__device__ __forceinline__ int window_start(int w, int nw) { return (w * 255) / nw; }
+
+__device__ __forceinline__ u32 scalar_digit(const u32* s, int w, int nw) {
+    int bit = window_start(w, nw);
+    int width = window_start(w + 1, nw) - bit;
     int word = bit >> 5, off = bit & 31;
     u64 lo = s[word];
     u64 hi = (word + 1 < 8) ? s[word + 1] : 0;
     u64 both = lo | (hi << 32);
-    return (u32)((both >> off) & ((1u << c) - 1));
+    return (u32)((both >> off) & ((1u << width) - 1));
 }
 
 extern "C" __global__ void msm_count(const u32* scalars, u32* counts, long long n, int c, int nw) {
@@ -25,7 +31,7 @@ extern "C" __global__ void msm_count(const u32* scalars, u32* counts, long long 
          t += (long long)blockDim.x * gridDim.x) {
         long long i = t % n;
         int w = (int)(t / n);
-        u32 d = scalar_digit(scalars + i * 8, w, c);
+        u32 d = scalar_digit(scalars + i * 8, w, nw);
         if (d) atomicAdd(&counts[((u32)w << c) + d], 1u);
     }
 }
@@ -37,7 +43,7 @@ extern "C" __global__ void msm_scatter(const u32* scalars, u32* cursor, u32* ord
          t += (long long)blockDim.x * gridDim.x) {
         long long i = t % n;
         int w = (int)(t / n);
-        u32 d = scalar_digit(scalars + i * 8, w, c);
+        u32 d = scalar_digit(scalars + i * 8, w, nw);
         if (d) order[atomicAdd(&cursor[((u32)w << c) + d], 1u)] = (u32)i;
     }
 }
@@ -78,25 +84,28 @@ __device__ void bucket_reduce(const u32* buckets, u32* seg_out, int c, int nw, i
     }
 }
 
+// out[g] = sum_{j < len} in[g len + j]: one level of a tree sum of Jacobian points.
 template <class F>
-__device__ void window_sum(const u32* seg_out, u32* win_out, int nw, int segs) {
+__device__ void group_sum(const u32* in, u32* out, long long groups, int len) {
     const int W = sizeof(F) / 4;
-    for (int w = blockIdx.x * blockDim.x + threadIdx.x; w < nw; w += blockDim.x * gridDim.x) {
+    for (long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x; g < groups;
+         g += (long long)blockDim.x * gridDim.x) {
         Jacobian<F> acc = Jacobian<F>::inf();
-        for (int s = 0; s < segs; s++)
-            acc = add(acc, load_jacobian<F>(seg_out + ((u64)w * segs + s) * 3 * W));
-        store_jacobian(win_out + (u64)w * 3 * W, acc);
+        for (int j = 0; j < len; j++)
+            acc = add(acc, load_jacobian<F>(in + ((u64)g * len + j) * 3 * W));
+        store_jacobian(out + (u64)g * 3 * W, acc);
     }
 }
 
-// out = sum_w 2^(w c) win[w] (one thread)
+// out = sum_w 2^start(w) win[w] (one thread, Horner from the top window)
 template <class F>
-__device__ void horner(const u32* win_out, u32* out, int nw, int c) {
+__device__ void horner(const u32* win_out, u32* out, int nw) {
     const int W = sizeof(F) / 4;
     if (blockIdx.x * blockDim.x + threadIdx.x != 0) return;
     Jacobian<F> acc = Jacobian<F>::inf();
     for (int w = nw - 1; w >= 0; w--) {
-        for (int i = 0; i < c; i++) acc = dbl(acc);
+        int width = window_start(w + 1, nw) - window_start(w, nw);
+        for (int i = 0; i < width; i++) acc = dbl(acc);
         acc = add(acc, load_jacobian<F>(win_out + (u64)w * 3 * W));
     }
     store_affine(out, to_affine(acc));
@@ -140,12 +149,12 @@ __device__ void group_op(const u32* p, const u32* q, u32* out, long long n, int 
                                                  int segs) {                                     \
         bucket_reduce<F>(buckets, seg_out, c, nw, segs);                                         \
     }                                                                                            \
-    extern "C" __global__ void G##_window_sum(const u32* seg_out, u32* win_out, int nw,          \
-                                              int segs) {                                        \
-        window_sum<F>(seg_out, win_out, nw, segs);                                               \
+    extern "C" __global__ void G##_group_sum(const u32* in, u32* out, long long groups,         \
+                                             int len) {                                          \
+        group_sum<F>(in, out, groups, len);                                                      \
     }                                                                                            \
-    extern "C" __global__ void G##_horner(const u32* win_out, u32* out, int nw, int c) {         \
-        horner<F>(win_out, out, nw, c);                                                          \
+    extern "C" __global__ void G##_horner(const u32* win_out, u32* out, int nw) {                \
+        horner<F>(win_out, out, nw);                                                             \
     }                                                                                            \
     extern "C" __global__ void G##_scalar_mul(const u32* base, const u32* scalars, u32* out,     \
                                               long long n) {                                     \
