@@ -33,12 +33,22 @@ def _fail(message: str, code: int) -> NoReturn:
 
 
 def gpu_prover() -> Callable[..., Any]:
-    """The GPU prover's prove(pk, witness, r, s), imported only when asked for."""
+    """The GPU prover's prove(pk, witness, r, s), imported only when asked for, after a
+    check that CuPy sees a CUDA device (so a CPU-only machine gets one clear line)."""
+    try:
+        import cupy
+
+        devices = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # ImportError, or a CUDA install without driver or device
+        _fail(
+            f"--backend gpu is not available: no usable CuPy/CUDA ({type(e).__name__}: {e})",
+            EXIT_NO,
+        )
+    if devices < 1:
+        _fail("--backend gpu is not available: CuPy sees no CUDA device", EXIT_NO)
     try:
         module = importlib.import_module("cuzk_sim.gpu.prover")
-    except ImportError as e:
-        _fail(f"--backend gpu is not available: {e}", EXIT_NO)
-    except Exception as e:  # a broken CUDA install surfaces as anything at import time
+    except Exception as e:
         _fail(f"--backend gpu is not available: {type(e).__name__}: {e}", EXIT_NO)
     prove = getattr(module, "prove", None)
     if not callable(prove):
@@ -86,6 +96,10 @@ def prove_command(
         proof = prove(pk, w, r=r, s=s)
     except ValueError as e:  # UnsatisfiedConstraint, a witness value out of range
         _fail(f"cannot prove: {e}", EXIT_NO)
+    except Exception as e:
+        if backend != "gpu":
+            raise  # a bug in the reference prover: show it in full
+        _fail(f"gpu prover failed: {type(e).__name__}: {e}", EXIT_NO)
     write_proof(proof_json, proof)
     write_public(public_json, w[1 : 1 + pk.num_public])
 
