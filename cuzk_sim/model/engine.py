@@ -105,7 +105,7 @@ class Simulation:
         for d in cfg.devices or range(cfg.gpus):
             routed = self.devices[0 if cfg.routing == "device0" else d]
             for k in range(cfg.gpu_workers_per_device):
-                self.workers.append(Worker(f"gpu{d}-w{k}", routed))
+                self.workers.append(Worker(f"gpu{d}-w{k}", routed, assigned=d))
         for dev in {w.device.index: w.device for w in self.workers}.values():
             dev.memory.context = cfg.context_overhead  # one daemon process per device used
             dev.memory.peak_used = dev.memory.used
@@ -125,7 +125,12 @@ class Simulation:
         self.stop = env.event()
         # no yields inside critical sections when every plan keeps device memory under its
         # mutex (exact then; a trace wants the wake-ups for its VRAM samples)
-        self.exclusive = not self.record and all(cp.exclusive for cp in self.plans.values())
+        # (a per-device mutex excludes a device's others only if each device's workers are
+        # exactly the workers assigned to it: not so when routing sends all to device 0)
+        one_to_one = all(w.assigned == w.device.index for w in self.workers)
+        self.exclusive = (
+            not self.record and one_to_one and all(cp.exclusive for cp in self.plans.values())
+        )
         self.seq = itertools.count()
         self.proofs: list[Proof] = []
         self.unfinished = 0

@@ -116,7 +116,8 @@ def compile_plan(plan: Plan, profile: Profile, merge: bool = True) -> CompiledPl
 @dataclass
 class Worker:
     name: str
-    device: Device
+    device: Device  # where its GPU work runs (the routing policy's choice)
+    assigned: int = 0  # the GPU the engine assigned it to: its per-device mutex
     t_ready: float = 0.0
     streams: dict[str, float] = field(default_factory=dict)
     held: list[tuple[str, Mutex, float]] = field(default_factory=list)
@@ -311,7 +312,7 @@ def execute_plan(
             pc += 1
         elif op == "lock":
             if s.scope != "none":
-                m = sim.mutex(s.mutex, s.scope, w.device.index)
+                m = sim.mutex(s.mutex, s.scope, w.assigned)
                 asked = env.now
                 ev = m.acquire(env, w.name)
                 if ev is not None:
