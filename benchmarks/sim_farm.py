@@ -39,7 +39,9 @@ def main() -> None:
     wall, cpu, simpy_events, result = best
     print(f"scenario            {result.scenario} ({args.scenario})")
     print(f"simulated time      {result.sim_time_s / 3600:.1f} h")
-    print(f"partitions          {result.partitions_completed} ok, {result.partitions_failed} failed")
+    print(
+        f"partitions          {result.partitions_completed} ok, {result.partitions_failed} failed"
+    )
     print(f"proofs              {result.proofs_completed} completed of {result.proofs_submitted}")
     print(f"SimPy events        {simpy_events}")
     print(f"worker wake-ups     {result.events}")
