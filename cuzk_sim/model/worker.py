@@ -301,6 +301,9 @@ def execute_plan(
         if op == "alloc":
             pc = _alloc(sim, w, s, pc, cp, part, now)
             if pc < 0:
+                if w.t_ready > env.now:  # a panic is seen by others at its own time
+                    sim.events += 1
+                    yield env.timeout(w.t_ready - env.now)
                 panic(sim, w)
                 return False
         elif op == "free":

@@ -113,3 +113,25 @@ def test_memory_aware_margin_skips_before_allocating():
     ]
     assert result.peak_vram_bytes == {0: 0} and not result.oom
     assert result.oom_events[0].reason == "skip_vram"
+
+
+def test_fast_path_panics_at_the_same_time_as_the_traced_run():
+    plan = Plan(
+        "oom-in-lock",
+        (
+            Lock("gpu"),
+            Alloc("x", 60 * MIB),
+            Kernel("k", "ntt", 2),
+            Alloc("y", 60 * MIB),
+            Free("y"),
+            Free("x"),
+            Unlock("gpu"),
+        ),
+    )
+    _, fast = run_plan(plan, workers=2, proofs=2, partitions=2)
+    _, slow = run_plan(plan, workers=2, proofs=2, partitions=2, record=True)
+    assert [(e.time_s, e.worker, e.buffer) for e in fast.oom_events] == [
+        (e.time_s, e.worker, e.buffer) for e in slow.oom_events
+    ]
+    assert fast.oom_events[0].time_s == 13.0  # 11 (synthesis done) + the 2 s kernel
+    assert fast.sim_time_s == slow.sim_time_s
