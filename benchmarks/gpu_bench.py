@@ -77,7 +77,7 @@ def bench_msm(cp, group: str, logs: list[int], reps: int) -> list[dict]:
         dev = Device("real")
         p = Buffer("points", 0, pts[:n].reshape(-1))
         s = Buffer("scalars", 0, sc)
-        ms = _timeit(lambda: msm(dev, f"msm_{group}", group, p, s, n), reps)
+        ms = _timeit(lambda dev=dev, p=p, s=s, n=n: msm(dev, f"msm_{group}", group, p, s, n), reps)
         rows.append({"what": f"msm_{group}", "log2": k, "ms": ms, "points_gen_s": gen_s})
         print(f"msm_{group} 2^{k}: {ms:.2f} ms", flush=True)
     return rows
@@ -95,7 +95,7 @@ def bench_ntt(cp, logs: list[int], reps: int) -> list[dict]:
             cp.asarray(gntt.domain_tables(k, dom.omega, 7, 1).pack()), k
         )
         a = _scalars(cp, n, k).reshape(-1)
-        ms = _timeit(lambda: gntt.ntt(a, t), reps)
+        ms = _timeit(lambda a=a, t=t: gntt.ntt(a, t), reps)
         rows.append({"what": "ntt", "log2": k, "ms": ms})
         print(f"ntt 2^{k}: {ms:.2f} ms", flush=True)
     return rows

@@ -15,7 +15,7 @@ cp -r cuzk_sim /tmp/shim/ && cp -r reference /tmp/shim/cuzk_sim/reference \
 export PYTHONPATH=/tmp/shim:/tmp/site PYTHONUNBUFFERED=1 CUZK_HYPOTHESIS_PROFILE=${PROFILE:-dev}
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,driver_version --format=csv | tee "$OUT/gpu.txt"
 if [ "$what" = tests ] || [ "$what" = all ]; then
-  timeout ${TEST_TIMEOUT:-240} python3 -P -m pytest tests/gpu -q -p no:cacheprovider \
+  timeout ${TEST_TIMEOUT:-240} python3 -P -m pytest tests/gpu_prover -q -p no:cacheprovider \
     --durations=8 ${kexpr:+-k "$kexpr"} 2>&1 | tee "$OUT/tests.log"
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then

@@ -50,8 +50,7 @@ def _affine(P: Any) -> tuple[Any, Any] | None:
     x, y, z = P
     if z == z.one():
         return x, y
-    zi = z.inv()
-    return x * zi, y * zi
+    return bls.normalize(P)
 
 
 def g1_to_limbs(points: Sequence[Any]) -> np.ndarray:

@@ -46,11 +46,11 @@ def test_fr_ops_match_python_ints(data):
     a = data.draw(st.lists(st.integers(0, R - 1), min_size=n, max_size=n))
     b = data.draw(st.lists(st.integers(0, R - 1), min_size=n, max_size=n))
     a[0], b[0] = R - 1, R - 1  # the edge: (r-1)^2, (r-1) + (r-1)
-    assert _binop("fr_binop", 8, a, b, 0) == [(x + y) % R for x, y in zip(a, b)]
-    assert _binop("fr_binop", 8, a, b, 1) == [(x - y) % R for x, y in zip(a, b)]
+    assert _binop("fr_binop", 8, a, b, 0) == [(x + y) % R for x, y in zip(a, b, strict=True)]
+    assert _binop("fr_binop", 8, a, b, 1) == [(x - y) % R for x, y in zip(a, b, strict=True)]
     # Montgomery product: a b / 2^256
     inv = pow(FR_R, -1, R)
-    assert _binop("fr_binop", 8, a, b, 2) == [x * y * inv % R for x, y in zip(a, b)]
+    assert _binop("fr_binop", 8, a, b, 2) == [x * y * inv % R for x, y in zip(a, b, strict=True)]
     assert _binop("fr_binop", 8, a, b, 3) == [x * FR_R % R for x in a]
     assert _binop("fr_binop", 8, a, b, 4) == [x * inv % R for x in a]
 
@@ -62,16 +62,16 @@ def test_fq_fq2_ops_match_python_ints(data):
     b = data.draw(st.lists(st.integers(0, Q - 1), min_size=n, max_size=n))
     a[0] = Q - 1
     inv = pow(FQ_R, -1, Q)
-    assert _binop("fq_binop", 12, a, b, 0) == [(x + y) % Q for x, y in zip(a, b)]
-    assert _binop("fq_binop", 12, a, b, 1) == [(x - y) % Q for x, y in zip(a, b)]
-    assert _binop("fq_binop", 12, a, b, 2) == [x * y * inv % Q for x, y in zip(a, b)]
+    assert _binop("fq_binop", 12, a, b, 0) == [(x + y) % Q for x, y in zip(a, b, strict=True)]
+    assert _binop("fq_binop", 12, a, b, 1) == [(x - y) % Q for x, y in zip(a, b, strict=True)]
+    assert _binop("fq_binop", 12, a, b, 2) == [x * y * inv % Q for x, y in zip(a, b, strict=True)]
     # inverse of a Montgomery element: (a R)^-1 R^2 = a^-1 R
     am = [x * FQ_R % Q for x in a]
     got = _binop("fq_binop", 12, am, b, 5)
     assert got == [pow(x, -1, Q) * FQ_R % Q if x else 0 for x in a]
     # Fq2 product in Montgomery form vs py_ecc FQ2
-    a2 = [x for pair in zip(a, b) for x in pair]
-    b2 = [x for pair in zip(b, a) for x in pair]
+    a2 = [x for pair in zip(a, b, strict=True) for x in pair]
+    b2 = [x for pair in zip(b, a, strict=True) for x in pair]
     got2 = _binop("fq2_binop", 24, _pack2(a2), _pack2(b2), 2)
     for i in range(n):
         x = bls.FQ2([a2[2 * i], a2[2 * i + 1]]) * bls.FQ2([b2[2 * i], b2[2 * i + 1]])
@@ -110,7 +110,7 @@ def test_group_law_matches_py_ecc(group):
         out = cp.full_like(dp, 0xDEADBEEF)
         launch("msm.cu", f"{group}_group_op", len(ps), dp, dq, out, np.int64(len(ps)), np.int32(op))
         host = out.get()
-        for i, (p, q) in enumerate(zip(ps, qs)):
+        for i, (p, q) in enumerate(zip(ps, qs, strict=True)):
             want = bls.double(p) if op == 2 else bls.add(p, q)
             assert bls.eq(from_limbs(host[i]), want), (group, op, i)
 
@@ -165,7 +165,7 @@ def _gpu_msm(group: str, points: list, scalars: list[int]) -> object:
 
 def _naive(points: list, scalars: list[int], inf: object) -> object:
     acc = inf
-    for P, k in zip(points, scalars):
+    for P, k in zip(points, scalars, strict=True):
         acc = bls.add(acc, bls.multiply(P, k))
     return acc
 
@@ -199,7 +199,7 @@ def test_msm_large_by_linear_combination_identity():
     pts = cp.empty((n, 24), dtype=cp.uint32)
     launch("msm.cu", "g1_scalar_mul", n, base, dk, pts, np.int64(n), threads=128)
     got = _gpu_msm_device(pts, s)
-    want = bls.multiply(bls.G1, sum(a * b for a, b in zip(k, s)) % R)
+    want = bls.multiply(bls.G1, sum(a * b for a, b in zip(k, s, strict=True)) % R)
     assert bls.eq(got, want)
 
 

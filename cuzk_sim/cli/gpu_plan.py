@@ -1,0 +1,43 @@
+"""`cuzk-sim gpu-plan`: the dry-run plan of our GPU prover for a domain of 2^K (no GPU)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("gpu-plan")
+    def gpu_plan(
+        domain_log2: int = typer.Option(..., "--domain-log2", help="Domain size 2^K, 1..31."),
+        reduction: str = typer.Option("bellman", help="bellman or snarkjs."),
+        prestage: bool = typer.Option(False, help="Allocate and upload a/b/c before the lock."),
+        pinned: bool = typer.Option(False, help="Upload from pinned host memory."),
+        free_bc_early: bool = typer.Option(True, help="Free d_bc right after the NTT phase."),
+        memory_aware: bool = typer.Option(False, help="Pre-stage only with free memory + margin."),
+        allocator: str = typer.Option("caching", help="caching, async or sync."),
+        as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+    ) -> None:
+        """Print the allocation/copy/kernel plan of one partition (dry run, no GPU)."""
+        from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, dry_run_plan
+
+        if not 1 <= domain_log2 <= 31:
+            raise typer.BadParameter("must be in 1..31", param_hint="--domain-log2")
+        if reduction not in ("bellman", "snarkjs"):
+            raise typer.BadParameter("must be bellman or snarkjs", param_hint="--reduction")
+        if allocator not in ("caching", "async", "sync"):
+            raise typer.BadParameter("must be caching, async or sync", param_hint="--allocator")
+        flags = ProverFlags(prestage, pinned, free_bc_early, memory_aware, allocator=allocator)
+        plan = dry_run_plan(PartitionShape.synthetic(domain_log2, reduction), flags)
+        if as_json:
+            typer.echo(plan.to_json())
+            return
+        live = peak = 0
+        for i, step in enumerate(plan.steps):
+            detail = {k: v for k, v in step.__dict__.items() if k != "op"}
+            if step.op == "alloc":
+                live += step.bytes
+                peak = max(peak, live)
+            elif step.op == "free":
+                live -= dict(plan.buffers())[step.buffer]
+            typer.echo(f"{i:4d} {step.op:7s} {detail}")
+        typer.echo(f"peak device bytes: {peak} ({peak / 2**30:.2f} GiB)")

@@ -1,0 +1,124 @@
+"""The dry-run plan of the GPU prover: no GPU, no CuPy; sizes from the shape alone."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from cuzk_sim.gpu.device import Device, DeviceOutOfMemory, NotEnoughFreeMemory
+from cuzk_sim.gpu.msm import MsmShape
+from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, dry_run_plan
+from typer.testing import CliRunner
+
+from cuzk_sim.cli import app
+from cuzk_sim.plan import Alloc, Copy, Free, Kernel, Lock, Plan, Unlock
+
+
+def _peak(plan: Plan) -> int:
+    sizes, live, peak = dict(plan.buffers()), 0, 0
+    for s in plan.steps:
+        if isinstance(s, Alloc):
+            live += s.bytes
+            peak = max(peak, live)
+        elif isinstance(s, Free):
+            live -= sizes[s.buffer]
+    return peak
+
+
+def test_dry_run_at_domain_2_27_imports_no_cupy():
+    code = (
+        "import sys; from cuzk_sim.gpu.prover import PartitionShape, dry_run_plan;"
+        "p = dry_run_plan(PartitionShape.synthetic(27)); print(len(p.steps));"
+        "print('cupy' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split()[1] == "False"
+
+
+def test_plan_sizes_follow_the_domain():
+    n = 1 << 27
+    plan = dry_run_plan(PartitionShape.synthetic(27))
+    bufs = dict(plan.buffers())
+    assert bufs["d_a"] == 32 * n  # 4 GiB, as cuzk's d_a at 2^27
+    assert bufs["d_bc"] == 64 * n
+    assert bufs["msm_b_g2.points"] == 192 * n  # affine G2 points
+    assert bufs["msm_h.points"] == 96 * (n - 1)
+    # every buffer is freed, each exactly once, and nothing leaks past the plan
+    allocs = [s.buffer for s in plan.steps if isinstance(s, Alloc)]
+    frees = [s.buffer for s in plan.steps if isinstance(s, Free)]
+    assert sorted(allocs) == sorted(frees) and len(set(allocs)) == len(allocs)
+    kinds = {s.kind for s in plan.steps if isinstance(s, Kernel)}
+    assert kinds == {"ntt", "pointwise", "msm_g1", "msm_g2"}
+    assert [s.name for s in plan.steps if isinstance(s, Kernel) and s.kind.startswith("msm")] == [
+        "msm_h",
+        "msm_a",
+        "msm_b_g1",
+        "msm_b_g2",
+        "msm_l",
+    ]
+
+
+def test_msm_scratch_bytes_by_hand():
+    # 2^20 points: target window 16 -> 16 windows of 15-16 bits, 2^16 buckets each
+    s = MsmShape.of("g1", 1 << 20)
+    assert (s.c, s.windows) == (16, 16)
+    assert s.scratch()["order"] == 4 * (1 << 20) * 16
+    assert s.scratch()["buckets"] == 4 * (16 << 16) * 36  # Jacobian G1 = 3 x 12 words
+
+
+def test_free_bc_early_lowers_the_peak():
+    early = dry_run_plan(PartitionShape.synthetic(20), ProverFlags(free_bc_early=True))
+    late = dry_run_plan(PartitionShape.synthetic(20), ProverFlags(free_bc_early=False))
+    assert _peak(late) - _peak(early) == 64 << 20  # d_bc = 2 x 32 B x 2^20 stays alive
+
+
+def test_prestage_allocates_and_uploads_before_the_lock():
+    plan = dry_run_plan(PartitionShape.synthetic(16), ProverFlags(prestage=True, pinned=True))
+    lock = next(i for i, s in enumerate(plan.steps) if isinstance(s, Lock))
+    d_a = next(i for i, s in enumerate(plan.steps) if isinstance(s, Alloc) and s.buffer == "d_a")
+    up = next(s for s in plan.steps if isinstance(s, Copy) and s.name == "upload_bc")
+    assert d_a < lock and up.pinned and up.stream == "upload"
+    assert isinstance(plan.steps[-2], Unlock)
+
+
+def test_memory_aware_prestage_falls_back_inside_the_lock():
+    shape = PartitionShape.synthetic(16)
+    flags = ProverFlags(prestage=True, memory_aware=True, margin_bytes=512 << 20)
+    from cuzk_sim.gpu.prover import partition
+
+    dev = Device("dry-run", assume_free_bytes=100 << 20)  # less than the margin
+    partition(dev, shape, flags, None)
+    lock = next(i for i, s in enumerate(dev.steps) if isinstance(s, Lock))
+    d_a = next(i for i, s in enumerate(dev.steps) if isinstance(s, Alloc) and s.buffer == "d_a")
+    assert d_a > lock
+    dev2 = Device("dry-run", assume_free_bytes=8 << 30)
+    partition(dev2, shape, flags, None)
+    first = dev2.steps[0]
+    assert isinstance(first, Alloc) and first.buffer == "d_a" and first.margin == 512 << 20
+
+
+def test_device_layer_errors_are_typed():
+    dev = Device("dry-run")
+    dev.alloc("x", 64)
+    with pytest.raises(RuntimeError, match="'x' allocated twice"):
+        dev.alloc("x", 64)
+    with pytest.raises(RuntimeError, match="'y' that is not allocated"):
+        dev.free("y")
+    with pytest.raises(ValueError, match="Device.mode"):
+        Device("fast")  # type: ignore[arg-type]
+    e = NotEnoughFreeMemory("d_a", 10, 5, 1)
+    assert isinstance(e, DeviceOutOfMemory) and "d_a" in str(e) and "gpu 1" in str(e)
+
+
+def test_cli_gpu_plan_json_round_trips():
+    res = CliRunner().invoke(app, ["gpu-plan", "--domain-log2", "27", "--json"])
+    assert res.exit_code == 0, res.output
+    plan = Plan.from_json(res.output)
+    assert dict(plan.buffers())["d_a"] == 4 << 30
+    text = CliRunner().invoke(app, ["gpu-plan", "--domain-log2", "10"])
+    assert text.exit_code == 0 and "peak device bytes" in text.output
+    bad = CliRunner().invoke(app, ["gpu-plan", "--domain-log2", "40"])
+    assert bad.exit_code != 0 and "domain-log2" in bad.output
+    assert json.loads(res.output)["meta"]["domain_size"] == 1 << 27
