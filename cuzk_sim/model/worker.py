@@ -259,9 +259,19 @@ def execute_plan(
     exclusive = False  # holding a mutex that makes this worker alone on its device's memory
     dev = w.device
     record = sim.record
+    mem = dev.memory
+    name = w.name
     while pc < n:
         s = steps[pc]
         op = s.op
+        if exclusive and op == "free":  # hot path inside a critical section, inlined
+            if mem.pending_frees:
+                mem.settle(w.t_ready)
+            buf = mem.live.get((name, s.buffer))
+            if buf is not None and not buf.persistent:
+                mem.release(name, s.buffer)
+            pc += 1
+            continue
         if op == "kernel" and s.stream == "compute" and not record:  # the hot path, inlined
             start = w.t_ready if w.t_ready > dev.compute_free_at else dev.compute_free_at
             w.t_ready = dev.compute_free_at = start + seconds[pc]
