@@ -14,6 +14,8 @@ from pathlib import Path
 import py_ecc.optimized_bls12_381 as bls
 import pytest
 from cuzk_sim.reference.formats import (
+    FormatError,
+    UnsupportedCurve,
     read_proof,
     read_r1cs,
     read_verification_key,
@@ -202,3 +204,64 @@ def test_proof_json_reads_snarkjs_points(circuit: Callable[[str], CircuitFiles])
     proof = read_proof(files.path("sj_proof.json"))
     assert g1_json(proof.a) == raw["pi_a"] and g1_json(proof.c) == raw["pi_c"]
     assert g2_json(proof.b) == raw["pi_b"]
+
+
+def test_real_bn128_files_are_refused_by_name(
+    toolchain: None, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """circom's default prime and a snarkjs bn128 setup: each file names its curve."""
+    from snarkjs_toolchain import CIRCOM2, CIRCUITS, run_node, snarkjs
+
+    d = tmp_path_factory.mktemp("bn128")
+    run_node(CIRCOM2, CIRCUITS / "multi_public.circom", "--r1cs", "--wasm", "-o", d, cwd=d)
+    snarkjs("powersoftau", "new", "bn128", "4", "p0.ptau", cwd=d)
+    snarkjs("powersoftau", "prepare", "phase2", "p0.ptau", "p.ptau", cwd=d)
+    snarkjs("groth16", "setup", "multi_public.r1cs", "p.ptau", "c.zkey", cwd=d)
+    snarkjs("wtns", "calculate", d / "multi_public_js" / "multi_public.wasm",
+            CIRCUITS / "multi_public.input.json", "w.wtns", cwd=d)  # fmt: skip
+    for path, reader in [
+        (d / "multi_public.r1cs", read_r1cs),
+        (d / "w.wtns", read_wtns),
+        (d / "c.zkey", read_zkey),
+    ]:
+        with pytest.raises(UnsupportedCurve, match="curve bn128 not supported") as e:
+            reader(path)
+        assert str(path) in str(e.value) and e.value.where.startswith("byte ")
+
+
+def test_zkey_point_outside_the_subgroup_is_refused(
+    circuit: Callable[[str], CircuitFiles], tmp_path: Path
+) -> None:
+    """Put (0, 2), on E1 but of order 3, where [alpha]_1 is; with subgroup_checks the
+    same point in the A query is refused too. Offsets from snarkjs's zkey layout."""
+    files = circuit("multi_public")
+    pk = read_zkey(files.zkey, subgroup_checks=True)  # a genuine key passes every check
+    assert pk.num_vars == 10
+    data = bytearray(files.zkey.read_bytes())
+    q, r_mont = bls.field_modulus, 2**384
+    point = (0).to_bytes(48, "little") + (2 * r_mont % q).to_bytes(48, "little")
+    starts = section_starts(bytes(data))
+    alpha_at = starts[2] + 4 + 48 + 4 + 32 + 12  # n8q, q, n8r, r, nVars/nPublic/domainSize
+    bad = bytearray(data)
+    bad[alpha_at : alpha_at + 96] = point
+    (tmp_path / "alpha.zkey").write_bytes(bytes(bad))
+    with pytest.raises(FormatError, match="not in the order-r subgroup") as e:
+        read_zkey(tmp_path / "alpha.zkey")
+    assert e.value.where == f"byte {alpha_at}"
+    bad = bytearray(data)
+    bad[starts[5] : starts[5] + 96] = point  # A[0]
+    (tmp_path / "a.zkey").write_bytes(bytes(bad))
+    read_zkey(tmp_path / "a.zkey")  # on the curve: accepted without the query checks
+    with pytest.raises(FormatError, match=r"A\[0\]: point is not in the order-r subgroup"):
+        read_zkey(tmp_path / "a.zkey", subgroup_checks=True)
+
+
+def section_starts(data: bytes) -> dict[int, int]:
+    """Section type -> offset of its content, walking the iden3 container here."""
+    starts, pos = {}, 12
+    for _ in range(int.from_bytes(data[8:12], "little")):
+        kind = int.from_bytes(data[pos : pos + 4], "little")
+        size = int.from_bytes(data[pos + 4 : pos + 12], "little")
+        starts[kind] = pos + 12
+        pos += 12 + size
+    return starts
