@@ -1,6 +1,6 @@
 """Mechanisms beyond the incident: PCE extraction and restarts, routing, leaks, priority."""
 
-from conftest import run_plan, toy_profile
+from sim_toys import run_plan, toy_profile
 
 from cuzk_sim.model.engine import Arrivals, EngineConfig, Simulation
 from cuzk_sim.model.worker import compile_plan

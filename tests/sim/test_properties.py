@@ -2,9 +2,9 @@
 
 import json
 
-from conftest import run_plan
 from hypothesis import given
 from hypothesis import strategies as st
+from sim_toys import run_plan
 
 from cuzk_sim.model.allocator import CUDA_GRANULE
 from cuzk_sim.plan import Alloc, Free, Kernel, Lock, Plan, Unlock

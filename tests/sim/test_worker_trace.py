@@ -3,7 +3,7 @@
 a copy of b bytes takes b seconds; synthesis of the toy circuit takes 10 s, the PCE load 1 s.
 """
 
-from conftest import run_plan
+from sim_toys import run_plan
 
 from cuzk_sim.plan import Alloc, Copy, Cpu, Free, Kernel, Lock, Plan, Unlock
 

@@ -1,8 +1,6 @@
-"""Fixtures for the simulator tests: a toy profile with round numbers, and a runner."""
+"""Helpers for the simulator tests: a toy profile with round numbers, and a runner."""
 
 from __future__ import annotations
-
-import pytest
 
 from cuzk_sim.calibration import Cost, Profile
 from cuzk_sim.model.engine import Arrivals, EngineConfig, Simulation
@@ -18,7 +16,7 @@ def toy_profile() -> Profile:
     per = Cost(0.0, 1.0, "linear")
     return Profile(
         name="toy",
-        source="tests/sim/conftest.py",
+        source="tests/sim/sim_toys.py",
         provenance="test",
         gpu_model="toy",
         vram=100 * MIB,
@@ -72,8 +70,3 @@ def run_plan(
         record,
     )
     return sim, sim.run()
-
-
-@pytest.fixture
-def profile() -> Profile:
-    return toy_profile()
