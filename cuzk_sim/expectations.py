@@ -49,4 +49,13 @@ def check_expectations(expect: Expect, result: SimResult) -> list[Check]:
                 expect.proofs_failed == result.proofs_failed,
             )
         )
+    if expect.pce_extractions is not None:
+        checks.append(
+            Check(
+                "pce_extractions",
+                str(expect.pce_extractions),
+                str(result.pce_extractions),
+                expect.pce_extractions == result.pce_extractions,
+            )
+        )
     return checks

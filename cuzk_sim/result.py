@@ -55,6 +55,7 @@ class SimResult:
     log: list[tuple[float, str]]
     stopped_at_oom: bool = False
     events: int = 0  # scheduler wake-ups processed (for benchmarks)
+    pce_extractions: int = 0
     proof_done_times: list[tuple[str, str, float]] = field(default_factory=list)
     spans: list[Span] = field(default_factory=list)
     vram_samples: list[tuple[float, int, int]] = field(default_factory=list)  # t, dev, used
@@ -85,5 +86,6 @@ class SimResult:
             "partitions_failed": self.partitions_failed,
             "sim_time_s": self.sim_time_s,
             "stopped_at_oom": self.stopped_at_oom,
+            "pce_extractions": self.pce_extractions,
             "log": [f"{t:.3f} {line}" for t, line in self.log[:log_lines]],
         }

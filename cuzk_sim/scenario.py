@@ -118,6 +118,7 @@ class Workload(_Strict):
     start: str = "0 s"
     every: str | None = None  # gap between arrivals; none: all at `start`
     arrival: Literal["fixed", "poisson"] = "fixed"
+    partitions: int | None = Field(None, ge=1)  # default: the kind's partition count
 
     _times = field_validator("start", "every")(_duration)
 
@@ -128,6 +129,7 @@ class Expect(_Strict):
     first_oom_buffer: str | None = None
     log_contains: list[str] = []
     proofs_failed: int | None = None
+    pce_extractions: int | None = None
 
     @field_validator("seconds_per_proof")
     @classmethod
@@ -231,8 +233,9 @@ def scenario_from_dict(raw: dict, source: str, base: Path | None = None) -> Scen
         if budget > host:
             raise _impossible(source, "engine.memory.total_budget exceeds hardware.host_ram")
     kinds = sorted({w.kind for w in spec.workload})
-    for k in kinds:
-        need = SHAPES[k].partitions * SHAPES[k].host_bytes
+    for w in spec.workload:
+        k = w.kind
+        need = (w.partitions or SHAPES[k].partitions) * SHAPES[k].host_bytes
         if need > budget:
             raise _impossible(
                 source,
@@ -291,6 +294,7 @@ def scenario_from_dict(raw: dict, source: str, base: Path | None = None) -> Scen
                 start_s=parse_duration(w.start),
                 every_s=parse_duration(w.every) if w.every else None,
                 poisson=w.arrival == "poisson",
+                partitions=w.partitions,
             )
             for w in spec.workload
         ),

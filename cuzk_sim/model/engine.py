@@ -39,6 +39,7 @@ class Arrivals:
     start_s: float = 0.0
     every_s: float | None = None
     poisson: bool = False
+    partitions: int | None = None  # default: the kind's (WindowPoSt: 1 per 2349 sectors)
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,8 @@ class Simulation:
         for i in itertools.count():
             if a.count is not None and i >= a.count:
                 break
-            proof = Proof(f"{a.kind}-{len(self.proofs)}", a.kind, shape.partitions, env.now)
+            parts = a.partitions or shape.partitions
+            proof = Proof(f"{a.kind}-{len(self.proofs)}", a.kind, parts, env.now)
             self.proofs.append(proof)
             self.unfinished += 1
             self.jobs.put(simpy.PriorityItem((-shape.priority, next(self.seq)), proof))
@@ -297,6 +299,7 @@ class Simulation:
             stopped_at_oom=self.stopped_at_oom,
             events=self.events,
             proof_done_times=self.done_times,
+            pce_extractions=self.pce.extractions,
             spans=self.spans,
             vram_samples=self.samples,
         )

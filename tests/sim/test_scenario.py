@@ -133,3 +133,12 @@ def test_unpriced_kernel_kind_names_step_and_profile(tmp_path):
 def test_unknown_profile(tmp_path):
     msg = error_of(tmp_path, 'profile = "h100"\n' + BASE)
     assert "profile" in msg and "rtx5070ti" in msg
+
+
+def test_window_post_partitions_follow_the_sector_count(tmp_path):
+    from cuzk_sim.runner import simulate
+
+    text = BASE.replace('kind = "porep"', 'kind = "window_post"\npartitions = 3')
+    text += '[engine.pce]\ncached = ["window_post"]\n[variant]\npool_release_threshold = "0 B"\n'
+    result = simulate(load_scenario(write(tmp_path, text)))
+    assert result.partitions_completed == 3 and result.proofs_completed == 1
