@@ -45,13 +45,14 @@ def cuda_unavailable_reason() -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    gpu_items = [it for it in items if "gpu" in it.keywords]
+    # Markers, not keywords: a keyword match would also hit a folder named gpu/ or interop/.
+    gpu_items = [it for it in items if it.get_closest_marker("gpu")]
     if gpu_items:
         reason = cuda_unavailable_reason()
         if reason:
             for it in gpu_items:
                 it.add_marker(pytest.mark.skip(reason=f"gpu test: {reason}"))
-    interop_items = [it for it in items if "interop" in it.keywords]
+    interop_items = [it for it in items if it.get_closest_marker("interop")]
     if interop_items and shutil.which("node") is None:
         for it in interop_items:
             it.add_marker(pytest.mark.skip(reason="interop test: node is not on PATH"))
