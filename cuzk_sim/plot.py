@@ -38,8 +38,9 @@ def write_plot(result: SimResult, path: str) -> None:
 
     tracks = sorted({s.track for s in result.spans if s.cat in ("partition", "synthesis")})
     colors = {"partition": "tab:blue", "synthesis": "tab:green", "lock": "tab:purple"}
+    layer = {"synthesis": 0, "partition": 0, "lock": 1}  # mutex bars on top
     for row, track in enumerate(tracks):
-        for s in result.spans:
+        for s in sorted(result.spans, key=lambda s: layer.get(s.cat, 2)):
             if s.track == track and s.cat in colors:
                 height = 0.8 if s.cat != "lock" else 0.3
                 ax_gantt.broken_barh(
