@@ -46,7 +46,7 @@ def write_plot(result: SimResult, path: str) -> None:
                 ax_gantt.broken_barh(
                     [(s.start_s, s.end_s - s.start_s)],
                     (row - 0.4, height),
-                    color=colors[s.cat],
+                    color="thistle" if s.name.startswith("wait") else colors[s.cat],
                     alpha=0.8 if s.cat != "lock" else 1,
                 )
     for e in result.fatal_ooms:
@@ -54,7 +54,9 @@ def write_plot(result: SimResult, path: str) -> None:
             ax_gantt.plot(e.time_s, tracks.index(e.worker), "x", color="red", markersize=9)
     ax_gantt.set_yticks(range(len(tracks)), tracks)
     ax_gantt.set_xlabel("simulated time (s)")
-    ax_gantt.set_title("workers (blue: partition, purple: mutex held/waited, green: synthesis)")
+    ax_gantt.set_title(
+        "workers (blue: partition, purple: mutex held, pale: waiting, green: synthesis)"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
