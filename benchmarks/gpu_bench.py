@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -78,8 +79,16 @@ def bench_msm(cp, group: str, logs: list[int], reps: int) -> list[dict]:
         p = Buffer("points", 0, pts[:n].reshape(-1))
         s = Buffer("scalars", 0, sc)
         ms = _timeit(lambda dev=dev, p=p, s=s, n=n: msm(dev, f"msm_{group}", group, p, s, n), reps)
-        rows.append({"what": f"msm_{group}", "log2": k, "ms": ms, "points_gen_s": gen_s})
-        print(f"msm_{group} 2^{k}: {ms:.2f} ms", flush=True)
+        phases: dict[str, float] = {}
+        msm(dev, f"msm_{group}", group, p, s, n, phase_ms=phases)
+        rows.append(
+            {"what": f"msm_{group}", "log2": k, "ms": ms, "points_gen_s": gen_s, "phases": phases}
+        )
+        print(
+            f"msm_{group} 2^{k}: {ms:.2f} ms  phases(ms): "
+            + ", ".join(f"{a}={b:.2f}" for a, b in phases.items()),
+            flush=True,
+        )
     return rows
 
 
@@ -168,6 +177,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", default=None)
     ap.add_argument("--only", default="msm_g1,msm_g2,ntt,prove")
+    ap.add_argument("--max-log2", type=int, default=24)
     args = ap.parse_args()
     import cupy as cp
 
@@ -178,18 +188,19 @@ def main() -> None:
         "device": props["name"].decode(),
         "python": platform.python_version(),
         "cupy": cp.__version__,
+        "defines": os.environ.get("CUZK_KERNEL_DEFINES", ""),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
     print(info, flush=True)
     rows: list[dict] = []
     if "ntt" in only:
-        rows += bench_ntt(cp, [16, 18, 20, 22, 24], reps)
+        rows += bench_ntt(cp, [k for k in (16, 18, 20, 22, 24) if k <= args.max_log2], reps)
     if "msm_g1" in only:
-        rows += bench_msm(cp, "g1", [16, 18, 20, 22], reps)
+        rows += bench_msm(cp, "g1", [k for k in (16, 18, 20, 22) if k <= args.max_log2], reps)
     if "msm_g2" in only:
-        rows += bench_msm(cp, "g2", [16, 18, 20], reps)
+        rows += bench_msm(cp, "g2", [k for k in (16, 18, 20) if k <= args.max_log2], reps)
     if "prove" in only:
-        rows += bench_prove(cp, [16, 18, 20], 2)
+        rows += bench_prove(cp, [k for k in (16, 18, 20) if k <= args.max_log2], 2)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"info": info, "rows": rows}, f, indent=1)

@@ -22,3 +22,9 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   timeout ${BENCH_TIMEOUT:-300} python3 benchmarks/gpu_bench.py ${BENCH_ARGS:-} \
     --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log"
 fi
+if [ -n "${VARIANT_DEFINES:-}" ]; then  # the same benchmarks with other kernel switches
+  CUZK_KERNEL_DEFINES="$VARIANT_DEFINES" timeout ${BENCH_TIMEOUT:-300} python3 \
+    benchmarks/gpu_bench.py ${VARIANT_ARGS:-} --json "$OUT/variant.json" 2>&1 \
+    | tee "$OUT/variant.log"
+fi
+tar -C "$CUPY_CACHE_DIR" -cf "$OUT/cupy_cache.tar" . 2>/dev/null

@@ -7,6 +7,7 @@ any size. CuPy is imported here, lazily, and nowhere on the dry-run path.
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +16,24 @@ THREADS = 256
 MAX_BLOCKS = 132 * 64  # enough resident blocks for every SM of an H200
 
 
-@functools.cache
+def defines() -> tuple[str, ...]:
+    """Compile-time switches from $CUZK_KERNEL_DEFINES (e.g. "FIELD_MUL_INLINE=0"), for
+    benchmarking kernel variants in one process."""
+    return tuple(f"-D{d}" for d in os.environ.get("CUZK_KERNEL_DEFINES", "").split() if d)
+
+
 def module(file: str) -> Any:
+    return _module(file, defines())
+
+
+@functools.cache
+def _module(file: str, flags: tuple[str, ...]) -> Any:
     import cupy
 
     source = (KERNEL_DIR / file).read_text()
-    return cupy.RawModule(code=source, options=("--std=c++17", f"-I{KERNEL_DIR}"), backend="nvrtc")
+    return cupy.RawModule(
+        code=source, options=("--std=c++17", f"-I{KERNEL_DIR}", *flags), backend="nvrtc"
+    )
 
 
 def kernel(file: str, name: str) -> Any:

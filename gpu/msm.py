@@ -70,8 +70,10 @@ def msm(
     scalars: Buffer,
     n: int,
     scalar_offset_words: int = 0,
+    phase_ms: dict[str, float] | None = None,
 ) -> np.ndarray | None:
-    """sum_{i<n} s_i P_i as affine Montgomery limbs (host array; None in dry-run)."""
+    """sum_{i<n} s_i P_i as affine Montgomery limbs (host array; None in dry-run).
+    phase_ms: if given, CUDA-event milliseconds of each phase are added to it (benchmarks)."""
     shape = MsmShape.of(group, n)
     bufs = {k: dev.alloc(f"{stage}.{k}", v) for k, v in shape.scratch().items()}
 
@@ -80,6 +82,15 @@ def msm(
 
         from .module import launch
 
+        marks: list[tuple[str, object]] = []
+
+        def mark(name: str) -> None:
+            if phase_ms is not None:
+                ev = cupy.cuda.Event()
+                ev.record()
+                marks.append((name, ev))
+
+        mark("start")
         s = scalars.array[scalar_offset_words : scalar_offset_words + 8 * n]
         counts, starts = bufs["counts"].array, bufs["starts"].array
         c, nw = np.int32(shape.c), np.int32(shape.windows)
@@ -99,6 +110,7 @@ def msm(
             c,
             nw,
         )
+        mark("sort")
         launch(
             "msm.cu",
             f"{group}_bucket_acc",
@@ -110,6 +122,7 @@ def msm(
             np.int64(shape.buckets),
             threads=128,
         )
+        mark("bucket_acc")
         launch(
             "msm.cu",
             f"{group}_bucket_reduce",
@@ -121,6 +134,7 @@ def msm(
             np.int32(shape.segments),
             threads=64,
         )
+        mark("bucket_reduce")
         src, per = bufs["segments"].array, shape.segments
         while per > 1:  # tree sum over each window's segments (at most two levels)
             fan = min(TREE_FAN_IN, per)
@@ -149,6 +163,11 @@ def msm(
             nw,
             threads=32,
         )
+        mark("tree_horner")
+        if phase_ms is not None:
+            marks[-1][1].synchronize()
+            for (_, a), (name, b) in zip(marks, marks[1:], strict=False):
+                phase_ms[name] = phase_ms.get(name, 0.0) + cupy.cuda.get_elapsed_time(a, b)
 
     dev.kernel(stage, f"msm_{group}", n, run)
     out = dev.copy_dtoh(f"{stage}.result", bufs["result"], POINT_WORDS[group])

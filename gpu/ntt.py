@@ -16,7 +16,7 @@ from cuzk_sim.reference.field import R
 
 from .encoding import fr_to_mont_limbs
 
-BLOCK_LOG = 10  # fr_ntt_block's shared-memory chunk (must match kernels/ntt.cu)
+BLOCK_LOG = 10  # most stages per fr_ntt_group launch (must match kernels/ntt.cu)
 FR_BYTES = 32
 
 
@@ -114,12 +114,23 @@ def _ntt(a: object, t: DeviceTables, which: int) -> None:
     if log_n == 0:
         return
     launch("ntt.cu", "fr_bitrev", n, a, np.int64(n), np.int32(log_n))
-    first = min(log_n, BLOCK_LOG)
-    kernel("ntt.cu", "fr_ntt_block")(
-        (n >> first,), (1 << (first - 1),), (a, hi, lo, lo_bits, np.int32(log_n), np.int32(first))
-    )
-    for st in range(first, log_n):
-        launch("ntt.cu", "fr_ntt_stage", n // 2, a, hi, lo, lo_bits, np.int32(log_n), np.int32(st))
+    for st, k in stage_groups(log_n):
+        kernel("ntt.cu", "fr_ntt_group")(
+            (n >> k,),
+            (1 << (k - 1),),
+            (a, hi, lo, lo_bits, np.int32(log_n), np.int32(st), np.int32(k)),
+        )
+
+
+def stage_groups(log_n: int) -> list[tuple[int, int]]:
+    """(first stage, stage count) of each launch: ceil(log_n / 10) near-equal groups."""
+    groups = -(-log_n // BLOCK_LOG)
+    out, st = [], 0
+    for g in range(groups):
+        k = (log_n - st) // (groups - g)
+        out.append((st, k))
+        st += k
+    return out
 
 
 def ntt(a: object, t: DeviceTables) -> None:

@@ -26,7 +26,7 @@ struct Jacobian {
 // dbl-2009-l: A = X^2, B = Y^2, C = B^2, D = 2((X + B)^2 - A - C), E = 3A, F = E^2,
 // X3 = F - 2D, Y3 = E (D - X3) - 8C, Z3 = 2 Y Z
 template <class F>
-__device__ __noinline__ Jacobian<F> dbl(const Jacobian<F>& p) {
+__device__ __noinline__ Jacobian<F> dbl(const Jacobian<F> p) {
     if (p.is_inf()) return p;
     F A = p.x * p.x;
     F B = p.y * p.y;
@@ -50,7 +50,7 @@ __device__ __noinline__ Jacobian<F> dbl(const Jacobian<F>& p) {
 // I = 4 HH, J = H I, r = 2 (S2 - Y1), V = X1 I, X3 = r^2 - J - 2V, Y3 = r (V - X3) - 2 Y1 J,
 // Z3 = (Z1 + H)^2 - Z1Z1 - HH
 template <class F>
-__device__ __noinline__ Jacobian<F> add_mixed(const Jacobian<F>& p, const Affine<F>& q) {
+__device__ __noinline__ Jacobian<F> add_mixed(const Jacobian<F> p, const Affine<F> q) {
     if (q.is_inf()) return p;
     if (p.is_inf()) return Jacobian<F>::from_affine(q);
     F Z1Z1 = p.z * p.z;
@@ -80,7 +80,7 @@ __device__ __noinline__ Jacobian<F> add_mixed(const Jacobian<F>& p, const Affine
 // I = (2H)^2, J = H I, r = 2 (S2 - S1), V = U1 I, X3 = r^2 - J - 2V,
 // Y3 = r (V - X3) - 2 S1 J, Z3 = ((Z1 + Z2)^2 - Z1Z1 - Z2Z2) H
 template <class F>
-__device__ __noinline__ Jacobian<F> add(const Jacobian<F>& p, const Jacobian<F>& q) {
+__device__ __noinline__ Jacobian<F> add(const Jacobian<F> p, const Jacobian<F> q) {
     if (q.is_inf()) return p;
     if (p.is_inf()) return q;
     F Z1Z1 = p.z * p.z;

@@ -3,8 +3,18 @@
 // Fr: the scalar field r (255 bits, 8 limbs); Fq: the base field p (381 bits, 12 limbs);
 // Fq2 = Fq[u] / (u^2 + 1). An element x is held as x * 2^(32 N) mod m (Montgomery form).
 // Multiplication is CIOS (Koc, Acar, Kaliski 1996) with 64-bit partial products.
-// Macros expected: none. Included by ntt.cu, msm.cu.
+// Macros: FIELD_MUL_INLINE (default 1) inlines the Montgomery product into its callers;
+// 0 makes it a called function (smaller code, faster NVRTC, slower kernels).
 #pragma once
+
+#ifndef FIELD_MUL_INLINE
+#define FIELD_MUL_INLINE 1
+#endif
+#if FIELD_MUL_INLINE
+#define FIELD_MUL_ATTR __forceinline__
+#else
+#define FIELD_MUL_ATTR __noinline__
+#endif
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
@@ -142,10 +152,10 @@ __device__ __forceinline__ Fp<T> operator-(const Fp<T>& a) {
     return Fp<T>::zero() - a;
 }
 
-// Montgomery product a * b * 2^(-32N) mod m (CIOS). Not inlined: the curve formulas call it
-// dozens of times, and inlining them all multiplies compile time and code size.
+// Montgomery product a * b * 2^(-32N) mod m (CIOS). The curve formulas that call it are not
+// inlined (see curve.cuh), which keeps NVRTC's compile time bounded.
 template <class T>
-__device__ __noinline__ Fp<T> mont_mul(const Fp<T>& a, const Fp<T>& b) {
+__device__ FIELD_MUL_ATTR Fp<T> mont_mul(const Fp<T> a, const Fp<T> b) {
     const int N = T::N;
     u32 t[T::N + 2];
 #pragma unroll
@@ -267,12 +277,14 @@ __device__ __forceinline__ Fq2 operator-(const Fq2& a, const Fq2& b) {
 __device__ __forceinline__ Fq2 operator-(const Fq2& a) { return {-a.c0, -a.c1}; }
 
 // (a0 + a1 u)(b0 + b1 u) = (a0 b0 - a1 b1) + ((a0 + a1)(b0 + b1) - a0 b0 - a1 b1) u
-__device__ __noinline__ Fq2 operator*(const Fq2& a, const Fq2& b) {
+__device__ __noinline__ Fq2 fq2_mul(const Fq2 a, const Fq2 b) {
     Fq t0 = a.c0 * b.c0;
     Fq t1 = a.c1 * b.c1;
     Fq t2 = (a.c0 + a.c1) * (b.c0 + b.c1);
     return {t0 - t1, t2 - t0 - t1};
 }
+
+__device__ __forceinline__ Fq2 operator*(const Fq2& a, const Fq2& b) { return fq2_mul(a, b); }
 
 // (a0 + a1 u)^-1 = (a0 - a1 u) / (a0^2 + a1^2)
 __device__ __forceinline__ Fq2 inverse(const Fq2& a) {

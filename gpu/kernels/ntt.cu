@@ -1,11 +1,11 @@
 // Radix-2 decimation-in-time NTT over Fr (Montgomery limbs, 8 u32 per element).
-// The caller bit-reverses, runs `fr_ntt_block` for the first stages (all butterflies
-// inside one block's shared memory), then one `fr_ntt_stage` launch per remaining stage.
+// The caller bit-reverses, then runs the log n stages in groups of at most 10, one
+// `fr_ntt_group` launch per group (three passes over memory at 2^24).
 // Twiddle w^k = hi[k >> lo_bits] * lo[k & (2^lo_bits - 1)]: two tables of ~sqrt(n) entries.
 // Macros expected: none.
 #include "field.cuh"
 
-#define BLOCK_LOG 10  // 1024 elements (32 KiB) per block in fr_ntt_block
+#define BLOCK_LOG 10  // at most 1024 elements (32 KiB) per block in fr_ntt_group
 
 __device__ __forceinline__ Fr twiddle(const u32* hi, const u32* lo, int lo_bits, long long k) {
     long long mask = (1LL << lo_bits) - 1;
@@ -25,45 +25,34 @@ extern "C" __global__ void fr_bitrev(u32* a, long long n, int log_n) {
     }
 }
 
-// Stages half = 1 .. 2^(stages-1) on chunks of 2^stages contiguous elements, one chunk per
-// block (blockDim.x = 2^(stages-1) threads).
-extern "C" __global__ void fr_ntt_block(u32* a, const u32* hi, const u32* lo, int lo_bits,
-                                        int log_n, int stages) {
+// Stages st .. st + k - 1 (butterfly spans 2^st .. 2^(st+k-1)) in one launch. These stages
+// only mix elements whose indices agree outside bits [st, st + k): each block loads one such
+// group of 2^k elements (stride 2^st; a 32-byte element is one memory sector, so strided
+// loads waste no bandwidth) into shared memory, runs the k stages there, and writes back.
+// blockDim.x = 2^(k-1), gridDim.x = n / 2^k.
+extern "C" __global__ void fr_ntt_group(u32* a, const u32* hi, const u32* lo, int lo_bits,
+                                        int log_n, int st, int k) {
     __shared__ Fr s[1 << BLOCK_LOG];
-    long long chunk = 1LL << stages;
-    long long base = (long long)blockIdx.x * chunk;
-    int t = threadIdx.x;
-    s[2 * t] = Fr::load(a + (base + 2 * t) * 8);
-    s[2 * t + 1] = Fr::load(a + (base + 2 * t + 1) * 8);
+    long long b = blockIdx.x;
+    long long low = b & ((1LL << st) - 1);
+    long long base = ((b >> st) << (st + k)) | low;
+    int t = threadIdx.x, half_block = 1 << (k - 1);
+    s[t] = Fr::load(a + (base + ((long long)t << st)) * 8);
+    s[t + half_block] = Fr::load(a + (base + ((long long)(t + half_block) << st)) * 8);
     __syncthreads();
-    for (int st = 0; st < stages; st++) {
-        int half = 1 << st;
-        int k = t & (half - 1);
-        int i = ((t >> st) << (st + 1)) + k;
-        Fr w = twiddle(hi, lo, lo_bits, (long long)k << (log_n - st - 1));
+    for (int sl = 0; sl < k; sl++) {
+        int h = 1 << sl;
+        int kk = t & (h - 1);
+        int i = ((t >> sl) << (sl + 1)) + kk;
+        // global index g = base + i 2^st; at global stage st + sl, g mod 2^(st+sl) = low + kk 2^st
+        long long e = (low + ((long long)kk << st)) << (log_n - st - sl - 1);
+        Fr w = twiddle(hi, lo, lo_bits, e);
         Fr u = s[i];
-        Fr v = s[i + half] * w;
+        Fr v = s[i + h] * w;
         s[i] = u + v;
-        s[i + half] = u - v;
+        s[i + h] = u - v;
         __syncthreads();
     }
-    s[2 * t].store(a + (base + 2 * t) * 8);
-    s[2 * t + 1].store(a + (base + 2 * t + 1) * 8);
-}
-
-// One stage with butterfly span `half` = 2^st over the whole array (n/2 butterflies).
-extern "C" __global__ void fr_ntt_stage(u32* a, const u32* hi, const u32* lo, int lo_bits,
-                                        int log_n, int st) {
-    long long half = 1LL << st;
-    long long n2 = 1LL << (log_n - 1);
-    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < n2;
-         t += (long long)blockDim.x * gridDim.x) {
-        long long k = t & (half - 1);
-        long long i = ((t >> st) << (st + 1)) + k;
-        Fr w = twiddle(hi, lo, lo_bits, k << (log_n - st - 1));
-        Fr u = Fr::load(a + i * 8);
-        Fr v = Fr::load(a + (i + half) * 8) * w;
-        (u + v).store(a + i * 8);
-        (u - v).store(a + (i + half) * 8);
-    }
+    s[t].store(a + (base + ((long long)t << st)) * 8);
+    s[t + half_block].store(a + (base + ((long long)(t + half_block) << st)) * 8);
 }

@@ -33,7 +33,9 @@ def test_dry_run_at_domain_2_27_imports_no_cupy():
         "p = dry_run_plan(PartitionShape.synthetic(27)); print(len(p.steps));"
         "print('cupy' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True
+    )
     assert out.stdout.split()[1] == "False"
 
 
