@@ -153,20 +153,51 @@ class DeviceMemory:
             self.caching_idle_bytes += buf.bytes
         return buf
 
+    def snapshot(self) -> tuple:
+        """Everything an allocation decision depends on (for replaying critical sections)."""
+        return (
+            self.sync_live,
+            self.async_live,
+            self.async_idle,
+            self.caching_live,
+            tuple(self.caching_idle),
+            self.caching_idle_bytes,
+            self.reserved,
+            frozenset(self.live),
+        )
+
+    def restore(self, snap: tuple) -> None:
+        """Set the counters to a snapshot taken with the same live buffers."""
+        (
+            self.sync_live,
+            self.async_live,
+            self.async_idle,
+            self.caching_live,
+            idle,
+            self.caching_idle_bytes,
+            self.reserved,
+            _,
+        ) = snap
+        self.caching_idle = list(idle)
+
     def free_at(self, t: float, owner: str, buffer: str) -> None:
         """A free that happens at time t: applied by `settle` once the clock reaches t, so a
         worker need not wake up just to free (a free cannot fail, only make room)."""
         heapq.heappush(self.pending_frees, (t, self._seq, owner, buffer))
         self._seq += 1
 
-    def settle(self, now: float) -> None:
-        """Apply every pending free due at or before `now` (call before reading the ledger)."""
+    def settle(self, now: float, samples: list | None = None) -> None:
+        """Apply every pending free due at or before `now` (call before reading the ledger).
+        So at equal times frees come before allocations, whatever order the workers wake
+        in. samples: where to record (t, device, used) after each free, if anywhere."""
         pending = self.pending_frees
         while pending and pending[0][0] <= now:
-            _, _, owner, buffer = heapq.heappop(pending)
+            t, _, owner, buffer = heapq.heappop(pending)
             buf = self.live.get((owner, buffer))
             if buf is not None and not buf.persistent:
                 self.release(owner, buffer)
+                if samples is not None:
+                    samples.append((t, self.device, self.used))
 
     def rename(self, owner: str, buffer: str, new_name: str) -> None:
         """Keep a still-live buffer under another name (a leak: allocated again, never freed)."""

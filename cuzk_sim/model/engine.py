@@ -94,6 +94,7 @@ class Simulation:
     lines: list[tuple[float, str]] = field(default_factory=list)
     events: int = 0
     leaks: int = 0
+    sections: dict[tuple, tuple] = field(default_factory=dict)  # critical sections learnt
 
     def __post_init__(self) -> None:
         cfg, env = self.config, self.env

@@ -257,6 +257,8 @@ def execute_plan(
     steps, seconds, labels = cp.steps, cp.seconds, cp.labels
     pc, n = 0, len(steps)
     exclusive = False  # holding a mutex that makes this worker alone on its device's memory
+    replay: tuple | None = None  # the memory state this critical section is known to end in
+    recording: tuple | None = None  # (key, oom events, log lines) when learning a section
     dev = w.device
     record = sim.record
     mem = dev.memory
@@ -264,9 +266,12 @@ def execute_plan(
     while pc < n:
         s = steps[pc]
         op = s.op
+        if replay is not None and (op == "alloc" or op == "free"):
+            pc += 1  # a known section: its memory outcome is applied at the unlock
+            continue
         if exclusive and op == "free":  # hot path inside a critical section, inlined
             if mem.pending_frees:
-                mem.settle(w.t_ready)
+                mem.settle(w.t_ready, sim.samples if record else None)
             buf = mem.live.get((name, s.buffer))
             if buf is not None and not buf.persistent:
                 mem.release(name, s.buffer)
@@ -297,7 +302,7 @@ def execute_plan(
             # can act on it before t_ready, so the step runs now, stamped t_ready
             now = w.t_ready
         else:
-            if op == "free" and not sim.record and w.t_ready > env.now:
+            if op == "free" and w.t_ready >= env.now:
                 w.device.memory.free_at(w.t_ready, w.name, s.buffer)  # no wake-up needed
                 pc += 1
                 continue
@@ -307,7 +312,7 @@ def execute_plan(
             now = env.now
         mem = w.device.memory
         if mem.pending_frees:
-            mem.settle(now)
+            mem.settle(now, sim.samples if record else None)
         if op == "alloc":
             pc = _alloc(sim, w, s, pc, cp, part, now)
             if pc < 0:
@@ -337,15 +342,32 @@ def execute_plan(
                         )
                 w.held.append((s.mutex, m, env.now))
                 w.t_ready = env.now
-                exclusive = sim.exclusive
+                if sim.exclusive and not exclusive:
+                    exclusive = True
+                    # alone on the device, the section's memory steps depend only on the
+                    # device's memory state: seen before from this state, replay it
+                    key = (id(cp), pc, dev.index, mem.snapshot())
+                    replay = sim.sections.get(key)
+                    if replay is None:
+                        recording = (key, len(sim.oom_events), len(sim.lines))
             pc += 1
         elif op == "unlock":
             if s.scope != "none":
+                if replay is not None:
+                    mem.restore(replay)
+                elif recording is not None:
+                    key, ooms, lines = recording
+                    end = mem.snapshot()
+                    clean = len(sim.oom_events) == ooms and len(sim.lines) == lines
+                    if clean and end[-1] == key[-1][-1]:  # no event, same live buffers
+                        sim.sections[key] = end
+                replay = recording = None
                 _unlock(sim, w, s.mutex)
                 exclusive = False
             pc += 1
         elif op == "sync":  # a pool with a finite release threshold gives bytes back here
-            w.device.memory.trim_async_pool()
+            if replay is None:
+                mem.trim_async_pool()
             pc += 1
         else:  # pragma: no cover - Plan.from_dict rejects unknown ops
             raise RuntimeError(f"unknown step op {op!r}")

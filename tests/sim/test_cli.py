@@ -76,3 +76,16 @@ def test_scenario_paths_are_relative_to_the_scenario(tmp_path):
     shutil.copytree(SCENARIOS, tmp_path / "s")
     result = runner.invoke(app, ["check", str(tmp_path / "s" / "replay-ours-porep-mutex.toml")])
     assert result.exit_code == 0, result.output
+
+
+def test_bundled_scenarios_fast_and_traced_agree():
+    from test_properties import assert_same_run
+
+    from cuzk_sim.runner import simulate
+    from cuzk_sim.scenario import load_scenario
+
+    for path in sorted(SCENARIOS.glob("*.toml")):
+        scn = load_scenario(path)
+        if scn.spec.expect is None:
+            continue
+        assert_same_run(simulate(scn), simulate(scn, record=True), path.name)

@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from sim_toys import run_plan
@@ -106,3 +107,28 @@ def test_one_byte_short_of_the_peak_ooms(plan, short):
     vram = oracle_peak(plan) - short
     _, result = run_plan(plan, workers=1, proofs=1, vram=vram)
     assert result.oom
+
+
+@given(scoped_plans(), configs)
+def test_fast_path_equals_the_traced_run(plan, cfg):
+    """Critical sections without wake-ups, and replayed once learnt, change nothing
+    observable: the traced run (every wake-up, no shortcut) is the reference."""
+    proofs = cfg.pop("proofs") + 2  # enough repeats for sections to be learnt and replayed
+    _, fast = run_plan(plan, proofs=proofs, **cfg)
+    _, slow = run_plan(plan, proofs=proofs, record=True, **cfg)
+    assert_same_run(fast, slow)
+
+
+def assert_same_run(fast, slow, where=""):
+    """Equal up to float rounding (merged kernels sum their times in another order)."""
+    assert [p for p, _, _ in fast.proof_done_times] == [p for p, _, _ in slow.proof_done_times]
+    assert [t for _, _, t in fast.proof_done_times] == pytest.approx(
+        [t for _, _, t in slow.proof_done_times], rel=1e-12, abs=1e-9
+    ), where
+    assert fast.peak_vram_bytes == slow.peak_vram_bytes, where
+    assert [(e.worker, e.buffer) for e in fast.oom_events] == [
+        (e.worker, e.buffer) for e in slow.oom_events
+    ], where
+    assert [e.time_s for e in fast.oom_events] == pytest.approx(
+        [e.time_s for e in slow.oom_events], rel=1e-12, abs=1e-9
+    ), where
