@@ -67,8 +67,9 @@ def check(
     ] = None,
 ) -> None:
     """Run every scenario that has expectations; print pass/fail; exit 1 on any mismatch."""
-    from cuzk_sim.expectations import check_expectations
+    from cuzk_sim.expectations import Check, check_expectations
     from cuzk_sim.report import check_table
+    from cuzk_sim.result import SimResult
     from cuzk_sim.runner import simulate
     from cuzk_sim.scenario import load_scenario
 
@@ -81,7 +82,8 @@ def check(
         else:
             typer.echo(f"error: {p}: no such file or folder", err=True)
             raise typer.Exit(EXIT_BAD_INPUT)
-    rows, bad = [], False
+    rows: list[tuple[str, SimResult | None, list[Check], str]] = []
+    bad = False
     for f in files:
         try:
             scn = load_scenario(f)
