@@ -89,3 +89,15 @@ def test_bundled_scenarios_fast_and_traced_agree():
         if scn.spec.expect is None:
             continue
         assert_same_run(simulate(scn), simulate(scn, record=True), path.name)
+
+
+def test_check_reports_an_invalid_scenario_as_error(tmp_path):
+    (tmp_path / "broken.toml").write_text('[hardware]\ngpus = 0\n[[workload]]\nkind = "porep"\n')
+    result = runner.invoke(app, ["check", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "ERROR" in result.output and "hardware.gpus" in result.output
+
+
+def test_check_of_a_missing_path_is_bad_input(tmp_path):
+    result = runner.invoke(app, ["check", str(tmp_path / "nope")])
+    assert result.exit_code == 2 and "no such file or folder" in result.output
