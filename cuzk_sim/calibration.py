@@ -185,7 +185,10 @@ def load_profile(name_or_path: str, base: Path | None = None) -> Profile:
                 f"profile {name_or_path!r}: no such file and not a bundled profile "
                 f"(bundled: {', '.join(BUNDLED)})"
             )
-        text, source = path.read_text(), str(path)
+        try:
+            text, source = path.read_text(), str(path)
+        except (OSError, UnicodeDecodeError) as e:
+            raise InputError(f"profile {name_or_path!r}: cannot read it ({e})") from None
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

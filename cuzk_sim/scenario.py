@@ -201,6 +201,8 @@ def load_scenario(path: str | Path) -> Scenario:
         raw = tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise InputError(f"{source}: no such scenario file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{source}: cannot read the scenario file ({e})") from None
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"{source}: not valid TOML: {e}") from None
     return scenario_from_dict(raw, source, path.parent)
@@ -263,6 +265,8 @@ def scenario_from_dict(raw: dict, source: str, base: Path | None = None) -> Scen
             replay = Plan.from_json(plan_path.read_text(), str(plan_path))
         except FileNotFoundError:
             raise InputError(f"{source}: plan.file: no such file {plan_path}") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise InputError(f"{source}: plan.file: cannot read {plan_path} ({e})") from None
         except PlanError as e:
             raise InputError(f"{source}: plan.file: {e}") from None
         for k in spec.plan.kinds or kinds:

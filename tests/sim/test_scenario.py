@@ -3,9 +3,11 @@
 import textwrap
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cuzk_sim.input_errors import InputError
-from cuzk_sim.scenario import load_scenario
+from cuzk_sim.scenario import load_scenario, scenario_from_dict
 
 BASE = """
 seed = 1
@@ -142,3 +144,76 @@ def test_window_post_partitions_follow_the_sector_count(tmp_path):
     text += '[engine.pce]\ncached = ["window_post"]\n[variant]\npool_release_threshold = "0 B"\n'
     result = simulate(load_scenario(write(tmp_path, text)))
     assert result.partitions_completed == 3 and result.proofs_completed == 1
+
+
+_values = st.one_of(
+    st.integers(-5, 5),
+    st.booleans(),
+    st.text(max_size=8),
+    st.none(),
+    st.sampled_from(["16 GiB", "-1 GiB", "690 ms", "max", "auto", "porep", "x GiB"]),
+    st.lists(st.integers(-1, 3), max_size=3),
+)
+_tables = st.dictionaries(
+    st.sampled_from(
+        [
+            "gpus",
+            "vram",
+            "host_ram",
+            "gpu_workers_per_device",
+            "devices",
+            "synthesis_concurrency",
+            "total_budget",
+            "prestage",
+            "routing",
+            "bogus",
+        ]
+    ),
+    _values,
+    max_size=4,
+)
+
+
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "seed": _values,
+            "on_oom": _values,
+            "duration": _values,
+            "hardware": st.one_of(_tables, _values),
+            "engine": st.dictionaries(
+                st.sampled_from(["gpus", "pipeline", "memory", "x"]), _tables, max_size=3
+            ),
+            "variant": st.one_of(_tables, _values),
+            "plan": st.one_of(_tables, _values),
+            "profile": _values,
+            "workload": st.lists(
+                st.dictionaries(
+                    st.sampled_from(["kind", "count", "every", "start", "partitions"]),
+                    _values,
+                    max_size=5,
+                ),
+                max_size=2,
+            ),
+            "expect": _tables,
+        },
+    )
+)
+def test_any_input_is_a_scenario_or_an_input_error(raw):
+    """Fuzzed scenario tables: either valid, or one InputError naming the source."""
+    try:
+        scenario_from_dict(raw, "fuzz.toml")
+    except InputError as e:
+        assert str(e).startswith("fuzz.toml")
+
+
+def test_unreadable_inputs_are_input_errors(tmp_path):
+    (tmp_path / "dir.json").mkdir()
+    msg = error_of(tmp_path, BASE + '[plan]\nfile = "dir.json"\n')
+    assert "plan.file: cannot read" in msg
+    with pytest.raises(InputError, match="cannot read the scenario file"):
+        load_scenario(tmp_path)
+    (tmp_path / "bin.toml").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(InputError, match="bin.toml"):
+        load_scenario(tmp_path / "bin.toml")
