@@ -48,14 +48,17 @@ def run(
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
         print_run(result, Console())
-    if trace:
-        from cuzk_sim.trace import write_chrome_trace
+    try:
+        if trace:
+            from cuzk_sim.trace import write_chrome_trace
 
-        write_chrome_trace(result, str(trace))
-    if plot:
-        from cuzk_sim.plot import write_plot
+            write_chrome_trace(result, str(trace))
+        if plot:
+            from cuzk_sim.plot import write_plot
 
-        write_plot(result, str(plot))
+            write_plot(result, str(plot))
+    except OSError as e:
+        raise _fail_input(InputError(f"cannot write output: {e}")) from None
     if result.oom:
         raise typer.Exit(EXIT_MISMATCH)
 
