@@ -103,7 +103,13 @@ def check(
     if not rows:
         typer.echo("error: no scenario with expectations found", err=True)
         raise typer.Exit(EXIT_BAD_INPUT)
-    Console(width=160).print(check_table(rows))
+    console = Console(width=160)
+    console.print(check_table(rows))
+    from cuzk_sim.report import post_mortem
+
+    for name, result, checks, _ in rows:  # why an unexpected OOM happened
+        if result is not None and result.oom and not all(c.passed for c in checks):
+            console.print(f"{name}:\n{post_mortem(result.fatal_ooms[0])}")
     if bad:
         raise typer.Exit(EXIT_MISMATCH)
 
