@@ -101,3 +101,11 @@ def test_check_reports_an_invalid_scenario_as_error(tmp_path):
 def test_check_of_a_missing_path_is_bad_input(tmp_path):
     result = runner.invoke(app, ["check", str(tmp_path / "nope")])
     assert result.exit_code == 2 and "no such file or folder" in result.output
+
+
+def test_check_explains_an_unexpected_oom(tmp_path):
+    text = (SCENARIOS / "phase9-dual-worker-prestage-under-mutex.toml").read_text()
+    (tmp_path / "hopeful.toml").write_text(text.replace("oom = true", "oom = false"))
+    result = runner.invoke(app, ["check", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "live at that instant" in result.output and "d_a_stage" in result.output
