@@ -87,6 +87,7 @@ def check(
             raise typer.Exit(EXIT_BAD_INPUT)
     rows: list[tuple[str, SimResult | None, list[Check], str]] = []
     bad = False
+    skipped: list[str] = []
     for f in files:
         try:
             scn = load_scenario(f)
@@ -95,6 +96,7 @@ def check(
             bad = True
             continue
         if scn.spec.expect is None:
+            skipped.append(scn.name)
             continue
         result = simulate(scn)
         checks = check_expectations(scn.spec.expect, result)
@@ -105,6 +107,8 @@ def check(
         raise typer.Exit(EXIT_BAD_INPUT)
     console = Console(width=160)
     console.print(check_table(rows))
+    if skipped:
+        console.print(f"not checked (no [expect] table): {', '.join(skipped)}")
     from cuzk_sim.report import post_mortem
 
     for name, result, checks, _ in rows:  # why an unexpected OOM happened
