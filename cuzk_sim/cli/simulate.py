@@ -108,7 +108,7 @@ def check(
     console = Console(width=160)
     console.print(check_table(rows))
     if skipped:
-        console.print(f"not checked (no [expect] table): {', '.join(skipped)}")
+        console.print(f"not checked (no \\[expect] table): {', '.join(skipped)}")
     from cuzk_sim.report import post_mortem
 
     for name, result, checks, _ in rows:  # why an unexpected OOM happened
