@@ -22,9 +22,11 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   timeout ${BENCH_TIMEOUT:-300} python3 benchmarks/gpu_bench.py ${BENCH_ARGS:-} \
     --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log"
 fi
-if [ -n "${VARIANT_DEFINES:-}" ]; then  # the same benchmarks with other kernel switches
+if [ -n "${VARIANT_DEFINES:-}" ]; then  # kernel tests + benchmarks with other kernel switches
+  CUZK_KERNEL_DEFINES="$VARIANT_DEFINES" timeout ${TEST_TIMEOUT:-240} python3 -P -m pytest \
+    tests/gpu_prover/test_gpu_device.py -q -p no:cacheprovider -k "${VARIANT_TESTS:-not proof}" \
+    2>&1 | tee "$OUT/variant_tests.log"
   CUZK_KERNEL_DEFINES="$VARIANT_DEFINES" timeout ${BENCH_TIMEOUT:-300} python3 \
     benchmarks/gpu_bench.py ${VARIANT_ARGS:-} --json "$OUT/variant.json" 2>&1 \
     | tee "$OUT/variant.log"
 fi
-tar -C "$CUPY_CACHE_DIR" -cf "$OUT/cupy_cache.tar" . 2>/dev/null

@@ -19,7 +19,7 @@ Group = Literal["g1", "g2"]
 SCALAR_BITS = 255
 POINT_WORDS = {"g1": 24, "g2": 48}  # affine x | y, u32 words
 SEGMENT_LEN = 16  # buckets per thread in the bucket reduction
-TREE_FAN_IN = 64  # segments summed per thread in each level of the tree
+TREE_FAN_IN = 8  # points summed per thread in each level of the tree (short serial chains)
 
 
 @dataclass(frozen=True)
@@ -135,25 +135,25 @@ def msm(
             threads=64,
         )
         mark("bucket_reduce")
-        src, per = bufs["segments"].array, shape.segments
-        while per > 1:  # tree sum over each window's segments (at most two levels)
+        src, per = "segments", shape.segments
+        while per > 1:  # tree sum over each window's segments, ping-pong segments <-> tree
             fan = min(TREE_FAN_IN, per)
             per //= fan
-            dst = bufs["windows" if per == 1 else "tree"].array
+            dst = "windows" if per == 1 else ("tree" if src == "segments" else "segments")
             groups = shape.windows * per
             launch(
                 "msm.cu",
                 f"{group}_group_sum",
                 groups,
-                src,
-                dst,
+                bufs[src].array,
+                bufs[dst].array,
                 np.int64(groups),
                 np.int32(fan),
                 threads=64,
             )
             src = dst
         if shape.segments == 1:
-            bufs["windows"].array[:] = src[: bufs["windows"].array.size]
+            bufs["windows"].array[:] = bufs["segments"].array[: bufs["windows"].array.size]
         launch(
             "msm.cu",
             f"{group}_horner",

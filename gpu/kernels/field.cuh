@@ -3,12 +3,17 @@
 // Fr: the scalar field r (255 bits, 8 limbs); Fq: the base field p (381 bits, 12 limbs);
 // Fq2 = Fq[u] / (u^2 + 1). An element x is held as x * 2^(32 N) mod m (Montgomery form).
 // Multiplication is CIOS (Koc, Acar, Kaliski 1996) with 64-bit partial products.
-// Macros: FIELD_MUL_INLINE (default 1) inlines the Montgomery product into its callers;
-// 0 makes it a called function (smaller code, faster NVRTC, slower kernels).
+// Macros: FIELD_MUL_INLINE (default 0) 1 inlines the Montgomery product into its callers
+// (measured slower on an H200: more registers, bigger code; docs/benchmarks.md).
+// FIELD_MUL_PTX (default 0) 1 computes it with PTX carry chains (mad.lo.cc / madc.hi.cc)
+// instead of 64-bit C arithmetic.
 #pragma once
 
 #ifndef FIELD_MUL_INLINE
-#define FIELD_MUL_INLINE 1
+#define FIELD_MUL_INLINE 0
+#endif
+#ifndef FIELD_MUL_PTX
+#define FIELD_MUL_PTX 0
 #endif
 #if FIELD_MUL_INLINE
 #define FIELD_MUL_ATTR __forceinline__
@@ -154,6 +159,48 @@ __device__ __forceinline__ Fp<T> operator-(const Fp<T>& a) {
 
 // Montgomery product a * b * 2^(-32N) mod m (CIOS). The curve formulas that call it are not
 // inlined (see curve.cuh), which keeps NVRTC's compile time bounded.
+#if FIELD_MUL_PTX
+// t[0..N-1] += lo(x[j] y), carry into t[N], t[N+1]; then t[1..N] += hi(x[j] y), carry into
+// t[N+1]. Each chain is a run of volatile asm statements (kept in order, carry flag intact).
+template <int N>
+__device__ __forceinline__ void mul_add_row(u32* t, const u32* x, u32 y) {
+    asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(x[0]), "r"(y));
+#pragma unroll
+    for (int j = 1; j < N; j++)
+        asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(x[j]), "r"(y));
+    asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
+    asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+    asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(x[0]), "r"(y));
+#pragma unroll
+    for (int j = 1; j < N; j++)
+        asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(x[j]), "r"(y));
+    asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+}
+
+template <class T>
+__device__ FIELD_MUL_ATTR Fp<T> mont_mul(const Fp<T> a, const Fp<T> b) {
+    const int N = T::N;
+    u32 t[T::N + 2], p[T::N];
+#pragma unroll
+    for (int i = 0; i < N + 2; i++) t[i] = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) p[i] = T::mod(i);
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        mul_add_row<T::N>(t, a.v, b.v[i]);  // t += a b_i
+        u32 m = t[0] * T::INV;
+        mul_add_row<T::N>(t, p, m);  // t += m p, so t_0 = 0
+#pragma unroll
+        for (int j = 0; j <= N; j++) t[j] = t[j + 1];  // t /= 2^32
+        t[N + 1] = 0;
+    }
+    Fp<T> r;
+#pragma unroll
+    for (int i = 0; i < N; i++) r.v[i] = t[i];
+    if (t[N] || r.geq_mod()) r.sub_mod_inplace();
+    return r;
+}
+#else
 template <class T>
 __device__ FIELD_MUL_ATTR Fp<T> mont_mul(const Fp<T> a, const Fp<T> b) {
     const int N = T::N;
@@ -190,6 +237,7 @@ __device__ FIELD_MUL_ATTR Fp<T> mont_mul(const Fp<T> a, const Fp<T> b) {
     if (t[N] || r.geq_mod()) r.sub_mod_inplace();
     return r;
 }
+#endif
 
 template <class T>
 __device__ __forceinline__ Fp<T> operator*(const Fp<T>& a, const Fp<T>& b) {
