@@ -168,7 +168,7 @@ class Profile:
         return self.copy_latency + nbytes / (self.pinned_bw if pinned else self.pageable_bw)
 
 
-BUNDLED = ("rtx5070ti",)
+BUNDLED = ("rtx5070ti", "h200")
 
 
 def load_profile(name_or_path: str, base: Path | None = None) -> Profile:

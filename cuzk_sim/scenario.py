@@ -22,6 +22,7 @@ from cuzk_sim.model.engine import Arrivals, EngineConfig
 from cuzk_sim.plan import Plan, PlanError
 from cuzk_sim.plans.circuits import SHAPES, CircuitShape
 from cuzk_sim.plans.cuzk import CuzkVariant, build_partition_plan
+from cuzk_sim.plans.gpu_prover import GpuProverSource, gpu_prover_plan
 from cuzk_sim.units import parse_duration, parse_size
 
 ProofKind = Literal["porep", "snapdeals", "window_post", "winning_post"]
@@ -108,8 +109,17 @@ class Variant(_Strict):
 
 
 class PlanSource(_Strict):
-    file: str  # a Plan JSON (Plan.to_json form), relative to the scenario file
+    """Exactly one source: a Plan JSON file, or our GPU prover's live dry run."""
+
+    file: str | None = None  # a Plan JSON (Plan.to_json form), relative to the scenario file
+    gpu_prover: GpuProverSource | None = None  # built at load time from the prover's code
     kinds: list[ProofKind] = []  # kinds it replaces; [] = every kind in the workload
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PlanSource:
+        if (self.file is None) == (self.gpu_prover is None):
+            raise ValueError("give exactly one of `file` or `gpu_prover`")
+        return self
 
 
 class Workload(_Strict):
@@ -257,7 +267,11 @@ def scenario_from_dict(raw: dict, source: str, base: Path | None = None) -> Scen
         b_g2_msm=var.b_g2_msm,
     )
     plans = {k: build_partition_plan(SHAPES[k], variant, vram) for k in kinds}
-    if spec.plan is not None:
+    if spec.plan is not None and spec.plan.gpu_prover is not None:
+        replay = gpu_prover_plan(spec.plan.gpu_prover, source)
+        for k in spec.plan.kinds or kinds:
+            plans[k] = replay
+    elif spec.plan is not None and spec.plan.file is not None:
         plan_path = Path(spec.plan.file)
         if base is not None and not plan_path.is_absolute():
             plan_path = base / plan_path

@@ -79,7 +79,7 @@ def check(
     files: list[Path] = []
     for p in paths or [Path("scenarios")]:
         if p.is_dir():
-            files += sorted(p.glob("*.toml"))
+            files += sorted(p.rglob("*.toml"))  # sub-folders too (scenarios/gate/)
         elif p.is_file():
             files.append(p)
         else:
