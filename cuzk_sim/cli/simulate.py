@@ -24,6 +24,19 @@ def _fail_input(e: InputError) -> typer.Exit:
     return typer.Exit(EXIT_BAD_INPUT)
 
 
+def scenario_files(paths: list[Path]) -> list[Path]:
+    """Scenario TOML files: files as given, folders searched recursively (scenarios/gate/)."""
+    files: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            files += sorted(p.rglob("*.toml"))
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise InputError(f"{p}: no such file or folder")
+    return files
+
+
 def run(
     scenario: Annotated[Path, typer.Argument(help="Scenario TOML file.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
@@ -76,15 +89,10 @@ def check(
     from cuzk_sim.runner import simulate
     from cuzk_sim.scenario import load_scenario
 
-    files: list[Path] = []
-    for p in paths or [Path("scenarios")]:
-        if p.is_dir():
-            files += sorted(p.rglob("*.toml"))  # sub-folders too (scenarios/gate/)
-        elif p.is_file():
-            files.append(p)
-        else:
-            typer.echo(f"error: {p}: no such file or folder", err=True)
-            raise typer.Exit(EXIT_BAD_INPUT)
+    try:
+        files = scenario_files(paths or [Path("scenarios")])
+    except InputError as e:
+        raise _fail_input(e) from None
     rows: list[tuple[str, SimResult | None, list[Check], str]] = []
     bad = False
     skipped: list[str] = []
