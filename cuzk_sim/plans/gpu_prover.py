@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cuzk_sim.input_errors import InputError
-from cuzk_sim.plan import Plan, PlanError
+from cuzk_sim.plan import Cpu, Plan, PlanError
 from cuzk_sim.units import parse_size
 
 
@@ -67,10 +67,22 @@ def gpu_prover_plan(src: GpuProverSource, source: str) -> Plan:
     )
     assume = parse_size(src.assume_free) if src.assume_free is not None else None
     try:
-        plan = dry_run_plan(shape, flags, assume_free_bytes=assume)
+        prover_plan = dry_run_plan(shape, flags, assume_free_bytes=assume)
+        plan = engine_partition_plan(prover_plan)
         plan.validate(key)
     except PlanError as e:
         raise InputError(str(e)) from None
     except (ValueError, RuntimeError) as e:
         raise InputError(f"{key}: the prover's dry run refused this shape: {e}") from None
     return plan
+
+
+def engine_partition_plan(prover_plan: Plan) -> Plan:
+    """The prover's plan as a GPU worker of the engine runs it: without its `synthesis`
+    step, because the engine's synthesizers produce a/b/c before a partition reaches a
+    worker and the model prices that already (as for the cuzk builder's plans)."""
+    steps = tuple(
+        s for s in prover_plan.steps if not (isinstance(s, Cpu) and s.kind == "synthesis")
+    )
+    meta = {**prover_plan.meta, "synthesis": "done by the engine, step dropped"}
+    return Plan(prover_plan.name, steps, meta)
