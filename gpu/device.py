@@ -70,6 +70,8 @@ class Device:
     assume_free_bytes: int | None = None
     steps: list[Step] = field(default_factory=list)
     timings_ms: list[tuple[str, float]] = field(default_factory=list)
+    # (acquired, released) perf_counter seconds of each hold of the device lock
+    lock_holds: list[tuple[float, float]] = field(default_factory=list)
     _live: dict[str, Buffer] = field(default_factory=dict)
     _pool: Any = None
 
@@ -243,11 +245,17 @@ class Device:
         lock = device_lock(self.gpu_index) if self.runs else None
         if lock is not None:
             lock.acquire()
+        acquired = time.perf_counter()
         self.steps.append(Lock(mutex, "device"))
         try:
             yield
         finally:
             self.steps.append(Unlock(mutex, "device"))
+            if self.runs:
+                import cupy
+
+                cupy.cuda.get_current_stream().synchronize()  # GPU work ends inside the lock
+            self.lock_holds.append((acquired, time.perf_counter()))
             if lock is not None:
                 lock.release()
 
