@@ -143,9 +143,13 @@ def gate(
                 f"[{style}]{r.verdict}[/]",
             )
         console.print(table)
+        from cuzk_sim.report import post_mortem
+
         for r in rows:
             for line in ((r.error,) if r.error else ()) + r.reasons:
                 console.print(f"{escape(r.scenario)}: {escape(line)}", style="red")
+            if any(line.startswith("unexpected OOM") for line in r.reasons):
+                console.print(escape(post_mortem(ran[r.scenario][1].fatal_ooms[0])))
             for line in r.notes:
                 console.print(f"{escape(r.scenario)}: {escape(line)}")
         if update_baseline:
