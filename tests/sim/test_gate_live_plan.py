@@ -1,0 +1,186 @@
+"""`[plan] gpu_prover`: the gate replays our prover's CURRENT dry-run plan.
+
+Oracles: the plan's own Alloc/Free steps walked with plain integers (2 MiB cudaMalloc
+rounding) plus the context; the prover's buffer sizes by hand (d_bc = 2 x 2^27 x 32 B).
+"""
+
+import dataclasses
+import textwrap
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cuzk_sim.cli import app
+from cuzk_sim.input_errors import InputError
+from cuzk_sim.plan import Alloc, Cpu, Free, Lock, Plan
+from cuzk_sim.runner import simulate
+from cuzk_sim.scenario import load_scenario
+
+prover = pytest.importorskip("cuzk_sim.gpu.prover")
+
+runner = CliRunner()
+GATE = Path(__file__).resolve().parents[2] / "scenarios" / "gate"
+MIB, GIB = 2**20, 2**30
+CONTEXT = 400 * MIB  # the h200 profile's context
+
+
+def scenario(tmp_path: Path, plan_table: str, extra: str = "") -> Path:
+    path = tmp_path / "live.toml"
+    path.write_text(
+        textwrap.dedent(f"""
+        profile = "h200"
+        on_oom = "continue"
+        [engine.gpus]
+        gpu_workers_per_device = 1
+        [engine.pce]
+        cached = ["porep"]
+        [plan]
+        gpu_prover = {plan_table}
+        [[workload]]
+        kind = "porep"
+        count = 1
+        partitions = 1
+        """)
+        + extra
+    )
+    return path
+
+
+def walked_peak(plan: Plan, granule: int = 2 * MIB) -> int:
+    """max over the steps of the live bytes, each allocation rounded up to `granule`."""
+    live, peak, sizes = 0, 0, {}
+    for s in plan.steps:
+        if isinstance(s, Alloc):
+            sizes[s.buffer] = -(-s.bytes // granule) * granule
+            live += sizes[s.buffer]
+            peak = max(peak, live)
+        elif isinstance(s, Free) and s.buffer in sizes:
+            live -= sizes.pop(s.buffer)
+    return peak
+
+
+def test_free_bc_early_false_raises_the_peak_by_exactly_d_bc(tmp_path):
+    peaks, plans = {}, {}
+    for early in (True, False):
+        table = f'{{ domain_log2 = 27, allocator = "sync", free_bc_early = {str(early).lower()} }}'
+        scn = load_scenario(scenario(tmp_path, table))
+        plans[early] = scn.plans["porep"]
+        result = simulate(scn)
+        assert not result.oom
+        peaks[early] = result.peak_vram_bytes[0]
+    d_bc = 2 * 2**27 * 32  # b and c, 2^27 Fr elements of 32 B each: 8 GiB
+    assert dict(plans[False].buffers())["d_bc"] == d_bc
+    for early in (True, False):
+        assert peaks[early] == CONTEXT + walked_peak(plans[early])
+    assert peaks[False] - peaks[True] == d_bc
+
+
+def test_flags_reach_the_replayed_plan(tmp_path):
+    table = '{ domain_log2 = 20, prestage = true, pinned = true, allocator = "async" }'
+    plan = load_scenario(scenario(tmp_path, table)).plans["porep"]
+    assert plan.meta["flags"]["prestage"] is True
+    lock = next(i for i, s in enumerate(plan.steps) if isinstance(s, Lock))
+    before = [s for s in plan.steps[:lock] if isinstance(s, Alloc)]
+    assert [(s.buffer, s.bytes, s.allocator) for s in before] == [
+        ("d_a", 2**20 * 32, "async"),
+        ("d_bc", 2 * 2**20 * 32, "async"),
+    ]
+    default = load_scenario(scenario(tmp_path, "{ domain_log2 = 20 }")).plans["porep"]
+    lock = next(i for i, s in enumerate(default.steps) if isinstance(s, Lock))
+    assert not any(isinstance(s, Alloc) for s in default.steps[:lock])
+
+
+def test_the_engine_synthesizes_so_the_plan_has_no_synthesis_step(tmp_path):
+    plan = load_scenario(scenario(tmp_path, "{ domain_log2 = 16 }")).plans["porep"]
+    assert not any(isinstance(s, Cpu) and s.kind == "synthesis" for s in plan.steps)
+    assert any(isinstance(s, Cpu) and s.kind == "assemble" for s in plan.steps)
+
+
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ("{ domian_log2 = 27 }", "plan.gpu_prover.domian_log2: unknown key"),
+        ("{ prestage = true }", "plan.gpu_prover.domain_log2: required key is missing"),
+        ("{ domain_log2 = 40 }", "plan.gpu_prover.domain_log2"),
+        ('{ domain_log2 = 27, margin = "5 gigs" }', "plan.gpu_prover.margin"),
+        ('{ domain_log2 = 27, allocator = "bump" }', "plan.gpu_prover.allocator"),
+        ("{ domain_log2 = 4, num_vars = 5, num_public = 4 }", "plan.gpu_prover.num_public"),
+    ],
+)
+def test_bad_live_plan_keys_name_file_and_key(tmp_path, table, message):
+    path = scenario(tmp_path, table)
+    with pytest.raises(InputError) as e:
+        load_scenario(path)
+    assert str(path) in str(e.value) and message in str(e.value)
+
+
+def test_file_and_gpu_prover_are_exclusive(tmp_path):
+    both = scenario(tmp_path, '{ domain_log2 = 16 }\nfile = "plan.json"')
+    with pytest.raises(InputError, match="plan: give exactly one of `file` or `gpu_prover`"):
+        load_scenario(both)
+    neither = tmp_path / "neither.toml"
+    neither.write_text(
+        both.read_text().replace('gpu_prover = { domain_log2 = 16 }\nfile = "plan.json"', "")
+    )
+    with pytest.raises(InputError, match="exactly one"):
+        load_scenario(neither)
+
+
+def with_extra_alloc_in_the_lock(real_dry_run, buffer: str, nbytes: int):
+    """A prover 'change': the same plan with one more buffer allocated under the lock."""
+
+    def changed(*args, **kwargs):
+        plan = real_dry_run(*args, **kwargs)
+        lock = next(i for i, s in enumerate(plan.steps) if isinstance(s, Lock))
+        steps = plan.steps[: lock + 1] + (Alloc(buffer, nbytes),) + plan.steps[lock + 1 :]
+        return Plan(plan.name, steps, plan.meta)
+
+    return changed
+
+
+def test_a_prover_change_reaches_the_gate(monkeypatch):
+    # 100 GiB more under the lock: 40.31 + 100 + 0.39 GiB > 140.40 GiB on the H200.
+    monkeypatch.setattr(
+        prover,
+        "dry_run_plan",
+        with_extra_alloc_in_the_lock(prover.dry_run_plan, "d_new_table", 100 * GIB),
+    )
+    result = runner.invoke(
+        app,
+        [
+            "gate",
+            str(GATE / "ours-h200-2workers.toml"),
+            "--baseline",
+            str(GATE / "baseline.json"),
+        ],
+    )
+    assert result.exit_code == 1, result.output
+    assert "unexpected OOM" in result.output and "msm_b_g2.points" in result.output
+
+
+def test_a_streaming_prover_flips_the_known_16_gib_oom(monkeypatch):
+    real = prover.dry_run_plan
+
+    def streaming(*args, **kwargs):  # every MSM buffer at most 256 MiB (chunked upload)
+        plan = real(*args, **kwargs)
+        steps = tuple(
+            dataclasses.replace(s, bytes=min(s.bytes, 256 * MIB))
+            if isinstance(s, Alloc) and s.buffer.startswith("msm_")
+            else s
+            for s in plan.steps
+        )
+        return Plan(plan.name, steps, plan.meta)
+
+    monkeypatch.setattr(prover, "dry_run_plan", streaming)
+    result = runner.invoke(
+        app,
+        [
+            "gate",
+            str(GATE / "ours-16gib-incident-card.toml"),
+            "--baseline",
+            str(GATE / "baseline.json"),
+        ],
+    )
+    assert result.exit_code == 1, result.output
+    assert "expect.oom: expected True, got False" in result.output
