@@ -84,7 +84,7 @@ def test_bundled_scenarios_fast_and_traced_agree():
     from cuzk_sim.runner import simulate
     from cuzk_sim.scenario import load_scenario
 
-    for path in sorted(SCENARIOS.glob("*.toml")):
+    for path in sorted(SCENARIOS.rglob("*.toml")):  # gate/ too
         scn = load_scenario(path)
         if scn.spec.expect is None:
             continue
