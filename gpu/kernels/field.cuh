@@ -95,22 +95,21 @@ struct Fp {
         for (int i = 0; i < N; i++) acc |= v[i] ^ b.v[i];
         return acc == 0;
     }
-    // x >= m, for x < 2^(32N)
-    __device__ __forceinline__ bool geq_mod() const {
-#pragma unroll
-        for (int i = N - 1; i >= 0; i--) {
-            if (v[i] != T::mod(i)) return v[i] > T::mod(i);
-        }
-        return true;
-    }
-    __device__ __forceinline__ void sub_mod_inplace() {
+    // x <- x - m when x >= m, for x < 2m with `extra` the bit above the top limb: compute
+    // x - m and keep it unless it borrowed (and no extra bit). Branch-free: the threads of a
+    // warp take different paths here at random, so a branch would diverge.
+    __device__ __forceinline__ void reduce_once(u32 extra) {
+        u32 d[T::N];
         u64 borrow = 0;
 #pragma unroll
         for (int i = 0; i < N; i++) {
-            u64 d = (u64)v[i] - T::mod(i) - borrow;
-            v[i] = (u32)d;
-            borrow = (d >> 32) & 1;
+            u64 t = (u64)v[i] - T::mod(i) - borrow;
+            d[i] = (u32)t;
+            borrow = (t >> 32) & 1;
         }
+        u32 keep = 0u - (u32)((extra != 0) | (borrow == 0));
+#pragma unroll
+        for (int i = 0; i < N; i++) v[i] = (d[i] & keep) | (v[i] & ~keep);
     }
 };
 
@@ -125,7 +124,7 @@ __device__ __forceinline__ Fp<T> operator+(const Fp<T>& a, const Fp<T>& b) {
         r.v[i] = (u32)s;
         carry = s >> 32;
     }
-    if (carry || r.geq_mod()) r.sub_mod_inplace();
+    r.reduce_once((u32)carry);
     return r;
 }
 
@@ -140,14 +139,13 @@ __device__ __forceinline__ Fp<T> operator-(const Fp<T>& a, const Fp<T>& b) {
         r.v[i] = (u32)d;
         borrow = (d >> 32) & 1;
     }
-    if (borrow) {
-        u64 carry = 0;
+    u32 mask = 0u - (u32)borrow;  // add m back when a < b, branch-free
+    u64 carry = 0;
 #pragma unroll
-        for (int i = 0; i < T::N; i++) {
-            u64 s = (u64)r.v[i] + T::mod(i) + carry;
-            r.v[i] = (u32)s;
-            carry = s >> 32;
-        }
+    for (int i = 0; i < T::N; i++) {
+        u64 s = (u64)r.v[i] + (T::mod(i) & mask) + carry;
+        r.v[i] = (u32)s;
+        carry = s >> 32;
     }
     return r;
 }
@@ -197,7 +195,7 @@ __device__ FIELD_MUL_ATTR Fp<T> mont_mul(const Fp<T> a, const Fp<T> b) {
     Fp<T> r;
 #pragma unroll
     for (int i = 0; i < N; i++) r.v[i] = t[i];
-    if (t[N] || r.geq_mod()) r.sub_mod_inplace();
+    r.reduce_once(t[N]);
     return r;
 }
 #else
@@ -234,7 +232,7 @@ __device__ FIELD_MUL_ATTR Fp<T> mont_mul(const Fp<T> a, const Fp<T> b) {
     Fp<T> r;
 #pragma unroll
     for (int i = 0; i < N; i++) r.v[i] = t[i];
-    if (t[N] || r.geq_mod()) r.sub_mod_inplace();
+    r.reduce_once(t[N]);
     return r;
 }
 #endif
