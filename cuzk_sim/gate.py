@@ -110,6 +110,7 @@ class GateRow:
     reasons: tuple[str, ...]  # why it fails; empty: it passes
     notes: tuple[str, ...] = ()  # worth knowing, not failures
     error: str = ""  # the scenario could not be loaded
+    oom: str = ""  # "no", "yes (expected)" or "yes"
 
     @property
     def passed(self) -> bool:
@@ -128,6 +129,7 @@ class GateRow:
             "seconds_per_proof": self.now_s,
             "delta": self.delta,
             "verdict": self.verdict,
+            "oom": self.oom,
             "reasons": list(self.reasons),
             "notes": list(self.notes),
             "error": self.error,
@@ -177,6 +179,7 @@ def gate_row(
                     f"faster than the baseline by {-delta:.1%}: record it with "
                     "--update-baseline so later regressions are measured from here"
                 )
+    oom = "no" if not result.oom else "yes (expected)" if expects_oom else "yes"
     return GateRow(
         name,
         baseline.seconds_per_proof if baseline else None,
@@ -184,4 +187,5 @@ def gate_row(
         delta,
         tuple(reasons),
         tuple(notes),
+        oom=oom,
     )

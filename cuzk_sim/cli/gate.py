@@ -130,13 +130,14 @@ def gate(
         console = Console(width=160)
         title = f"cuzk-sim gate (baseline {baseline}, tolerance {tol:.1%})"
         table = Table(title=escape(title))
-        for col in ("scenario", "baseline s/proof", "now s/proof", "delta", "verdict"):
+        for col in ("scenario", "OOM", "baseline s/proof", "now s/proof", "delta", "verdict"):
             table.add_column(col, justify="left" if col == "scenario" else "right")
         for r in rows:
             delta = "-" if r.delta is None else f"{r.delta:+.1%}"
             style = "green" if r.passed else "bold red"
             table.add_row(
                 escape(r.scenario),
+                r.oom or "-",
                 _seconds(r.baseline_s),
                 _seconds(r.now_s),
                 delta,

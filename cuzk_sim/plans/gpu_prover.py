@@ -56,22 +56,26 @@ def gpu_prover_plan(src: GpuProverSource, source: str) -> Plan:
     if src.num_public + 1 >= num_vars:
         raise InputError(f"{key}.num_public: must be below num_vars - 1 ({num_vars - 1})")
     h_len = n - 1 if src.reduction == "bellman" else n
-    shape = PartitionShape(n, num_vars, src.num_public, h_len, src.reduction)
-    flags = ProverFlags(
-        prestage=src.prestage,
-        pinned=src.pinned,
-        free_bc_early=src.free_bc_early,
-        memory_aware=src.memory_aware,
-        margin_bytes=parse_size(src.margin),
-        allocator=src.allocator,
-    )
     assume = parse_size(src.assume_free) if src.assume_free is not None else None
     try:
+        shape = PartitionShape(n, num_vars, src.num_public, h_len, src.reduction)
+        flags = ProverFlags(
+            prestage=src.prestage,
+            pinned=src.pinned,
+            free_bc_early=src.free_bc_early,
+            memory_aware=src.memory_aware,
+            margin_bytes=parse_size(src.margin),
+            allocator=src.allocator,
+        )
         prover_plan = dry_run_plan(shape, flags, assume_free_bytes=assume)
         plan = engine_partition_plan(prover_plan)
         plan.validate(key)
     except PlanError as e:
         raise InputError(str(e)) from None
+    except TypeError as e:  # the prover's API moved under the scenario schema
+        raise InputError(
+            f"{key}: the prover's PartitionShape/ProverFlags/dry_run_plan changed: {e}"
+        ) from None
     except (ValueError, RuntimeError) as e:
         raise InputError(f"{key}: the prover's dry run refused this shape: {e}") from None
     return plan

@@ -111,7 +111,7 @@ def test_a_bigger_kernel_fails_with_its_delta(tmp_path):
     result = gate(tmp_path, "--json")
     assert result.exit_code == 1, result.output
     row = json.loads(result.output)["rows"][0]
-    assert row["verdict"] == "FAIL"
+    assert row["verdict"] == "FAIL" and row["oom"] == "no"
     assert row["delta"] == pytest.approx(0.5)
     assert any("throughput regression" in r and "+50.0%" in r for r in row["reasons"])
     table = gate(tmp_path)
@@ -139,6 +139,7 @@ def test_an_extra_alloc_in_the_critical_section_ooms_and_fails(tmp_path):
     assert result.exit_code == 1, result.output
     row = json.loads(result.output)["rows"][0]
     assert any(r.startswith("unexpected OOM: d_extra") for r in row["reasons"])
+    assert row["oom"] == "yes"
     assert row["seconds_per_proof"] is None
     assert any("no proof completed" in r for r in row["reasons"])
 

@@ -184,3 +184,14 @@ def test_a_streaming_prover_flips_the_known_16_gib_oom(monkeypatch):
     )
     assert result.exit_code == 1, result.output
     assert "expect.oom: expected True, got False" in result.output
+
+
+def test_a_prover_api_change_is_an_input_error_not_a_traceback(tmp_path, monkeypatch):
+    @dataclasses.dataclass(frozen=True)
+    class FlagsWithoutPinned:  # as if the prover renamed `pinned`
+        prestage: bool = False
+
+    monkeypatch.setattr(prover, "ProverFlags", FlagsWithoutPinned)
+    path = scenario(tmp_path, "{ domain_log2 = 16 }")
+    with pytest.raises(InputError, match=r"plan.gpu_prover: the prover's .*changed"):
+        load_scenario(path)
