@@ -86,10 +86,11 @@ def gate(
     for f in files:
         try:
             scn = load_scenario(f)
+            result = simulate(scn)  # a step the profile cannot price is an InputError
         except InputError as e:
-            rows.append(GateRow(f.stem, None, None, None, (), (), str(e)))
+            msg = str(e) if str(e).startswith(str(f)) else f"{f}: {e}"
+            rows.append(GateRow(f.stem, None, None, None, (), (), msg))
             continue
-        result = simulate(scn)
         expect = scn.spec.expect
         checks = check_expectations(expect, result) if expect is not None else []
         ran[scn.name] = (str(f), result)
@@ -153,7 +154,7 @@ def gate(
                 console.print(escape(post_mortem(ran[r.scenario][1].fatal_ooms[0])))
             for line in r.notes:
                 console.print(f"{escape(r.scenario)}: {escape(line)}")
-        if update_baseline:
+        if update_baseline and ran:
             console.print(f"baseline written: {escape(str(baseline))}")
     if any(r.error for r in rows):
         raise typer.Exit(EXIT_BAD_INPUT)

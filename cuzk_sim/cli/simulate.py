@@ -99,14 +99,14 @@ def check(
     for f in files:
         try:
             scn = load_scenario(f)
+            if scn.spec.expect is None:
+                skipped.append(scn.name)
+                continue
+            result = simulate(scn)  # a step the profile cannot price is an InputError
         except InputError as e:
-            rows.append((f.stem, None, [], str(e)))
+            rows.append((f.stem, None, [], str(e) if str(e).startswith(str(f)) else f"{f}: {e}"))
             bad = True
             continue
-        if scn.spec.expect is None:
-            skipped.append(scn.name)
-            continue
-        result = simulate(scn)
         checks = check_expectations(scn.spec.expect, result)
         bad |= not all(c.passed for c in checks)
         rows.append((scn.name, result, checks, ""))

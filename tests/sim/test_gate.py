@@ -267,3 +267,15 @@ def test_check_of_every_bundled_scenario_includes_the_gate_folder():
     assert result.exit_code == 0, result.output
     assert "gate-ours-16gib-incident-card" in result.output
     assert "FAIL" not in result.output
+
+
+def test_a_kernel_kind_the_profile_cannot_price_is_bad_input_not_a_traceback(tmp_path):
+    setup(tmp_path, Plan("new-kernel", (Lock("gpu"), Kernel("k", "fft", 10), Unlock("gpu"))))
+    (tmp_path / "toy.toml").write_text(SCENARIO + "[expect]\noom = false\n")
+    result = gate(tmp_path)
+    assert result.exit_code == 2, result.output
+    assert "kernel kind 'fft' is not priced" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    checked = runner.invoke(app, ["check", str(tmp_path / "toy.toml")])
+    assert checked.exit_code == 1 and "ERROR" in checked.output
+    assert "kernel kind 'fft'" in checked.output
