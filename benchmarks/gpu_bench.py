@@ -112,7 +112,6 @@ def bench_ntt(cp, logs: list[int], reps: int) -> list[dict]:
 
 def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
     import py_ecc.optimized_bls12_381 as bls
-    from cuzk_sim.gpu import encoding
     from cuzk_sim.gpu.device import Device
     from cuzk_sim.gpu.prover import (
         HostKey,
@@ -120,6 +119,7 @@ def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
         PartitionShape,
         ProverFlags,
         assemble,
+        msm_results,
         partition,
     )
 
@@ -141,18 +141,17 @@ def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
             _scalars(cp, 3 * n, 1).get().reshape(3, n, 8), _scalars(cp, n, 2).get(), pts
         )
         key = HostKey(pts, bls.G1, bls.G1, bls.G2, bls.G1, bls.G2)
-        for flags in (ProverFlags(), ProverFlags(prestage=True, pinned=True)):
+        for flags in (
+            ProverFlags(),
+            ProverFlags(prestage=True, pinned=True),
+            ProverFlags(msm_chunk=1 << 18),
+        ):
             walls = []
             for _ in range(reps + 1):
                 t0 = time.perf_counter()
                 dev = Device("real", allocator=flags.allocator)
                 raw = partition(dev, shape, flags, data)
-                res = {
-                    st: (
-                        encoding.g2_from_limbs(v) if st == "msm_b_g2" else encoding.g1_from_limbs(v)
-                    )
-                    for st, v in raw.items()
-                }
+                res = msm_results(raw)
                 assemble(key, res, 3, 4)
                 walls.append(1000 * (time.perf_counter() - t0))
             traced = Device("traced", allocator=flags.allocator)
@@ -162,7 +161,13 @@ def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
                 stage = name.split(".")[0].replace("upload_", "upload:")
                 stages[stage] = stages.get(stage, 0.0) + ms
             ms = statistics.median(walls[1:])
-            tag = "prestage+pinned" if flags.prestage else "default"
+            tag = (
+                "prestage+pinned"
+                if flags.prestage
+                else f"chunk {flags.msm_chunk}"
+                if flags.msm_chunk
+                else "default"
+            )
             rows.append({"what": "prove", "log2": k, "ms": ms, "flags": tag, "stages_ms": stages})
             print(
                 f"prove 2^{k} [{tag}]: {ms:.1f} ms  stages(ms): "

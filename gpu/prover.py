@@ -45,6 +45,15 @@ class ProverFlags:
     memory_aware: bool = False  # pre-stage only if free >= bytes + margin (cudaMemGetInfo)
     margin_bytes: int = 512 << 20
     allocator: AllocatorName = "caching"
+    msm_chunk: int | None = None  # upload key points and run each MSM in chunks of this many
+
+    def __post_init__(self) -> None:
+        if self.msm_chunk is not None and (
+            not isinstance(self.msm_chunk, int) or self.msm_chunk < 1
+        ):
+            raise ValueError(f"ProverFlags.msm_chunk must be None or >= 1, got {self.msm_chunk!r}")
+        if self.margin_bytes < 0:
+            raise ValueError(f"ProverFlags.margin_bytes must be >= 0, got {self.margin_bytes}")
 
 
 @dataclass(frozen=True)
@@ -178,12 +187,13 @@ def _compute_h(dev: Device, shape: PartitionShape, d_a: Any, d_bc: Any, d_tab: A
 
 def partition(
     dev: Device, shape: PartitionShape, flags: ProverFlags, data: PartitionInput | None
-) -> dict[str, np.ndarray | None]:
-    """Run (or, in dry-run, plan) the GPU part of one partition; MSM results by stage."""
+) -> dict[str, list[np.ndarray | None]]:
+    """Run (or, in dry-run, plan) the GPU part of one partition; per stage, the MSM result
+    of each chunk (affine Montgomery limbs; `msm_results` sums them)."""
     n = shape.domain_size
     vec = n * FR_BYTES
     abc = data.abc if data is not None else None
-    results: dict[str, np.ndarray | None] = {}
+    results: dict[str, list[np.ndarray | None]] = {}
 
     def upload(stream: str, d_a: Any, d_bc: Any) -> None:
         dev.copy_htod(
@@ -244,21 +254,38 @@ def partition(
             "upload_witness", d_w, data.witness if data else None, shape.num_vars * FR_BYTES
         )
         for stage, (group, count) in shape.msm_sizes().items():
-            nbytes = 4 * POINT_WORDS[group] * count
-            d_p = dev.alloc(f"{stage}.points", nbytes)
-            dev.copy_htod(
-                f"upload_{stage}_points", d_p, data.key_points[stage] if data else None, nbytes
-            )
+            # the key's points go up in chunks of at most msm_chunk (one buffer, reused)
+            chunk = min(count, flags.msm_chunk) if flags.msm_chunk else count
+            words = POINT_WORDS[group]
+            d_p = dev.alloc(f"{stage}.points", 4 * words * chunk)
             scalars, offset = (d_a, 0) if stage == "msm_h" else (d_w, 0)
             if stage == "msm_l":
                 offset = 8 * (shape.num_public + 1)
-            results[stage] = msm(dev, stage, group, d_p, scalars, count, offset)
+            partials = []
+            for start in range(0, count, chunk) if count else [0]:
+                m = min(chunk, count - start)
+                host = data.key_points[stage][start : start + m] if data else None
+                dev.copy_htod(f"upload_{stage}_points", d_p, host, 4 * words * m)
+                partials.append(msm(dev, stage, group, d_p, scalars, m, offset + 8 * start))
+            results[stage] = partials
             dev.free(f"{stage}.points")
         dev.free("d_witness")
         if not flags.free_bc_early:
             dev.free("d_bc")
         dev.free("d_a")
     return results
+
+
+def msm_results(raw: dict[str, list[np.ndarray | None]]) -> dict[str, Any]:
+    """py_ecc point per stage: the sum of its chunks' results."""
+    out = {}
+    for stage, parts in raw.items():
+        g2 = stage == "msm_b_g2"
+        acc = bls.Z2 if g2 else bls.Z1
+        for v in parts:
+            acc = bls.add(acc, encoding.g2_from_limbs(v) if g2 else encoding.g1_from_limbs(v))
+        out[stage] = acc
+    return out
 
 
 def _draw(value: int | None, rng: random.Random | None, name: str) -> int:
@@ -320,10 +347,7 @@ def prove_partition(
     data = PartitionInput(abc, encoding.ints_to_limbs(list(witness), 8), key.points)
     with dev.selected():
         raw = partition(dev, shape, flags, data)
-    res = {
-        st: (encoding.g2_from_limbs(v) if st == "msm_b_g2" else encoding.g1_from_limbs(v))
-        for st, v in raw.items()
-    }
+    res = msm_results(raw)
     proof = dev.cpu("assemble", "assemble", 1, lambda: assemble(key, res, r, s))
     return proof, dev
 

@@ -15,6 +15,7 @@ def register(app: typer.Typer) -> None:
         free_bc_early: bool = typer.Option(True, help="Free d_bc right after the NTT phase."),
         memory_aware: bool = typer.Option(False, help="Pre-stage only with free memory + margin."),
         allocator: str = typer.Option("caching", help="caching, async or sync."),
+        msm_chunk: int = typer.Option(0, help="Stream key points in chunks of N (0: all)."),
         as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
     ) -> None:
         """Print the allocation/copy/kernel plan of one partition (dry run, no GPU)."""
@@ -26,7 +27,16 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("must be bellman or snarkjs", param_hint="--reduction")
         if allocator not in ("caching", "async", "sync"):
             raise typer.BadParameter("must be caching, async or sync", param_hint="--allocator")
-        flags = ProverFlags(prestage, pinned, free_bc_early, memory_aware, allocator=allocator)
+        if msm_chunk < 0:
+            raise typer.BadParameter("must be >= 0", param_hint="--msm-chunk")
+        flags = ProverFlags(
+            prestage,
+            pinned,
+            free_bc_early,
+            memory_aware,
+            allocator=allocator,
+            msm_chunk=msm_chunk or None,
+        )
         plan = dry_run_plan(PartitionShape.synthetic(domain_log2, reduction), flags)
         if as_json:
             typer.echo(plan.to_json())

@@ -124,3 +124,23 @@ def test_cli_gpu_plan_json_round_trips():
     bad = CliRunner().invoke(app, ["gpu-plan", "--domain-log2", "40"])
     assert bad.exit_code != 0 and "domain-log2" in bad.output
     assert json.loads(res.output)["meta"]["domain_size"] == 1 << 27
+
+
+def test_msm_chunks_lower_the_peak_and_repeat_the_uploads():
+    shape = PartitionShape.synthetic(20)
+    whole = dry_run_plan(shape)
+    chunked = dry_run_plan(shape, ProverFlags(msm_chunk=1 << 18))
+    assert dict(chunked.buffers())["msm_b_g2.points"] == 192 << 18
+    # G2 points 192 MiB -> 48 MiB, and the G2 MSM's order buffer shrinks with the chunk
+    assert _peak(chunked) < _peak(whole) - (144 << 20)
+    g2_kernels = [s for s in chunked.steps if isinstance(s, Kernel) and s.name == "msm_b_g2"]
+    assert [k.size for k in g2_kernels] == [1 << 18] * 4
+    uploads = [s for s in chunked.steps if isinstance(s, Copy) and s.name == "upload_msm_l_points"]
+    assert sum(u.bytes for u in uploads) == 96 * ((1 << 20) - 2)  # every point exactly once
+
+
+def test_flag_errors_name_the_field():
+    with pytest.raises(ValueError, match="msm_chunk"):
+        ProverFlags(msm_chunk=0)
+    res = CliRunner().invoke(app, ["gpu-plan", "--domain-log2", "12", "--msm-chunk", "-1"])
+    assert res.exit_code != 0 and "msm-chunk" in res.output

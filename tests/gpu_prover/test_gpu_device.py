@@ -258,6 +258,7 @@ def test_proof_bytes_equal_reference_and_verify(reduction, seed):
         {"prestage": True, "pinned": True},
         {"prestage": True, "memory_aware": True, "free_bc_early": False, "allocator": "async"},
         {"allocator": "sync"},
+        {"msm_chunk": 3},
     ],
 )
 def test_dry_run_plan_equals_traced_plan(flags_kw):
