@@ -8,6 +8,12 @@ a failure must not block smaller requests behind it. The ledger is O(1) per oper
 `free` is what cudaMemGetInfo reports. Bytes reserved by a pool (live or idle) are not
 free: an idle async-pool block serves later async allocations of the same process only,
 never a cudaMalloc.
+
+The caching pool follows CuPy's `SingleDeviceMemoryPool`: sizes rounded to 512 B; a
+request takes the smallest free chunk that fits and splits off the rest; a freed chunk
+merges with free neighbours of the same cudaMalloc segment; when cudaMalloc fails, every
+segment that is entirely free is released (`free_all_blocks`) and the malloc retried.
+A segment with one live chunk stays reserved whole: that is the fragmentation modelled.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ class LiveBuffer:
     bytes: int  # bytes charged (rounded)
     allocator: Allocator
     persistent: bool = False
+    chunk: tuple[int, int] | None = None  # caching pool: (segment, offset)
 
 
 @dataclass
@@ -48,8 +55,12 @@ class DeviceMemory:
     async_live: int = 0
     async_idle: int = 0
     caching_live: int = 0
-    caching_idle: list[int] = field(default_factory=list)  # sorted idle block sizes
+    # caching pool: segment id -> its chunks [offset, size, in use] by offset; the free
+    # chunks again as sorted (size, segment, offset) for the best fit
+    caching_segments: dict[int, list[list[int]]] = field(default_factory=dict)
+    caching_idle: list[tuple[int, int, int]] = field(default_factory=list)
     caching_idle_bytes: int = 0
+    caching_next_segment: int = 0
     live: dict[tuple[str, str], LiveBuffer] = field(default_factory=dict)
     peak_used: int = 0
     reserved: int = 0  # everything but the context, kept up to date by every operation
@@ -74,6 +85,16 @@ class DeviceMemory:
         parts += self.caching_live + self.caching_idle_bytes
         if parts != self.reserved or min(self.sync_live, self.async_live, self.async_idle) < 0:
             raise RuntimeError(f"gpu{self.device}: ledger out of balance")
+        chunks = [c for seg in self.caching_segments.values() for c in seg]
+        free = sorted(
+            (c[1], sid, c[0]) for sid, seg in self.caching_segments.items() for c in seg if not c[2]
+        )
+        if (
+            sum(c[1] for c in chunks) != self.caching_live + self.caching_idle_bytes
+            or free != self.caching_idle
+            or sum(c[1] for c in chunks if c[2]) != self.caching_live
+        ):
+            raise RuntimeError(f"gpu{self.device}: caching pool out of balance")
 
     def _charge(self, allocator: Allocator, nbytes: int) -> int | None:
         """Reserve nbytes through `allocator`; the bytes charged, or None on failure."""
@@ -96,26 +117,68 @@ class DeviceMemory:
                 self.reserved += grow
             self.async_live += size
             return size
-        return self._charge_caching(round_up(nbytes, CACHING_ROUND) if nbytes else 0)
+        raise AssertionError("caching allocations go through _charge_caching")
 
-    def _charge_caching(self, size: int) -> int | None:
-        """Best fit among cached blocks; else new memory; on failure free all cached blocks
-        and retry once (CuPy's free_all_blocks on out-of-memory)."""
-        i = bisect.bisect_left(self.caching_idle, size)
-        if i < len(self.caching_idle):
-            block = self.caching_idle.pop(i)
-            self.caching_idle_bytes -= block
-            self.caching_live += block
-            return block
-        if size > self.free and self.caching_idle:
-            self.caching_idle.clear()
-            self.reserved -= self.caching_idle_bytes
-            self.caching_idle_bytes = 0
+    def _charge_caching(self, nbytes: int) -> tuple[int, tuple[int, int] | None] | None:
+        """(bytes charged, chunk) or None. The smallest free chunk that fits, split; else a
+        new segment; if cudaMalloc fails, release the entirely free segments and retry."""
+        size = round_up(nbytes, CACHING_ROUND) if nbytes else 0
+        if size == 0:
+            return 0, None
+        idle = self.caching_idle
+        i = bisect.bisect_left(idle, (size, -1, -1))
+        if i < len(idle):
+            have, sid, offset = idle.pop(i)
+            chunks = self.caching_segments[sid]
+            j = _chunk_index(chunks, offset)
+            chunks[j][1:] = [size, 1]
+            if have > size:
+                chunks.insert(j + 1, [offset + size, have - size, 0])
+                bisect.insort(idle, (have - size, sid, offset + size))
+            self.caching_idle_bytes -= size
+            self.caching_live += size
+            return size, (sid, offset)
+        if size > self.free and idle:
+            self._release_free_segments()
         if size > self.free:
             return None
+        sid = self.caching_next_segment
+        self.caching_next_segment += 1
+        self.caching_segments[sid] = [[0, size, 1]]
         self.caching_live += size
         self.reserved += size
-        return size
+        return size, (sid, 0)
+
+    def _release_free_segments(self) -> None:
+        """CuPy's free_all_blocks: give back every segment that is one free chunk."""
+        for sid, chunks in list(self.caching_segments.items()):
+            if len(chunks) == 1 and not chunks[0][2]:
+                size = chunks[0][1]
+                del self.caching_segments[sid]
+                self.caching_idle.remove((size, sid, 0))
+                self.caching_idle_bytes -= size
+                self.reserved -= size
+
+    def _free_chunk(self, chunk: tuple[int, int]) -> None:
+        """Mark a chunk free and merge it with free neighbours of its segment."""
+        sid, offset = chunk
+        chunks = self.caching_segments[sid]
+        idle = self.caching_idle
+        j = _chunk_index(chunks, offset)
+        size = chunks[j][1]
+        chunks[j][2] = 0
+        self.caching_live -= size
+        self.caching_idle_bytes += size
+        if j + 1 < len(chunks) and not chunks[j + 1][2]:
+            nxt = chunks.pop(j + 1)
+            idle.pop(bisect.bisect_left(idle, (nxt[1], sid, nxt[0])))
+            chunks[j][1] += nxt[1]
+        if j > 0 and not chunks[j - 1][2]:
+            prev = chunks[j - 1]
+            idle.pop(bisect.bisect_left(idle, (prev[1], sid, prev[0])))
+            prev[1] += chunks.pop(j)[1]
+            j -= 1
+        bisect.insort(idle, (chunks[j][1], sid, chunks[j][0]))
 
     def try_alloc(
         self,
@@ -126,10 +189,17 @@ class DeviceMemory:
         persistent: bool = False,
     ) -> LiveBuffer | None:
         """Allocate at once or fail at once (None). Never waits."""
-        charged = self._charge(allocator, nbytes)
-        if charged is None:
-            return None
-        buf = LiveBuffer(owner, buffer, charged, allocator, persistent)
+        chunk = None
+        if allocator == "caching":
+            got = self._charge_caching(nbytes)
+            if got is None:
+                return None
+            charged, chunk = got
+        else:
+            charged = self._charge(allocator, nbytes)
+            if charged is None:
+                return None
+        buf = LiveBuffer(owner, buffer, charged, allocator, persistent, chunk)
         self.live[(owner, buffer)] = buf
         used = self.context + self.reserved
         if used > self.peak_used:
@@ -147,10 +217,8 @@ class DeviceMemory:
         elif buf.allocator == "async":
             self.async_live -= buf.bytes
             self.async_idle += buf.bytes
-        else:
-            self.caching_live -= buf.bytes
-            bisect.insort(self.caching_idle, buf.bytes)
-            self.caching_idle_bytes += buf.bytes
+        elif buf.chunk is not None:
+            self._free_chunk(buf.chunk)
         return buf
 
     def snapshot(self) -> tuple:
@@ -160,8 +228,9 @@ class DeviceMemory:
             self.async_live,
             self.async_idle,
             self.caching_live,
-            tuple(self.caching_idle),
+            tuple((sid, tuple(map(tuple, c))) for sid, c in sorted(self.caching_segments.items())),
             self.caching_idle_bytes,
+            self.caching_next_segment,
             self.reserved,
             frozenset(self.live),
         )
@@ -173,12 +242,16 @@ class DeviceMemory:
             self.async_live,
             self.async_idle,
             self.caching_live,
-            idle,
+            segments,
             self.caching_idle_bytes,
+            self.caching_next_segment,
             self.reserved,
             _,
         ) = snap
-        self.caching_idle = list(idle)
+        self.caching_segments = {sid: [list(c) for c in chunks] for sid, chunks in segments}
+        self.caching_idle = sorted(
+            (c[1], sid, c[0]) for sid, chunks in segments for c in chunks if not c[2]
+        )
 
     def free_at(self, t: float, owner: str, buffer: str) -> None:
         """A free that happens at time t: applied by `settle` once the clock reaches t, so a
@@ -229,3 +302,11 @@ class DeviceMemory:
         }
         out["(device)"] = {k: v for k, v in held.items() if v}
         return out
+
+
+def _chunk_index(chunks: list[list[int]], offset: int) -> int:
+    """Position of the chunk at `offset` in a segment's chunks (sorted by offset)."""
+    j = bisect.bisect_left(chunks, [offset])
+    if j == len(chunks) or chunks[j][0] != offset:  # pragma: no cover - broken invariant
+        raise RuntimeError(f"no caching-pool chunk at offset {offset}")
+    return j

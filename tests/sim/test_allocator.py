@@ -48,13 +48,31 @@ def test_async_pool_grows_by_the_missing_part_only():
     assert mem.free == 20 * MIB
 
 
-def test_caching_pool_reuses_a_freed_block():
+def test_caching_pool_reuses_a_freed_block_and_splits_it():
     mem = DeviceMemory(0, total=100 * MIB)
     mem.try_alloc("w", "x", 40 * MIB, "caching")
     mem.release("w", "x")
-    assert mem.free == 60 * MIB  # the block is held by the pool
+    assert mem.free == 60 * MIB  # the segment is held by the pool
     buf = mem.try_alloc("w", "y", 30 * MIB, "caching")
-    assert buf is not None and buf.bytes == 40 * MIB  # the cached 40 MiB block, reused
+    assert buf is not None and buf.bytes == 30 * MIB  # CuPy splits the cached 40 MiB chunk
+    assert mem.caching_idle == [(10 * MIB, 0, 30 * MIB)]  # the rest stays cached
+    assert mem.free == 60 * MIB
+    assert mem.try_alloc("w", "z", 10 * MIB, "caching").chunk == (0, 30 * MIB)
+    assert mem.free == 60 * MIB  # both served from the one 40 MiB segment
+
+
+def test_caching_pool_merges_freed_neighbours():
+    mem = DeviceMemory(0, total=100 * MIB)
+    mem.try_alloc("w", "x", 40 * MIB, "caching")
+    mem.release("w", "x")
+    for name in ("a", "b", "c"):
+        mem.try_alloc("w", name, 10 * MIB, "caching")
+    mem.release("w", "a")
+    mem.release("w", "c")  # merges with the 10 MiB tail: 0-10 and 20-40 free
+    assert mem.caching_idle == [(10 * MIB, 0, 0), (20 * MIB, 0, 20 * MIB)]
+    mem.release("w", "b")  # all three merge back into the whole segment
+    assert mem.caching_idle == [(40 * MIB, 0, 0)]
+    assert mem.try_alloc("w", "big", 40 * MIB, "caching").chunk == (0, 0)
     assert mem.free == 60 * MIB
 
 
@@ -64,6 +82,18 @@ def test_caching_pool_frees_its_cache_and_retries_on_oom():
     mem.release("w", "x")
     assert mem.try_alloc("w", "y", 70 * MIB, "caching") is not None
     assert mem.caching_idle == [] and mem.free == 30 * MIB
+
+
+def test_a_segment_with_a_live_chunk_is_not_given_back():
+    """Fragmentation: 10 MiB live in a 40 MiB segment keeps all 40 MiB reserved."""
+    mem = DeviceMemory(0, total=100 * MIB)
+    mem.try_alloc("w", "x", 40 * MIB, "caching")
+    mem.release("w", "x")
+    mem.try_alloc("w", "small", 10 * MIB, "caching")
+    assert mem.try_alloc("w", "y", 70 * MIB, "caching") is None  # 60 MiB free, 30 stuck
+    assert mem.free == 60 * MIB
+    mem.release("w", "small")
+    assert mem.try_alloc("w", "y", 70 * MIB, "caching") is not None  # now released
 
 
 def test_release_of_unknown_buffer_is_a_no_op():
