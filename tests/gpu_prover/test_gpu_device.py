@@ -185,21 +185,35 @@ def test_msm_matches_naive(group, data):
     assert bls.eq(_gpu_msm(group, points, scalars), _naive(points, scalars, inf))
 
 
-def test_msm_large_by_linear_combination_identity():
-    """2^16 points P_i = k_i G made on the GPU: sum s_i P_i = (sum s_i k_i) G."""
+@pytest.mark.parametrize("group,log_n", [("g1", 20), ("g2", 16)])
+def test_msm_large_by_linear_combination_identity(group, log_n):
+    """2^k points P_i = k_i G made on the GPU: sum s_i P_i = (sum s_i k_i) G (an independent
+    oracle: Python ints and one py_ecc scalar multiplication)."""
     from cuzk_sim.gpu.module import launch
 
     cp = _cp()
-    rng = np.random.default_rng(11)
-    n = 1 << 16
+    rng = np.random.default_rng(11 + log_n)
+    n = 1 << log_n
     k = _random_scalars(rng, n)
     s = _random_scalars(rng, n)
+    s[:3] = [0, R - 1, 1]
     dk = cp.asarray(encoding.scalars_to_limbs(k))
-    base = cp.asarray(encoding.g1_to_limbs([bls.G1]))
-    pts = cp.empty((n, 24), dtype=cp.uint32)
-    launch("msm.cu", "g1_scalar_mul", n, base, dk, pts, np.int64(n), threads=128)
-    got = _gpu_msm_device(pts, s)
-    want = bls.multiply(bls.G1, sum(a * b for a, b in zip(k, s, strict=True)) % R)
+    gen = bls.G1 if group == "g1" else bls.G2
+    to_limbs = encoding.g1_to_limbs if group == "g1" else encoding.g2_to_limbs
+    words = 24 if group == "g1" else 48
+    pts = cp.empty((n, words), dtype=cp.uint32)
+    launch(
+        "msm.cu",
+        f"{group}_scalar_mul",
+        n,
+        cp.asarray(to_limbs([gen])),
+        dk,
+        pts,
+        np.int64(n),
+        threads=128,
+    )
+    got = _gpu_msm_device(pts, s, group)
+    want = bls.multiply(gen, sum(a * b for a, b in zip(k, s, strict=True)) % R)
     assert bls.eq(got, want)
 
 
@@ -208,7 +222,7 @@ def _random_scalars(rng: np.random.Generator, n: int) -> list[int]:
     return [v % R for v in encoding.limbs_to_ints(raw)]
 
 
-def _gpu_msm_device(pts, scalars: list[int]) -> object:
+def _gpu_msm_device(pts, scalars: list[int], group: str = "g1") -> object:
     from cuzk_sim.gpu.device import Buffer, Device
     from cuzk_sim.gpu.msm import msm
 
@@ -218,12 +232,12 @@ def _gpu_msm_device(pts, scalars: list[int]) -> object:
     out = msm(
         dev,
         "msm_test",
-        "g1",
+        group,
         Buffer("p", pts.nbytes, pts.reshape(-1)),
         Buffer("s", sc.nbytes, sc),
         len(scalars),
     )
-    return encoding.g1_from_limbs(out)
+    return encoding.g1_from_limbs(out) if group == "g1" else encoding.g2_from_limbs(out)
 
 
 def _circuit(seed: int, reduction: str):
