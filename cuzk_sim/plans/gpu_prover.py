@@ -7,12 +7,13 @@ what the prover's code does today, not a JSON snapshot of what it once did.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cuzk_sim.input_errors import InputError
-from cuzk_sim.plan import Cpu, Plan, PlanError
+from cuzk_sim.plan import Alloc, Cpu, Free, Goto, Label, Plan, PlanError
 from cuzk_sim.units import parse_size
 
 
@@ -38,7 +39,8 @@ class GpuProverSource(BaseModel):
     memory_aware: bool = False
     margin: str = "512 MiB"
     allocator: Literal["caching", "async", "sync"] = "caching"
-    # dry run only: the free bytes a memory-aware allocation sees (default: always enough)
+    # dry run only: the free bytes a memory-aware allocation sees; default: none given, the
+    # replayed plan carries both branches and the model's free memory picks one
     assume_free: str | None = None
 
     _sizes = field_validator("margin", "assume_free")(_size)
@@ -68,6 +70,10 @@ def gpu_prover_plan(src: GpuProverSource, source: str) -> Plan:
             allocator=src.allocator,
         )
         prover_plan = dry_run_plan(shape, flags, assume_free_bytes=assume)
+        if flags.prestage and flags.memory_aware and assume is None:
+            # both branches of the memory-aware check, decided at replay time
+            declined = dry_run_plan(shape, flags, assume_free_bytes=0)
+            prover_plan = with_fallback(prover_plan, declined)
         plan = engine_partition_plan(prover_plan)
         plan.validate(key)
     except PlanError as e:
@@ -90,3 +96,38 @@ def engine_partition_plan(prover_plan: Plan) -> Plan:
     )
     meta = {**prover_plan.meta, "synthesis": "done by the engine, step dropped"}
     return Plan(prover_plan.name, steps, meta)
+
+
+FALLBACK, DONE = "memory_aware_fallback", "memory_aware_done"
+
+
+def with_fallback(taken: Plan, declined: Plan) -> Plan:
+    """One plan with both branches of the prover's memory-aware allocations.
+
+    The dry run records only the branch it takes, so it runs twice: `taken` with enough
+    free memory, `declined` with none. After their common prefix, `taken`'s margin
+    allocations jump to `declined`'s remainder when the model's free memory says no; that
+    branch first frees what `taken` allocated with a margin (the prover frees d_a when d_bc
+    is refused; freeing a buffer that is not live is a no-op)."""
+    k = 0
+    while k < min(len(taken.steps), len(declined.steps)) and taken.steps[k] == declined.steps[k]:
+        k += 1
+    rest = taken.steps[k:]
+    guarded = [s.buffer for s in rest if isinstance(s, Alloc) and s.margin is not None]
+    if not guarded:
+        return taken
+    rest = tuple(
+        dataclasses.replace(s, fallback=FALLBACK)
+        if isinstance(s, Alloc) and s.margin is not None
+        else s
+        for s in rest
+    )
+    steps = (
+        taken.steps[:k]
+        + rest
+        + (Goto(DONE), Label(FALLBACK))
+        + tuple(Free(b) for b in guarded)
+        + declined.steps[k:]
+        + (Label(DONE),)
+    )
+    return Plan(taken.name, steps, {**taken.meta, "memory_aware": "both branches"})

@@ -195,3 +195,64 @@ def test_a_prover_api_change_is_an_input_error_not_a_traceback(tmp_path, monkeyp
     path = scenario(tmp_path, "{ domain_log2 = 16 }")
     with pytest.raises(InputError, match=r"plan.gpu_prover: the prover's .*changed"):
         load_scenario(path)
+
+
+def test_memory_aware_prestage_replays_both_branches(tmp_path):
+    """free <= 140.40 GiB < 12 GiB + 200 GiB margin: every partition skips pre-staging and
+    takes the fallback (allocate inside the lock); 512 MiB: it never does."""
+    flags = "domain_log2 = 20, prestage = true, pinned = true, memory_aware = true"
+    skipped = load_scenario(scenario(tmp_path, f'{{ {flags}, margin = "200 GiB" }}'))
+    result = simulate(skipped)
+    assert not result.oom and result.proofs_completed == 1
+    assert [e.buffer for e in result.oom_events] == ["d_a"]
+    assert any("prestage=skip_vram" in line for _, line in result.log)
+    staged = simulate(load_scenario(scenario(tmp_path, f'{{ {flags}, margin = "512 MiB" }}')))
+    assert not staged.oom_events and not any("skip_vram" in line for _, line in staged.log)
+
+
+def test_with_fallback_stitches_the_declined_branch_after_the_common_prefix():
+    from cuzk_sim.plan import Copy, Goto, Label, Unlock
+    from cuzk_sim.plans.gpu_prover import with_fallback
+
+    common = (Cpu("synthesis", "synthesis", 8),)
+    taken = Plan(
+        "p",
+        common
+        + (
+            Alloc("d_a", 32, margin=5, note="prestage"),
+            Alloc("d_bc", 64, margin=5, note="prestage"),
+            Copy("upload", 96, stream="upload"),
+            Lock("gpu0"),
+            Unlock("gpu0"),
+        ),
+    )
+    declined = Plan(
+        "p", common + (Lock("gpu0"), Alloc("d_a", 32), Alloc("d_bc", 64), Unlock("gpu0"))
+    )
+    stitched = with_fallback(taken, declined)
+    stitched.validate()
+    assert stitched.steps == common + (
+        Alloc("d_a", 32, margin=5, fallback="memory_aware_fallback", note="prestage"),
+        Alloc("d_bc", 64, margin=5, fallback="memory_aware_fallback", note="prestage"),
+        Copy("upload", 96, stream="upload"),
+        Lock("gpu0"),
+        Unlock("gpu0"),
+        Goto("memory_aware_done"),
+        Label("memory_aware_fallback"),
+        Free("d_a"),
+        Free("d_bc"),
+        Lock("gpu0"),
+        Alloc("d_a", 32),
+        Alloc("d_bc", 64),
+        Unlock("gpu0"),
+        Label("memory_aware_done"),
+    )
+    assert with_fallback(declined, declined) == declined  # nothing guarded: unchanged
+
+
+def test_an_assumed_free_memory_keeps_the_one_branch_it_implies(tmp_path):
+    table = '{ domain_log2 = 16, prestage = true, memory_aware = true, assume_free = "0 B" }'
+    plan = load_scenario(scenario(tmp_path, table)).plans["porep"]
+    lock = next(i for i, s in enumerate(plan.steps) if isinstance(s, Lock))
+    assert not any(isinstance(s, Alloc) for s in plan.steps[:lock])  # declined: no prestage
+    assert not any(getattr(s, "fallback", None) for s in plan.steps)
