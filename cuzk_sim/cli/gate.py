@@ -91,16 +91,23 @@ def gate(
             msg = str(e) if str(e).startswith(str(f)) else f"{f}: {e}"
             rows.append(GateRow(f.stem, None, None, None, (), (), msg))
             continue
+        if scn.name in ran:  # the baseline is keyed by scenario name
+            msg = f"{f}: scenario name {scn.name!r} is also used by {ran[scn.name][0]}"
+            rows.append(GateRow(scn.name, None, None, None, (), (), msg))
+            continue
         expect = scn.spec.expect
         checks = check_expectations(expect, result) if expect is not None else []
         ran[scn.name] = (str(f), result)
-        current = None if update_baseline else entries.get(scn.name)
-        if update_baseline:
-            current = BaselineEntry(result.seconds_per_proof, result.oom)
+        current = (
+            BaselineEntry(result.seconds_per_proof, result.oom)
+            if update_baseline
+            else entries.get(scn.name)
+        )
         expects_oom = expect is not None and expect.oom is True
         rows.append(gate_row(scn.name, result, checks, expects_oom, current, tol))
 
-    if update_baseline and ran:
+    errors = any(r.error for r in rows)
+    if update_baseline and ran and not errors:  # never record a partial run
         previous = None
         if baseline.exists():
             previous = json.loads(baseline.read_text())
@@ -154,9 +161,11 @@ def gate(
                 console.print(escape(post_mortem(ran[r.scenario][1].fatal_ooms[0])))
             for line in r.notes:
                 console.print(f"{escape(r.scenario)}: {escape(line)}")
-        if update_baseline and ran:
+        if update_baseline and ran and not errors:
             console.print(f"baseline written: {escape(str(baseline))}")
-    if any(r.error for r in rows):
+        elif update_baseline:
+            console.print("baseline NOT written: fix the errors above first", style="red")
+    if errors:
         raise typer.Exit(EXIT_BAD_INPUT)
     if not all(r.passed for r in rows):
         raise typer.Exit(EXIT_FAIL)

@@ -279,3 +279,26 @@ def test_a_kernel_kind_the_profile_cannot_price_is_bad_input_not_a_traceback(tmp
     checked = runner.invoke(app, ["check", str(tmp_path / "toy.toml")])
     assert checked.exit_code == 1 and "ERROR" in checked.output
     assert "kernel kind 'fft'" in checked.output
+
+
+def test_two_scenarios_with_one_name_are_bad_input(tmp_path):
+    setup(tmp_path, one_kernel_plan(100))
+    (tmp_path / "twin.toml").write_text(SCENARIO)
+    result = runner.invoke(
+        app, ["gate", str(tmp_path), "--baseline", str(tmp_path / "baseline.json")]
+    )
+    assert result.exit_code == 2
+    assert "scenario name 'toy-gate' is also used by" in result.output
+
+
+def test_update_baseline_with_a_broken_scenario_writes_nothing(tmp_path):
+    baseline = setup(tmp_path, one_kernel_plan(100))
+    before = baseline.read_text()
+    (tmp_path / "broken.toml").write_text("[[workload]]\nkind = 'nope'\n")
+    result = runner.invoke(
+        app,
+        ["gate", str(tmp_path), "--baseline", str(baseline), "--update-baseline"],
+    )
+    assert result.exit_code == 2
+    assert "baseline NOT written" in result.output
+    assert baseline.read_text() == before
