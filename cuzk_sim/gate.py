@@ -43,6 +43,7 @@ def parse_tolerance(text: str) -> float:
 class BaselineEntry:
     seconds_per_proof: float | None  # None: no proof completed (e.g. a known OOM)
     oom: bool
+    peak_vram_bytes: dict[int, int] | None = None  # by device; optional in the file
 
 
 def load_baseline(path: Path) -> dict[str, BaselineEntry]:
@@ -73,7 +74,15 @@ def load_baseline(path: Path) -> dict[str, BaselineEntry]:
             )
         if not isinstance(oom, bool):
             raise InputError(f"{path}: scenarios.{name}.oom: expected true or false, got {oom!r}")
-        out[name] = BaselineEntry(None if spp is None else float(spp), oom)
+        peaks = entry.get("peak_vram_bytes")
+        try:
+            peak = None if peaks is None else {int(d): int(b) for d, b in peaks.items()}
+        except (AttributeError, TypeError, ValueError):
+            raise InputError(
+                f"{path}: scenarios.{name}.peak_vram_bytes: expected an object "
+                f'{{"device": bytes}}, got {peaks!r}'
+            ) from None
+        out[name] = BaselineEntry(None if spp is None else float(spp), oom, peak)
     return out
 
 
@@ -178,6 +187,15 @@ def gate_row(
                 notes.append(
                     f"faster than the baseline by {-delta:.1%}: record it with "
                     "--update-baseline so later regressions are measured from here"
+                )
+    if baseline is not None and baseline.peak_vram_bytes:
+        for dev, before in sorted(baseline.peak_vram_bytes.items()):
+            now_peak = result.peak_vram_bytes.get(dev)
+            if now_peak is not None and before > 0 and now_peak > before * (1 + tolerance):
+                notes.append(
+                    f"peak VRAM on gpu{dev} {now_peak / 2**30:.2f} GiB is "
+                    f"{now_peak / before - 1:+.1%} against the baseline "
+                    f"{before / 2**30:.2f} GiB: less headroom (not a failure)"
                 )
     oom = "no" if not result.oom else "yes (expected)" if expects_oom else "yes"
     return GateRow(

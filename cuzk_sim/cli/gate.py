@@ -99,7 +99,7 @@ def gate(
         checks = check_expectations(expect, result) if expect is not None else []
         ran[scn.name] = (str(f), result)
         current = (
-            BaselineEntry(result.seconds_per_proof, result.oom)
+            BaselineEntry(result.seconds_per_proof, result.oom, dict(result.peak_vram_bytes))
             if update_baseline
             else entries.get(scn.name)
         )

@@ -302,3 +302,27 @@ def test_update_baseline_with_a_broken_scenario_writes_nothing(tmp_path):
     assert result.exit_code == 2
     assert "baseline NOT written" in result.output
     assert baseline.read_text() == before
+
+
+def test_more_peak_vram_than_the_baseline_is_a_note_not_a_failure(tmp_path):
+    baseline = setup(tmp_path, one_kernel_plan(100, extra_alloc=14 * GIB))
+    doc = json.loads(baseline.read_text())
+    # hand: 400 MiB context + 1 GiB; the plan now also holds 14 GiB more
+    doc["scenarios"]["toy-gate"]["peak_vram_bytes"] = {"0": 400 * 2**20 + GIB}
+    baseline.write_text(json.dumps(doc))
+    result = gate(tmp_path, "--json")
+    assert result.exit_code == 0, result.output
+    row = json.loads(result.output)["rows"][0]
+    now = 400 * 2**20 + 15 * GIB
+    expected = f"{now / (400 * 2**20 + GIB) - 1:+.1%}"
+    assert any(f"peak VRAM on gpu0 15.39 GiB is {expected}" in n for n in row["notes"])
+
+
+def test_a_malformed_baseline_peak_names_its_key(tmp_path):
+    baseline = setup(tmp_path, one_kernel_plan(100))
+    doc = json.loads(baseline.read_text())
+    doc["scenarios"]["toy-gate"]["peak_vram_bytes"] = [1, 2]
+    baseline.write_text(json.dumps(doc))
+    result = gate(tmp_path)
+    assert result.exit_code == 2
+    assert "scenarios.toy-gate.peak_vram_bytes" in result.output
