@@ -39,6 +39,7 @@ class GpuProverSource(BaseModel):
     memory_aware: bool = False
     margin: str = "512 MiB"
     allocator: Literal["caching", "async", "sync"] = "caching"
+    msm_chunk: int | None = Field(None, ge=1)  # stream key points, MSMs in chunks of this many
     # dry run only: the free bytes a memory-aware allocation sees; default: none given, the
     # replayed plan carries both branches and the model's free memory picks one
     assume_free: str | None = None
@@ -68,6 +69,7 @@ def gpu_prover_plan(src: GpuProverSource, source: str) -> Plan:
             memory_aware=src.memory_aware,
             margin_bytes=parse_size(src.margin),
             allocator=src.allocator,
+            **({"msm_chunk": src.msm_chunk} if src.msm_chunk is not None else {}),
         )
         prover_plan = dry_run_plan(shape, flags, assume_free_bytes=assume)
         if flags.prestage and flags.memory_aware and assume is None:

@@ -243,6 +243,7 @@ def test_bundled_gate_passes_against_its_committed_baseline():
         "gate-ours-h200-2workers",
         "gate-ours-h200-prestage-pinned",
         "gate-ours-16gib-incident-card",
+        "gate-ours-16gib-msm-chunks",
     ):
         assert name in result.output
 

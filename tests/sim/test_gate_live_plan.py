@@ -106,6 +106,7 @@ def test_the_engine_synthesizes_so_the_plan_has_no_synthesis_step(tmp_path):
         ('{ domain_log2 = 27, margin = "5 gigs" }', "plan.gpu_prover.margin"),
         ('{ domain_log2 = 27, allocator = "bump" }', "plan.gpu_prover.allocator"),
         ("{ domain_log2 = 4, num_vars = 5, num_public = 4 }", "plan.gpu_prover.num_public"),
+        ("{ domain_log2 = 16, msm_chunk = 0 }", "plan.gpu_prover.msm_chunk"),
     ],
 )
 def test_bad_live_plan_keys_name_file_and_key(tmp_path, table, message):
@@ -256,3 +257,12 @@ def test_an_assumed_free_memory_keeps_the_one_branch_it_implies(tmp_path):
     lock = next(i for i, s in enumerate(plan.steps) if isinstance(s, Lock))
     assert not any(isinstance(s, Alloc) for s in plan.steps[:lock])  # declined: no prestage
     assert not any(getattr(s, "fallback", None) for s in plan.steps)
+
+
+def test_msm_chunk_reaches_the_plan(tmp_path):
+    plan = load_scenario(scenario(tmp_path, "{ domain_log2 = 20, msm_chunk = 4096 }")).plans[
+        "porep"
+    ]
+    points = dict(plan.buffers())
+    assert points["msm_h.points"] == 4096 * 96  # one chunk of G1 affine points, 96 B each
+    assert points["msm_b_g2.points"] == 4096 * 192
