@@ -13,7 +13,6 @@ With the same r and s the proof equals the reference's `prove(pk, w, r, s)` byte
 from __future__ import annotations
 
 import random
-import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +21,7 @@ import numpy as np
 import py_ecc.optimized_bls12_381 as bls
 from cuzk_sim.reference.domain import Domain
 from cuzk_sim.reference.field import GENERATOR_BELLMAN, R
-from cuzk_sim.reference.prove import check_key_shape, check_witness
+from cuzk_sim.reference.prove import check_key_shape, check_witness, draw_scalar
 from cuzk_sim.reference.qap import evaluate_matrices
 from cuzk_sim.reference.types import Proof, ProvingKey
 
@@ -288,14 +287,6 @@ def msm_results(raw: dict[str, list[np.ndarray | None]]) -> dict[str, Any]:
     return out
 
 
-def _draw(value: int | None, rng: random.Random | None, name: str) -> int:
-    if value is not None:
-        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < R:
-            raise ValueError(f"prove: {name} must be an int in [0, r), got {value!r}")
-        return value
-    return rng.randrange(R) if rng is not None else secrets.randbelow(R)
-
-
 def assemble(key: HostKey, res: dict[str, Any], r: int, s: int) -> Proof:
     """A = alpha + msm_a + r delta; B = beta + msm_b + s delta; C = L + H + sA + rB1 - rs delta."""
     add, mul = bls.add, bls.multiply
@@ -333,7 +324,7 @@ def prove_partition(
     """The proof and the Device that ran it (its steps and, when traced, timings)."""
     check_key_shape(pk)
     check_witness(pk, witness)
-    r, s = _draw(r, rng, "r"), _draw(s, rng, "s")
+    r, s = draw_scalar(r, rng, "r"), draw_scalar(s, rng, "s")
     shape = PartitionShape.of_key(pk)
     key = host_key(pk)
     dev = Device(mode, gpu_index, flags.allocator)

@@ -105,7 +105,9 @@ def check_witness(pk: ProvingKey, witness: Sequence[int]) -> None:
             raise UnsatisfiedConstraint(k, ak, bk, ck)
 
 
-def _draw(value: int | None, rng: random.Random | None, name: str) -> int:
+def draw_scalar(value: int | None, rng: random.Random | None, name: str) -> int:
+    """The blinding scalar `name` (r or s): the given value, checked, else drawn from rng,
+    else from the OS. Shared with the GPU prover so both treat r, s alike."""
     if value is not None:
         if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < R:
             raise ValueError(f"prove: {name} must be an int in [0, r), got {value!r}")
@@ -123,8 +125,8 @@ def prove_stages(
     """The proof and all its intermediates; deterministic given r and s."""
     check_key_shape(pk)
     check_witness(pk, witness)
-    r = _draw(r, rng, "r")
-    s = _draw(s, rng, "s")
+    r = draw_scalar(r, rng, "r")
+    s = draw_scalar(s, rng, "s")
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
 
