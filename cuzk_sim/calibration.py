@@ -20,7 +20,15 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from cuzk_sim.input_errors import InputError, from_validation
 from cuzk_sim.plan import CPU_KINDS, KERNEL_KINDS
-from cuzk_sim.units import UnitError, parse_bandwidth, parse_duration, parse_size
+from cuzk_sim.units import (
+    BandwidthText,
+    DurationText,
+    SizeText,
+    UnitError,
+    parse_bandwidth,
+    parse_duration,
+    parse_size,
+)
 
 Scaling = Literal["linear", "n_log_n"]
 
@@ -46,17 +54,11 @@ class _Strict(BaseModel):
 
 
 class _CostIn(_Strict):
-    time: str  # measured duration at `size`
+    time: DurationText  # measured duration at `size`
     size: int  # elements, points or constraints
-    fixed: str = "0 s"
+    fixed: DurationText = "0 s"
     scaling: Scaling = "linear"
     source: str = ""  # where the figure comes from
-
-    @field_validator("time", "fixed")
-    @classmethod
-    def _duration(cls, v: str) -> str:
-        parse_duration(v)
-        return v
 
     @field_validator("size")
     @classmethod
@@ -72,51 +74,21 @@ class _CostIn(_Strict):
 
 class _GpuIn(_Strict):
     model: str
-    vram: str
-    context_overhead: str
-
-    @field_validator("vram", "context_overhead")
-    @classmethod
-    def _size(cls, v: str) -> str:
-        parse_size(v)
-        return v
+    vram: SizeText
+    context_overhead: SizeText
 
 
 class _CopyIn(_Strict):
-    pinned: str
-    pageable: str
-    latency: str = "10 us"
+    pinned: BandwidthText
+    pageable: BandwidthText
+    latency: DurationText = "10 us"
     source: str = ""
-
-    @field_validator("pinned", "pageable")
-    @classmethod
-    def _bw(cls, v: str) -> str:
-        parse_bandwidth(v)
-        return v
-
-    @field_validator("latency")
-    @classmethod
-    def _lat(cls, v: str) -> str:
-        parse_duration(v)
-        return v
 
 
 class _PceIn(_Strict):
     extract: _CostIn  # extraction time by constraints
-    load: str  # reading a saved PCE from the param cache
-    host_bytes: str  # transient host memory while extracting
-
-    @field_validator("load")
-    @classmethod
-    def _lat(cls, v: str) -> str:
-        parse_duration(v)
-        return v
-
-    @field_validator("host_bytes")
-    @classmethod
-    def _size(cls, v: str) -> str:
-        parse_size(v)
-        return v
+    load: DurationText  # reading a saved PCE from the param cache
+    host_bytes: SizeText  # transient host memory while extracting
 
 
 class _ProfileIn(_Strict):

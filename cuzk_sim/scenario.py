@@ -23,7 +23,7 @@ from cuzk_sim.plan import Plan, PlanError
 from cuzk_sim.plans.circuits import SHAPES, CircuitShape
 from cuzk_sim.plans.cuzk import CuzkVariant, build_partition_plan
 from cuzk_sim.plans.gpu_prover import GpuProverSource, gpu_prover_plan
-from cuzk_sim.units import parse_duration, parse_size
+from cuzk_sim.units import DurationText, SizeText, parse_duration, parse_size
 
 ProofKind = Literal["porep", "snapdeals", "window_post", "winning_post"]
 
@@ -32,25 +32,11 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def _size(v: str | None) -> str | None:
-    if v is not None:
-        parse_size(v)
-    return v
-
-
-def _duration(v: str | None) -> str | None:
-    if v is not None:
-        parse_duration(v)
-    return v
-
-
 class Hardware(_Strict):
     gpus: int = Field(1, ge=1, le=64)
-    vram: str | None = None  # default: the profile's card
-    context_overhead: str | None = None  # default: the profile's constant
-    host_ram: str = "512 GiB"
-
-    _sizes = field_validator("vram", "context_overhead", "host_ram")(_size)
+    vram: SizeText | None = None  # default: the profile's card
+    context_overhead: SizeText | None = None  # default: the profile's constant
+    host_ram: SizeText = "512 GiB"
 
 
 class GpusSection(_Strict):
@@ -68,14 +54,14 @@ class PipelineSection(_Strict):
 
 class MemorySection(_Strict):
     total_budget: str = "auto"  # "auto" = host RAM − safety_margin
-    safety_margin: str = "5 GiB"
+    safety_margin: SizeText = "5 GiB"
 
     @field_validator("total_budget")
     @classmethod
     def _budget(cls, v: str) -> str:
-        return v if v == "auto" else _size(v)  # type: ignore[return-value]
-
-    _margin = field_validator("safety_margin")(_size)
+        if v != "auto":
+            parse_size(v)
+        return v
 
 
 class PceSection(_Strict):
@@ -93,19 +79,19 @@ class Engine(_Strict):
 class Variant(_Strict):
     prestage: Literal["off", "outside_mutex", "under_mutex"] = "off"
     free_d_bc_after_ntt: bool = False
-    memory_aware_margin: str | None = None
+    memory_aware_margin: SizeText | None = None
     mutex_scope: Literal["device", "global", "none"] = "device"
     routing: Literal["assigned", "device0"] = "assigned"
     d_a_cache: bool = True
     pool_release_threshold: str = "max"  # "max" = UINT64_MAX (never release), or a size
     b_g2_msm: Literal["cpu", "gpu"] = "cpu"
 
-    _margin = field_validator("memory_aware_margin")(_size)
-
     @field_validator("pool_release_threshold")
     @classmethod
     def _threshold(cls, v: str) -> str:
-        return v if v == "max" else _size(v)  # type: ignore[return-value]
+        if v != "max":
+            parse_size(v)
+        return v
 
 
 class PlanSource(_Strict):
@@ -125,12 +111,10 @@ class PlanSource(_Strict):
 class Workload(_Strict):
     kind: ProofKind
     count: int | None = Field(None, ge=0)  # None: keep arriving until `duration`
-    start: str = "0 s"
-    every: str | None = None  # gap between arrivals; none: all at `start`
+    start: DurationText = "0 s"
+    every: DurationText | None = None  # gap between arrivals; none: all at `start`
     arrival: Literal["fixed", "poisson"] = "fixed"
     partitions: int | None = Field(None, ge=1)  # default: the kind's partition count
-
-    _times = field_validator("start", "every")(_duration)
 
 
 class Expect(_Strict):
@@ -157,23 +141,14 @@ class ScenarioFile(_Strict):
     seed: int = 0
     on_oom: Literal["stop", "continue"] = "stop"
     profile: str = "rtx5070ti"
-    duration: str | None = None
-    restarts: list[str] = []  # daemon restarts (the in-memory PCE is lost)
+    duration: DurationText | None = None
+    restarts: list[DurationText] = []  # daemon restarts (the in-memory PCE is lost)
     hardware: Hardware = Hardware()
     engine: Engine = Engine()
     variant: Variant = Variant()
     plan: PlanSource | None = None
     workload: list[Workload] = Field(min_length=1)
     expect: Expect | None = None
-
-    _times = field_validator("duration")(_duration)
-
-    @field_validator("restarts")
-    @classmethod
-    def _restarts(cls, v: list[str]) -> list[str]:
-        for t in v:
-            parse_duration(t)
-        return v
 
     @model_validator(mode="after")
     def _endless_needs_duration(self) -> ScenarioFile:

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
+from typing import Annotated
+
+from pydantic import AfterValidator
 
 SIZE_UNITS: dict[str, int] = {
     "B": 1,
@@ -88,3 +92,18 @@ def format_size(n: int | float) -> str:
         if abs(n) >= SIZE_UNITS[unit]:
             return f"{n / SIZE_UNITS[unit]:.2f} {unit}"
     return f"{int(n)} B"
+
+
+def _checked_by(parse: Callable[[object], object]) -> AfterValidator:
+    def check(text: str) -> str:
+        parse(text)  # raises UnitError (a ValueError): pydantic reports it at the key path
+        return text
+
+    return AfterValidator(check)
+
+
+# Field types for validated input models: the text is kept as written (so it can be echoed
+# back) and checked to parse in its unit.
+SizeText = Annotated[str, _checked_by(parse_size)]
+DurationText = Annotated[str, _checked_by(parse_duration)]
+BandwidthText = Annotated[str, _checked_by(parse_bandwidth)]
