@@ -4,7 +4,9 @@ A profile (TOML, shipped under cuzk_sim/profiles/) prices every kernel and CPU k
 the plan vocabulary by one measured point: "this kind took T at size S", plus a fixed
 launch cost, scaled linearly or as n·log2(n) (NTTs). Copies take latency + bytes over
 the pinned or pageable bandwidth. A step whose kind the profile does not price is an
-error naming the step and the profile file.
+error naming the step and the profile file. The `[host]` table gives the host's cores
+(shared by CPU work, see model/cores.py) and the cost of pinning host memory
+(cudaHostAlloc / cudaHostRegister): fixed + bytes / rate.
 """
 
 from __future__ import annotations
@@ -58,7 +60,15 @@ class _CostIn(_Strict):
     size: int  # elements, points or constraints
     fixed: DurationText = "0 s"
     scaling: Scaling = "linear"
+    threads: float = 1.0  # cores the measured run kept busy (the demand of engine work)
     source: str = ""  # where the figure comes from
+
+    @field_validator("threads")
+    @classmethod
+    def _threads(cls, v: float) -> float:
+        if not v > 0:
+            raise ValueError("expected a positive number of cores")
+        return v
 
     @field_validator("size")
     @classmethod
@@ -85,6 +95,20 @@ class _CopyIn(_Strict):
     source: str = ""
 
 
+class _HostIn(_Strict):
+    cores: int = 96  # physical cores shared by synthesis and the GPU workers' CPU work
+    pin_rate: BandwidthText = "20 GiB/s"  # page-locking rate of cudaHostRegister/HostAlloc
+    pin_fixed: DurationText = "0 s"
+    source: str = ""
+
+    @field_validator("cores")
+    @classmethod
+    def _cores(cls, v: int) -> int:
+        if v < 1:
+            raise ValueError("expected at least one core")
+        return v
+
+
 class _PceIn(_Strict):
     extract: _CostIn  # extraction time by constraints
     load: DurationText  # reading a saved PCE from the param cache
@@ -99,6 +123,7 @@ class _ProfileIn(_Strict):
     kernel: dict[str, _CostIn]
     cpu: dict[str, _CostIn]
     pce: _PceIn
+    host: _HostIn = _HostIn()
 
 
 @dataclass(frozen=True)
@@ -117,6 +142,14 @@ class Profile:
     pce_extract: Cost
     pce_load: float
     pce_host_bytes: int
+    host_cores: int = 96
+    synthesis_threads: float = 1.0  # cores one partition's synthesis keeps busy
+    pin_rate: float = 20 * 2**30  # bytes per second
+    pin_fixed: float = 0.0
+
+    def pin_seconds(self, nbytes: int) -> float:
+        """Time to page-lock `nbytes` of host memory."""
+        return self.pin_fixed + nbytes / self.pin_rate if nbytes else 0.0
 
     def kernel_seconds(self, kind: str, size: int, step: str) -> float:
         cost = self.kernels.get(kind)
@@ -192,4 +225,8 @@ def load_profile(name_or_path: str, base: Path | None = None) -> Profile:
         pce_extract=p.pce.extract.cost(),
         pce_load=parse_duration(p.pce.load),
         pce_host_bytes=parse_size(p.pce.host_bytes),
+        host_cores=p.host.cores,
+        synthesis_threads=p.cpu["synthesis"].threads,
+        pin_rate=parse_bandwidth(p.host.pin_rate),
+        pin_fixed=parse_duration(p.host.pin_fixed),
     )

@@ -37,6 +37,16 @@ def check_expectations(expect: Expect, result: SimResult) -> list[Check]:
                 first == expect.first_oom_buffer,
             )
         )
+    if expect.first_oom_where is not None:
+        where = result.fatal_ooms[0].where if result.fatal_ooms else None
+        checks.append(
+            Check(
+                "first_oom_where",
+                expect.first_oom_where,
+                str(where),
+                where == expect.first_oom_where,
+            )
+        )
     for needle in expect.log_contains:
         hit = any(needle in line for _, line in result.log)
         checks.append(Check("log_contains", needle, "found" if hit else "absent", hit))

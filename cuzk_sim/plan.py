@@ -19,6 +19,7 @@ from typing import Any, Literal
 MutexScope = Literal["device", "process", "global", "none"]
 Allocator = Literal["sync", "async", "caching"]
 Direction = Literal["HtoD", "DtoH", "DtoD"]
+Memory = Literal["device", "host_pinned"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,10 @@ class Alloc:
     every worker there. margin: memory-aware allocation — succeed only if the free bytes
     (cudaMemGetInfo) are at least bytes + margin. fallback: label to continue at on
     failure instead of panicking. note: a cuzk-style log tag for this step.
+    memory: `device` (VRAM, the default) or `host_pinned` (page-locked host memory,
+    cudaHostAlloc / cudaHostRegister): charged to the host RAM budget, fails at once when
+    the budget cannot hold it, and costs the profile's registration time; `allocator`
+    and `per_device` do not apply to it; `margin` is checked against the host's free bytes.
     """
 
     buffer: str
@@ -58,6 +63,7 @@ class Alloc:
     margin: int | None = None
     fallback: str | None = None
     note: str = ""
+    memory: Memory = "device"
     op: Literal["alloc"] = "alloc"
 
 
@@ -65,9 +71,11 @@ class Alloc:
 class Free:
     """Free a buffer. Freeing a buffer that is not live is a no-op (like cudaFree(nullptr)),
     so a fallback path may free what its failed branch may or may not have allocated;
-    freeing a persistent buffer is a no-op too."""
+    freeing a persistent buffer is a no-op too. memory: where the buffer lives, as in its
+    `alloc` (`host_pinned`: cudaFreeHost / cudaHostUnregister)."""
 
     buffer: str
+    memory: Memory = "device"
     op: Literal["free"] = "free"
 
 
@@ -213,6 +221,17 @@ class Plan:
                         f"{source}: steps[{i}] ({s.op}).{fname} must be a "
                         f"non-negative integer, got {v!r}"
                     )
+            memory = getattr(s, "memory", "device")
+            if memory not in ("device", "host_pinned"):
+                raise PlanError(
+                    f"{source}: steps[{i}] ({s.op}).memory must be 'device' or "
+                    f"'host_pinned', got {memory!r}"
+                )
+            if memory == "host_pinned" and getattr(s, "per_device", False):
+                raise PlanError(
+                    f"{source}: steps[{i}] ({s.op}).per_device does not apply to host_pinned "
+                    "memory (host memory belongs to the process, not to a device)"
+                )
             target = getattr(s, "fallback", None) or getattr(s, "label", None)
             if target is not None and target not in labels:
                 raise PlanError(

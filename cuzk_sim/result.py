@@ -24,6 +24,7 @@ class OomEvent:
     fatal: bool  # False: the step had a fallback and took it
     reason: str  # "alloc" (the allocator refused) or "skip_vram" (memory-aware check)
     ledger: dict[str, dict[str, int]]  # owner -> buffer -> bytes
+    where: str = "device"  # "device" (VRAM of `device`) or "host" (the host RAM budget)
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,9 @@ class SimResult:
     oom_events: list[OomEvent]
     log: list[tuple[float, str]]
     stopped_at_oom: bool = False
+    peak_host_bytes: int = 0  # host RAM budget in use at its peak (reservations + pinned)
+    host_budget_bytes: int = 0
+    peak_core_demand: float = 0.0  # most CPU threads asked for at once (0: never counted)
     events: int = 0  # scheduler wake-ups processed (for benchmarks)
     pce_extractions: int = 0
     proof_done_times: list[tuple[str, str, float]] = field(default_factory=list)
@@ -75,9 +79,13 @@ class SimResult:
             "seed": self.seed,
             "oom": self.oom,
             "first_oom_buffer": first.buffer if first else None,
+            "first_oom_where": first.where if first else None,
             "oom_events": [asdict(e) for e in self.oom_events],
             "peak_vram_bytes": {str(d): b for d, b in sorted(self.peak_vram_bytes.items())},
             "vram_total_bytes": {str(d): b for d, b in sorted(self.vram_total_bytes.items())},
+            "peak_host_bytes": self.peak_host_bytes,
+            "host_budget_bytes": self.host_budget_bytes,
+            "peak_core_demand": self.peak_core_demand,
             "seconds_per_proof": self.seconds_per_proof,
             "proofs_submitted": self.proofs_submitted,
             "proofs_completed": self.proofs_completed,

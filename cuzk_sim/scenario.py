@@ -37,12 +37,13 @@ class Hardware(_Strict):
     vram: SizeText | None = None  # default: the profile's card
     context_overhead: SizeText | None = None  # default: the profile's constant
     host_ram: SizeText = "512 GiB"
+    host_cores: int | None = Field(None, ge=1, le=65536)  # default: the profile's host
 
 
 class GpusSection(_Strict):
     gpu_workers_per_device: int = Field(2, ge=1, le=64)
     devices: list[int] = []
-    gpu_threads: int = 32  # accepted for fidelity with cuzk.toml; not modelled
+    gpu_threads: int = Field(32, ge=0)  # groth16_pool threads (B_G2 MSM); 0 = all cores
 
 
 class PipelineSection(_Strict):
@@ -121,6 +122,7 @@ class Expect(_Strict):
     oom: bool | None = None
     seconds_per_proof: tuple[str, str] | None = None  # [lo, hi]
     first_oom_buffer: str | None = None
+    first_oom_where: Literal["device", "host"] | None = None
     log_contains: list[str] = []
     proofs_failed: int | None = None
     pce_extractions: int | None = None
@@ -231,6 +233,7 @@ def scenario_from_dict(raw: dict, source: str, base: Path | None = None) -> Scen
             )
     if profile.pce_host_bytes > budget:
         raise _impossible(source, "PCE extraction needs more host memory than the budget")
+    cores = hw.host_cores or profile.host_cores
     variant = CuzkVariant(
         prestage=var.prestage,
         free_d_bc_after_ntt=var.free_d_bc_after_ntt,
@@ -240,6 +243,7 @@ def scenario_from_dict(raw: dict, source: str, base: Path | None = None) -> Scen
         mutex_scope=var.mutex_scope,
         d_a_cache=var.d_a_cache,
         b_g2_msm=var.b_g2_msm,
+        b_g2_threads=min(eng.gpus.gpu_threads or cores, cores),
     )
     plans = {k: build_partition_plan(SHAPES[k], variant, vram) for k in kinds}
     if spec.plan is not None and spec.plan.gpu_prover is not None:
@@ -265,6 +269,7 @@ def scenario_from_dict(raw: dict, source: str, base: Path | None = None) -> Scen
         vram=vram,
         context_overhead=context,
         host_ram_budget=budget,
+        host_cores=cores,
         gpu_workers_per_device=eng.gpus.gpu_workers_per_device,
         devices=tuple(eng.gpus.devices),
         synthesis_concurrency=eng.pipeline.synthesis_concurrency,

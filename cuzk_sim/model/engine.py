@@ -21,8 +21,9 @@ import simpy
 
 from cuzk_sim.calibration import Profile
 from cuzk_sim.model.allocator import NEVER, DeviceMemory
+from cuzk_sim.model.cores import HostCores
 from cuzk_sim.model.gpu import Device
-from cuzk_sim.model.host import PceCache
+from cuzk_sim.model.host import HostMemory, PceCache
 from cuzk_sim.model.mutex import Mutex
 from cuzk_sim.model.worker import CompiledPlan, Worker, execute_plan
 from cuzk_sim.plans.circuits import CircuitShape
@@ -48,6 +49,7 @@ class EngineConfig:
     vram: int
     context_overhead: int
     host_ram_budget: int
+    host_cores: int = 96
     gpu_workers_per_device: int = 2
     devices: tuple[int, ...] = ()  # () = all
     synthesis_concurrency: int = 1
@@ -111,7 +113,24 @@ class Simulation:
         for dev in {w.device.index: w.device for w in self.workers}.values():
             dev.memory.context = cfg.context_overhead  # one daemon process per device used
             dev.memory.peak_used = dev.memory.used
-        self.ram = simpy.Container(env, capacity=cfg.host_ram_budget, init=cfg.host_ram_budget)
+        self.ram = HostMemory(env, cfg.host_ram_budget)
+        self.cores = HostCores(env, cfg.host_cores)
+        # Can the CPU work ever ask for more cores than the host has? If not, every task
+        # runs at full speed and workers price CPU steps arithmetically (exact); else each
+        # CPU task goes through the processor-sharing model.
+        parts = max(
+            [a.partitions or self.shapes[a.kind].partitions for a in cfg.arrivals], default=1
+        )
+        synth_demand = (
+            cfg.synthesis_concurrency
+            * min(parts, cfg.max_parallel_synthesis)
+            * self.profile.synthesis_threads
+        )
+        plan_demand = max(
+            (sum(s.threads for s in cp.steps if s.op == "cpu") for cp in self.plans.values()),
+            default=0,
+        )
+        self.cores_shared = synth_demand + len(self.workers) * plan_demand > (cfg.host_cores)
         self.pce = PceCache(
             extract_seconds=lambda k: self.profile.pce_extract.seconds(self.shapes[k].constraints),
             load_seconds=self.profile.pce_load,
@@ -184,16 +203,21 @@ class Simulation:
             proof: Proof = item.item
             shape = self.shapes[proof.kind]
             yield self.lookahead.get(1)
-            yield self.ram.get(proof.partitions * shape.host_bytes)
+            yield self.ram.reserve("synthesis", proof.id, proof.partitions * shape.host_bytes)
             yield from self.pce.ensure(env, self.ram, proof.kind, self.log)
             rounds = math.ceil(proof.partitions / cfg.max_parallel_synthesis)
-            t0 = env.now
-            yield env.timeout(
-                rounds
-                * self.profile.cpu_seconds(
-                    "synthesis", shape.constraints, f"synthesis of {proof.kind}"
-                )
+            seconds = self.profile.cpu_seconds(
+                "synthesis", shape.constraints, f"synthesis of {proof.kind}"
             )
+            t0 = env.now
+            if self.cores_shared:  # each round: its partitions in parallel, sharing cores
+                left = proof.partitions
+                for _ in range(rounds):
+                    now_parts = min(left, cfg.max_parallel_synthesis)
+                    left -= now_parts
+                    yield self.cores.run(seconds, now_parts * self.profile.synthesis_threads)
+            else:
+                yield env.timeout(rounds * seconds)
             self.events += 4
             if self.record:
                 self.spans.append(Span(f"synth{index}", -1, proof.id, "synthesis", t0, env.now))
@@ -229,7 +253,7 @@ class Simulation:
                         if not self.stop.triggered:
                             self.stop.succeed()
                         return
-            self.ram.put(shape.host_bytes)
+            self.ram.unreserve("synthesis", proof.id, shape.host_bytes)
             proof.returned += 1
             if proof.returned == proof.partitions:  # every partition is back (done or not)
                 proof.finished = True
@@ -294,6 +318,9 @@ class Simulation:
             partitions_failed=self.partitions_failed,
             seconds_per_proof=spp,
             peak_vram_bytes={d.index: d.memory.peak_used for d in self.devices},
+            peak_host_bytes=self.ram.peak_used,
+            host_budget_bytes=self.ram.budget,
+            peak_core_demand=self.cores.peak_demand,
             vram_total_bytes={d.index: d.memory.total for d in self.devices},
             oom_events=self.oom_events,
             log=self.lines,

@@ -9,7 +9,15 @@ worker's clock with one timeout — so consecutive kernels cost one event, not o
 Out of memory: an `alloc` with a `fallback` jumps to its label and logs like cuzk
 (`prestage_setup=fallback err=2`, or `=skip_vram` when the memory-aware check said no);
 without one the worker panics: its partition fails, its non-persistent buffers are
-freed (unwinding), its mutexes released.
+freed (unwinding), its mutexes released. Host-pinned allocations (`memory =
+"host_pinned"`) do the same against the host RAM budget, which synthesizers share: they
+always run at SimPy time (the worker meets the others first) and cost the profile's
+page-locking time.
+
+CPU steps: when the host's cores can never be oversubscribed (checked when the engine
+starts), a CPU step takes its calibrated time, arithmetically. Otherwise each one runs
+through the processor-sharing model (model/cores.py): a `host` step at the worker's time,
+a helper-thread step as a small SimPy process whose end a later `sync` waits for.
 """
 
 from __future__ import annotations
@@ -18,12 +26,14 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import simpy
+
 from cuzk_sim.calibration import Profile
 from cuzk_sim.input_errors import InputError
 from cuzk_sim.model.allocator import NEVER
 from cuzk_sim.model.gpu import Device
 from cuzk_sim.model.mutex import Mutex
-from cuzk_sim.plan import Alloc, Copy, Cpu, Kernel, Label, Plan, Step
+from cuzk_sim.plan import Alloc, Copy, Cpu, Free, Kernel, Label, Plan, Step
 from cuzk_sim.result import OomEvent, Span
 from cuzk_sim.units import format_size
 
@@ -39,16 +49,22 @@ class CompiledPlan:
     steps: tuple[Step, ...]
     seconds: tuple[float, ...]
     labels: dict[str, int]
-    exclusive: bool  # every alloc/free runs under a mutex that excludes the device's others
+    exclusive: bool  # every device alloc/free runs under a mutex that excludes the others
 
 
 EXCLUSIVE_SCOPES = ("device", "global", "process")
 
 
+def is_host_memory(s: Step) -> bool:
+    return isinstance(s, (Alloc, Free)) and s.memory == "host_pinned"
+
+
 def memory_steps_all_locked(steps: tuple[Step, ...], labels: dict[str, int]) -> bool:
-    """Does every alloc and free, on every path (fallbacks and gotos included), run while
-    a device-, process- or global-scope mutex is held? Then, while a worker holds it, no
-    other worker of that device can touch device memory."""
+    """Does every device alloc and free, on every path (fallbacks and gotos included), run
+    while a device-, process- or global-scope mutex is held? Then, while a worker holds it,
+    no other worker of that device can touch device memory. Host memory is shared with
+    the synthesizers, whom no GPU mutex excludes: a host step inside a held mutex makes
+    the answer no (its critical section could not be replayed from device state)."""
     seen: set[tuple[int, int]] = set()
     todo = [(0, 0)]
     while todo:
@@ -56,7 +72,10 @@ def memory_steps_all_locked(steps: tuple[Step, ...], labels: dict[str, int]) -> 
         while pc < len(steps) and (pc, held) not in seen:
             seen.add((pc, held))
             s = steps[pc]
-            if s.op in ("alloc", "free") and held == 0:
+            if is_host_memory(s):
+                if held:
+                    return False
+            elif s.op in ("alloc", "free") and held == 0:
                 return False
             if s.op == "lock" and s.scope in EXCLUSIVE_SCOPES:
                 held += 1
@@ -101,6 +120,8 @@ def compile_plan(plan: Plan, profile: Profile, merge: bool = True) -> CompiledPl
             t = profile.cpu_seconds(s.kind, s.size, where)
         elif isinstance(s, Copy):
             t = profile.copy_seconds(s.bytes, s.pinned)
+        elif isinstance(s, Alloc) and s.memory == "host_pinned":
+            t = profile.pin_seconds(s.bytes)  # page-locking: paid when the pin succeeds
         else:
             t = 0.0
         steps.append(s)
@@ -223,6 +244,84 @@ def _alloc(
     return cp.labels[s.fallback]
 
 
+def _alloc_host(
+    sim: Simulation, w: Worker, s: Alloc, pc: int, cp: CompiledPlan, part: str, seconds: float
+) -> int:
+    """A pinned host allocation at SimPy time: next step index, or -1 (panic)."""
+    ram, now = sim.ram, sim.env.now
+    if (w.name, s.buffer) in ram.live:
+        if s.persistent:
+            return pc + 1
+        sim.leaks += 1
+        nbytes, persistent = ram.live.pop((w.name, s.buffer))
+        ram.live[(w.name, f"{s.buffer}#leak{sim.leaks}")] = (nbytes, persistent)
+    reason = ""
+    if s.margin is not None and ram.free < s.bytes + s.margin:
+        reason = "skip_ram"
+    elif not ram.try_pin(w.name, s.buffer, s.bytes, s.persistent):
+        reason = "alloc"
+    if not reason:
+        w.t_ready = now + seconds  # page-locking the buffer
+        return pc + 1
+    fatal = s.fallback is None
+    sim.oom_events.append(
+        OomEvent(
+            time_s=now,
+            device=w.device.index,
+            worker=w.name,
+            partition=part,
+            buffer=s.buffer,
+            requested_bytes=s.bytes,
+            free_bytes=ram.free,
+            allocator="pinned",
+            fatal=fatal,
+            reason=reason,
+            ledger=ram.ledger(),
+            where="host",
+        )
+    )
+    if fatal:
+        sim.log(
+            f"worker {w.name} panicked: out of host memory pinning {s.buffer} "
+            f"({format_size(s.bytes)}, budget free {format_size(ram.free)}) partition {part}",
+            now,
+        )
+        return -1
+    tag = s.note or f"alloc_{s.buffer}"
+    sim.log(f"CUZK_TIMING: {tag}={'skip_ram' if reason == 'skip_ram' else 'fallback err=2'}", now)
+    return cp.labels[s.fallback]
+
+
+def _cpu_helper(
+    sim: Simulation, w: Worker, s: Cpu, prev: float | simpy.Event, ready: float, seconds: float
+) -> Generator[simpy.Event, object, float]:
+    """A helper-thread CPU step under core sharing: after the stream's previous work and
+    the worker's issue time, run on the shared cores; returns its end time."""
+    env = sim.env
+    if isinstance(prev, simpy.Event):
+        prev = prev.value if prev.processed else (yield prev)
+    start = max(ready, prev)
+    if start > env.now:
+        yield env.timeout(start - env.now)
+    yield sim.cores.run(seconds, s.threads)
+    if sim.record:
+        sim.spans.append(Span(w.name, -1, s.name, "cpu", start, env.now))
+    return env.now
+
+
+def _stream_end(sim: Simulation, w: Worker, stream: str) -> Generator[simpy.Event, object, None]:
+    """Make `w.streams[stream]` a time: wait (from the worker's time) for a helper-thread
+    CPU step still running on it (an event whose value is its end time)."""
+    proc = w.streams.get(stream)
+    if isinstance(proc, simpy.Event):
+        env = sim.env
+        if not proc.processed and w.t_ready > env.now:
+            sim.events += 1
+            yield env.timeout(w.t_ready - env.now)
+        end = proc.value if proc.processed else (yield proc)
+        w.streams[stream] = end
+
+
 def _unlock(sim: Simulation, w: Worker, name: str) -> None:
     for i, (held_name, m, since) in enumerate(w.held):
         if held_name == name:
@@ -237,10 +336,13 @@ def _unlock(sim: Simulation, w: Worker, name: str) -> None:
 
 
 def panic(sim: Simulation, w: Worker) -> None:
-    """Unwind: free the worker's non-persistent buffers, release its mutexes."""
+    """Unwind: free the worker's non-persistent buffers (device and pinned host), release
+    its mutexes."""
     mem = w.device.memory
     for owner, buffer in [k for k, b in mem.live.items() if k[0] == w.name and not b.persistent]:
         mem.release(owner, buffer)
+    for owner, buffer in [k for k in sim.ram.live if k[0] == w.name]:
+        sim.ram.unpin(owner, buffer)
     for name, _, _ in list(w.held):
         _unlock(sim, w, name)
     if sim.record:
@@ -263,9 +365,48 @@ def execute_plan(
     record = sim.record
     mem = dev.memory
     name = w.name
+    shared_cores = sim.cores_shared
     while pc < n:
         s = steps[pc]
         op = s.op
+        if shared_cores and op in ("cpu", "kernel", "copy", "sync"):
+            if op == "cpu":
+                if s.stream == "host":
+                    start = w.t_ready
+                    sim.events += 1
+                    w.t_ready = yield sim.cores.run(seconds[pc], s.threads, start)
+                    if record:
+                        sim.spans.append(Span(name, -1, s.name, "cpu", start, w.t_ready))
+                else:
+                    prev = w.streams.get(s.stream, 0.0)
+                    sim.events += 1
+                    if not record and not isinstance(prev, simpy.Event):
+                        # no helper process needed: joins the shared cores when it starts
+                        start = max(prev, w.t_ready)
+                        w.streams[s.stream] = sim.cores.run(seconds[pc], s.threads, start)
+                    else:
+                        w.streams[s.stream] = env.process(
+                            _cpu_helper(sim, w, s, prev, w.t_ready, seconds[pc])
+                        )
+                pc += 1
+                continue
+            if (s.stream != "compute" or op == "sync") and isinstance(
+                w.streams.get(s.stream), simpy.Event
+            ):
+                yield from _stream_end(sim, w, s.stream)
+        if (op == "alloc" or op == "free") and s.memory == "host_pinned":
+            if w.t_ready > env.now:  # host memory is shared with the synthesizers
+                sim.events += 1
+                yield env.timeout(w.t_ready - env.now)
+            if op == "free":
+                sim.ram.unpin(name, s.buffer)
+                pc += 1
+                continue
+            pc = _alloc_host(sim, w, s, pc, cp, part, seconds[pc])
+            if pc < 0:
+                panic(sim, w)
+                return False
+            continue
         if replay is not None and (op == "alloc" or op == "free"):
             pc += 1  # a known section: its memory outcome is applied at the unlock
             continue

@@ -12,7 +12,13 @@ follow the source (cited in docs/simulator.md):
 - MSM buckets/histogram and the per-invoke `d_temp` (digits, scalars, points) come from
   `gpu.Dmalloc` = cudaMallocAsync: they land in the async pool (sppark msm/pippenger.cuh).
 - Phase 9 pre-staging: a per-worker `d_a` copy and `d_bc`, ~6 GiB in all at 2^27
-  (the incident report); `d_a` is N·32 B, `d_bc` the rest (N·16 B).
+  (the incident report); `d_a` is N·32 B, `d_bc` the rest (N·16 B). Their host sources
+  are page-locked with cudaHostRegister before the GPU mutex (curio cuzk-project.md,
+  Phase 9: "Pin host pages with cudaHostRegister before the GPU mutex"): `pinned_a`,
+  `pinned_bc`, host-pinned buffers of the same sizes, released when the partition ends.
+- CPU threads: `prep_msm` runs on one thread for one circuit (cuzk-project.md, Phase 11:
+  "With num_circuits=1, prep_msm uses only 1 thread regardless (par_map(1,...))"); the
+  B_G2 MSM runs on the C++ groth16_pool, `gpus.gpu_threads` threads (cuzk-daemon main.rs).
 
 The plan never asks which incident it is in: each variant only moves, adds or removes
 steps, and the model executes whatever comes out.
@@ -62,6 +68,7 @@ class CuzkVariant:
     mutex_scope: MutexScope = "device"  # one per device / one global for all / none
     d_a_cache: bool = True  # persistent per-GPU d_a (never freed)
     b_g2_msm: Literal["cpu", "gpu"] = "cpu"  # tail B_G2 MSM on a CPU thread or on the GPU
+    b_g2_threads: int = 32  # the groth16_pool's threads (gpus.gpu_threads; example: 32)
 
 
 def lot_of_memory(domain: int, vram_bytes: int) -> bool:
@@ -134,10 +141,18 @@ def build_partition_plan(shape: CircuitShape, variant: CuzkVariant, vram_bytes: 
     stage_a, stage_bc = N * FR_BYTES, N * FR_BYTES // 2
 
     steps: list[Step] = [
-        Cpu("prep_msm", "prep_msm", n, threads=16, stream="prep"),
+        Cpu("prep_msm", "prep_msm", n, threads=1, stream="prep"),
     ]
     if variant.b_g2_msm == "cpu":
-        steps.append(Cpu("b_g2_msm", "msm_g2_cpu", shape.tail(shape.b_points), stream="b_g2"))
+        steps.append(
+            Cpu(
+                "b_g2_msm",
+                "msm_g2_cpu",
+                shape.tail(shape.b_points),
+                threads=variant.b_g2_threads,
+                stream="b_g2",
+            )
+        )
 
     # --- the original NTT-H phase (also the fallback of pre-staging) ---
     d_a = Alloc(
@@ -188,10 +203,15 @@ def build_partition_plan(shape: CircuitShape, variant: CuzkVariant, vram_bytes: 
         if variant.free_d_bc_after_ntt:
             prestaged.append(Free("d_a_stage"))
         failed = [Label("prestage_failed"), Free("d_a_stage"), Free("d_bc")]
+        pins: list[Step] = [  # cudaHostRegister of the staged vectors, before the mutex
+            Alloc("pinned_a", stage_a, memory="host_pinned", note="prestage_pin"),
+            Alloc("pinned_bc", stage_bc, memory="host_pinned", note="prestage_pin"),
+        ]
         if variant.prestage == "outside_mutex":
-            steps += [*staging, lock, *prestaged, Goto("ntt_h_done"), *failed, lock, *original]
+            steps += [*pins, *staging, lock, *prestaged, Goto("ntt_h_done"), *failed, lock]
+            steps += original
         else:
-            steps += [lock, *staging, *prestaged, Goto("ntt_h_done"), *failed, *original]
+            steps += [*pins, lock, *staging, *prestaged, Goto("ntt_h_done"), *failed, *original]
         steps.append(Label("ntt_h_done"))
 
     # --- batch additions (need prep_msm's bit vectors), then tail MSMs ---
@@ -234,6 +254,8 @@ def build_partition_plan(shape: CircuitShape, variant: CuzkVariant, vram_bytes: 
     steps.append(Cpu("assemble", "assemble", 1))
     if variant.prestage != "off" and not variant.free_d_bc_after_ntt:
         steps += [Free("d_a_stage"), Free("d_bc")]
+    if variant.prestage != "off":
+        steps += [Free("pinned_a", memory="host_pinned"), Free("pinned_bc", memory="host_pinned")]
     plan = Plan(
         name=f"cuzk-{shape.kind}",
         steps=tuple(steps),
