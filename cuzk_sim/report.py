@@ -30,6 +30,12 @@ def run_table(result: SimResult) -> Table:
     )
     t.add_row("seconds per proof", _spp(result))
     t.add_row("peak VRAM", _peaks(result))
+    t.add_row(
+        "peak host RAM",
+        f"{format_size(result.peak_host_bytes)}/{format_size(result.host_budget_bytes)} budget",
+    )
+    if result.peak_core_demand:
+        t.add_row("peak CPU threads asked for", f"{result.peak_core_demand:g}")
     t.add_row("fallbacks taken", str(sum(not e.fatal for e in result.oom_events)))
     t.add_row("simulated time", f"{result.sim_time_s:.1f} s")
     return t
@@ -37,8 +43,9 @@ def run_table(result: SimResult) -> Table:
 
 def post_mortem(event: OomEvent) -> str:
     """An OOM as a post-mortem paragraph: what, where, when, and who held the memory."""
+    place = "host RAM budget" if event.where == "host" else f"gpu{event.device}"
     lines = [
-        f"OOM at t={event.time_s:.3f} s on gpu{event.device}, worker {event.worker}, "
+        f"OOM at t={event.time_s:.3f} s on {place}, worker {event.worker}, "
         f"partition {event.partition}: {event.allocator} alloc of {event.buffer} "
         f"({format_size(event.requested_bytes)}) with {format_size(event.free_bytes)} free"
         + ("" if event.fatal else f" -> fallback ({event.reason})"),

@@ -44,6 +44,9 @@ def run_plan(
     record: bool = False,
     on_oom: str = "continue",
     partitions: int = 1,
+    profile: Profile | None = None,
+    host_ram_budget: int = 10**6,
+    force_shared: bool = False,
     **cfg,
 ):
     shape = CircuitShape("toy", 10, 4, partitions, 2, 1)
@@ -51,7 +54,7 @@ def run_plan(
         gpus=cfg.pop("gpus", 1),
         vram=vram,
         context_overhead=context,
-        host_ram_budget=10**6,
+        host_ram_budget=host_ram_budget,
         gpu_workers_per_device=workers,
         max_parallel_synthesis=cfg.pop("max_parallel_synthesis", 64),
         synthesis_lookahead=cfg.pop("synthesis_lookahead", 8),
@@ -60,7 +63,7 @@ def run_plan(
         arrivals=(Arrivals("toy", proofs),),
         **cfg,
     )
-    profile = toy_profile()
+    profile = profile or toy_profile()
     sim = Simulation(
         "test",
         config,
@@ -69,4 +72,6 @@ def run_plan(
         profile,
         record,
     )
+    if force_shared:  # price CPU steps through processor sharing even with cores to spare
+        sim.cores_shared = True
     return sim, sim.run()

@@ -100,3 +100,25 @@ def test_every_plan_round_trips_and_is_priced(kind, b_g2):
 def test_mutex_scope_flag_reaches_the_lock_steps():
     plan = build_partition_plan(POREP, CuzkVariant(mutex_scope="global"), 16 * GIB)
     assert {s.scope for s in plan.steps if s.op in ("lock", "unlock")} == {"global"}
+
+
+@pytest.mark.parametrize("prestage", ["outside_mutex", "under_mutex"])
+def test_prestage_pins_its_host_vectors_before_the_mutex_and_unpins_at_the_end(prestage):
+    # cuzk-project.md, Phase 9: "Pin host pages with cudaHostRegister before the GPU mutex"
+    plan = build_partition_plan(POREP, CuzkVariant(prestage=prestage), 16 * GIB)
+    steps = plan.steps
+    pins = [i for i, s in enumerate(steps) if getattr(s, "memory", "") == "host_pinned"]
+    first_lock = min(i for i, s in enumerate(steps) if s.op == "lock")
+    allocs = {s.buffer: s.bytes for s in steps if s.op == "alloc" and s.memory == "host_pinned"}
+    assert allocs == {"pinned_a": 2**27 * 32, "pinned_bc": 2**27 * 16}  # = d_a_stage, d_bc
+    assert all(steps[i].op == "alloc" for i in pins[:2]) and pins[1] < first_lock
+    assert [steps[i].buffer for i in pins[2:]] == ["pinned_a", "pinned_bc"]
+    assert pins[2] > max(i for i, s in enumerate(steps) if s.op == "unlock")
+    off = build_partition_plan(POREP, CuzkVariant(), 16 * GIB)
+    assert not any(getattr(s, "memory", "") == "host_pinned" for s in off.steps)
+
+
+def test_cpu_threads_follow_the_source():
+    plan = build_partition_plan(POREP, CuzkVariant(b_g2_threads=7), 16 * GIB)
+    threads = {s.name: s.threads for s in plan.steps if s.op == "cpu"}
+    assert threads == {"prep_msm": 1, "b_g2_msm": 7, "assemble": 1}
