@@ -108,6 +108,8 @@ cpu_plans = st.lists(
     lambda specs: Plan(
         "cpus",
         (
+            Cpu("early", "prep_msm", 2, threads=2, stream="p"),
+            Alloc("pin", 1000, memory="host_pinned"),
             Lock("gpu"),
             Alloc("x", 1),
             *(
@@ -118,6 +120,7 @@ cpu_plans = st.lists(
             Free("x"),
             Unlock("gpu"),
             Sync("q"),
+            Free("pin", memory="host_pinned"),
         ),
     )
 )
@@ -245,6 +248,8 @@ host_plans = st.lists(
 @given(host_plans, st.integers(1, 3), st.integers(1, 4), st.integers(0, 2**16))
 def test_host_bytes_are_conserved(plan, workers, proofs, seed):
     sim, result = run_plan(plan, workers=workers, proofs=proofs, seed=seed)
+    _, traced = run_plan(plan, workers=workers, proofs=proofs, seed=seed, record=True)
+    assert_same_run(result, traced)  # shortcuts around host steps change nothing
     ram = sim.ram
     assert ram.used == sum(n for n, _ in ram.live.values()) + sum(ram.reserved.values())
     assert ram.pinned == sum(n for n, _ in ram.live.values())
