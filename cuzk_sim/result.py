@@ -63,6 +63,8 @@ class SimResult:
     proof_done_times: list[tuple[str, str, float]] = field(default_factory=list)
     spans: list[Span] = field(default_factory=list)
     vram_samples: list[tuple[float, int, int]] = field(default_factory=list)  # t, dev, used
+    host_samples: list[tuple[float, int, int]] = field(default_factory=list)  # t, used, pinned
+    core_samples: list[tuple[float, float]] = field(default_factory=list)  # t, threads
 
     @property
     def fatal_ooms(self) -> list[OomEvent]:

@@ -1,8 +1,9 @@
 """Chrome trace-event JSON of a run (opens in Perfetto / chrome://tracing).
 
 One process per GPU (tracks: its workers' partitions, kernels, copies, mutex waits and
-holds, and a VRAM counter), one "host" process for synthesis and CPU threads; OOMs are
-instant events carrying the ledger.
+holds, and a VRAM counter), one "host" process for synthesis and CPU threads, with
+counters of the host RAM budget in use (of which pinned) and of the CPU threads asked
+for (when cores are counted); OOMs are instant events carrying the ledger.
 """
 
 from __future__ import annotations
@@ -64,14 +65,35 @@ def chrome_trace(result: SimResult) -> dict[str, Any]:
                 "args": {"used": used / 2**30},
             }
         )
+    for t, used, pinned in result.host_samples:
+        events.append(
+            {
+                "ph": "C",
+                "name": "host RAM budget used (GiB)",
+                "pid": HOST_PID,
+                "ts": t * US,
+                "args": {"reserved": (used - pinned) / 2**30, "pinned": pinned / 2**30},
+            }
+        )
+    for t, threads in result.core_samples:
+        events.append(
+            {
+                "ph": "C",
+                "name": "CPU threads asked for",
+                "pid": HOST_PID,
+                "ts": t * US,
+                "args": {"threads": threads},
+            }
+        )
     for e in result.oom_events:
+        pid = HOST_PID if e.where == "host" else e.device
         events.append(
             {
                 "ph": "i",
                 "s": "g",
                 "name": f"{'OOM' if e.fatal else 'fallback'} {e.buffer}",
-                "pid": e.device,
-                "tid": tid(e.device, e.worker),
+                "pid": pid,
+                "tid": tid(pid, e.worker),
                 "ts": e.time_s * US,
                 "args": {"requested": e.requested_bytes, "free": e.free_bytes, "ledger": e.ledger},
             }

@@ -40,6 +40,7 @@ class HostCores:
     generation: int = 0
     timer_at: float | None = None  # when the live timer fires (None: no timer)
     peak_demand: float = 0.0  # threads
+    samples: list[tuple[float, float]] | None = None  # (t, threads asked for) for a trace
     _ids: itertools.count = field(default_factory=itertools.count)
 
     def __post_init__(self) -> None:
@@ -72,6 +73,8 @@ class HostCores:
         self.demand += milli
         if self.demand > self.peak_demand * MILLI:
             self.peak_demand = self.demand / MILLI
+        if self.samples is not None:
+            self.samples.append((self.env.now, self.demand / MILLI))
         if (
             was_full_speed
             and self.demand <= self._capacity
@@ -106,4 +109,6 @@ class HostCores:
             _, _, milli, ev = heapq.heappop(tasks)
             self.demand -= milli
             ev.succeed(self.env.now)
+            if self.samples is not None:
+                self.samples.append((self.env.now, self.demand / MILLI))
         self._schedule()

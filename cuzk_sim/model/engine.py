@@ -113,8 +113,8 @@ class Simulation:
         for dev in {w.device.index: w.device for w in self.workers}.values():
             dev.memory.context = cfg.context_overhead  # one daemon process per device used
             dev.memory.peak_used = dev.memory.used
-        self.ram = HostMemory(env, cfg.host_ram_budget)
-        self.cores = HostCores(env, cfg.host_cores)
+        self.ram = HostMemory(env, cfg.host_ram_budget, samples=[] if self.record else None)
+        self.cores = HostCores(env, cfg.host_cores, samples=[] if self.record else None)
         # Can the CPU work ever ask for more cores than the host has? If not, every task
         # runs at full speed and workers price CPU steps arithmetically (exact); else each
         # CPU task goes through the processor-sharing model.
@@ -321,6 +321,8 @@ class Simulation:
             peak_host_bytes=self.ram.peak_used,
             host_budget_bytes=self.ram.budget,
             peak_core_demand=self.cores.peak_demand,
+            host_samples=self.ram.samples or [],
+            core_samples=self.cores.samples or [],
             vram_total_bytes={d.index: d.memory.total for d in self.devices},
             oom_events=self.oom_events,
             log=self.lines,

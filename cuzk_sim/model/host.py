@@ -33,6 +33,7 @@ class HostMemory:
     live: dict[tuple[str, str], tuple[int, bool]] = field(default_factory=dict)  # pinned
     reserved: dict[tuple[str, str], int] = field(default_factory=dict)  # waiting kind
     waiters: deque[tuple[str, str, int, simpy.Event]] = field(default_factory=deque)
+    samples: list[tuple[float, int, int]] | None = None  # (t, used, pinned) for a trace
 
     @property
     def free(self) -> int:
@@ -42,6 +43,10 @@ class HostMemory:
         self.used += nbytes
         if self.used > self.peak_used:
             self.peak_used = self.used
+
+    def _sample(self) -> None:
+        if self.samples is not None:
+            self.samples.append((self.env.now, self.used, self.pinned))
 
     def reserve(self, owner: str, what: str, nbytes: int) -> simpy.Event:
         """An event that fires once `nbytes` are reserved (FIFO behind earlier waiters)."""
@@ -61,6 +66,7 @@ class HostMemory:
             del self.reserved[key]
         self.used -= nbytes
         self._admit()
+        self._sample()
 
     def _admit(self) -> None:
         while self.waiters and self.waiters[0][2] <= self.free:
@@ -69,6 +75,7 @@ class HostMemory:
             key = (owner, what)
             self.reserved[key] = self.reserved.get(key, 0) + nbytes
             ev.succeed()
+            self._sample()
 
     def try_pin(self, owner: str, buffer: str, nbytes: int, persistent: bool) -> bool:
         """Pin at once or fail at once; never waits, never queues behind reservations."""
@@ -77,6 +84,7 @@ class HostMemory:
         self._take(nbytes)
         self.pinned += nbytes
         self.live[(owner, buffer)] = (nbytes, persistent)
+        self._sample()
         return True
 
     def unpin(self, owner: str, buffer: str) -> bool:
@@ -88,6 +96,7 @@ class HostMemory:
         self.used -= got[0]
         self.pinned -= got[0]
         self._admit()
+        self._sample()
         return True
 
     def ledger(self) -> dict[str, dict[str, int]]:

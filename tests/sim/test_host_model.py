@@ -346,3 +346,15 @@ def test_profile_host_keys_are_validated(tmp_path, edit, key):
     (tmp_path / "p.toml").write_text(text.replace(edit[0], edit[1], 1))
     with pytest.raises(InputError, match=key.replace(".", r"\.")):
         load_profile(str(tmp_path / "p.toml"))
+
+
+def test_trace_carries_host_counters_and_the_host_oom():
+    from cuzk_sim.trace import HOST_PID, chrome_trace
+
+    scn = load_scenario(SCENARIOS / "host-pinned-prestage-two-workers-small-ram.toml")
+    events = chrome_trace(simulate(scn, record=True))["traceEvents"]
+    (oom,) = [e for e in events if e["ph"] == "i"]
+    assert oom["pid"] == HOST_PID and oom["name"] == "OOM pinned_bc"
+    host = [e["args"] for e in events if e.get("name") == "host RAM budget used (GiB)"]
+    # 140 GiB reserved for the proof, then two 4 GiB pins (hand arithmetic in the scenario)
+    assert {"reserved": 140.0, "pinned": 8.0} in host
