@@ -50,6 +50,9 @@ class CompiledPlan:
     seconds: tuple[float, ...]
     labels: dict[str, int]
     exclusive: bool  # every device alloc/free runs under a mutex that excludes the others
+    # per step: may it meet the host (a host memory step, a CPU step, or a step that reads
+    # a stream a helper-thread CPU step may still hold)? The hot loop tests only this.
+    host_touching: tuple[bool, ...] = ()
 
 
 EXCLUSIVE_SCOPES = ("device", "global", "process")
@@ -131,7 +134,13 @@ def compile_plan(plan: Plan, profile: Profile, merge: bool = True) -> CompiledPl
         if s.op in ("alloc", "goto") and target is not None and target not in labels:
             raise InputError(f"plan {plan.name}: jump to undefined label {target!r}")
     exclusive = memory_steps_all_locked(tuple(steps), labels)
-    return CompiledPlan(plan, tuple(steps), tuple(seconds), labels, exclusive)
+    host_touching = tuple(
+        is_host_memory(s)
+        or s.op in ("cpu", "sync")
+        or (s.op in ("kernel", "copy") and s.stream != "compute")
+        for s in steps
+    )
+    return CompiledPlan(plan, tuple(steps), tuple(seconds), labels, exclusive, host_touching)
 
 
 @dataclass
@@ -366,10 +375,26 @@ def execute_plan(
     mem = dev.memory
     name = w.name
     shared_cores = sim.cores_shared
+    host_touching = cp.host_touching
     while pc < n:
         s = steps[pc]
         op = s.op
-        if shared_cores and op in ("cpu", "kernel", "copy", "sync"):
+        if not host_touching[pc]:
+            pass
+        elif op == "alloc" or op == "free":  # host memory: shared with the synthesizers
+            if w.t_ready > env.now:
+                sim.events += 1
+                yield env.timeout(w.t_ready - env.now)
+            if op == "free":
+                sim.ram.unpin(name, s.buffer)
+                pc += 1
+                continue
+            pc = _alloc_host(sim, w, s, pc, cp, part, seconds[pc])
+            if pc < 0:
+                panic(sim, w)
+                return False
+            continue
+        elif shared_cores:
             if op == "cpu":
                 if s.stream == "host":
                     start = w.t_ready
@@ -390,23 +415,8 @@ def execute_plan(
                         )
                 pc += 1
                 continue
-            if (s.stream != "compute" or op == "sync") and isinstance(
-                w.streams.get(s.stream), simpy.Event
-            ):
+            if isinstance(w.streams.get(s.stream), simpy.Event):
                 yield from _stream_end(sim, w, s.stream)
-        if (op == "alloc" or op == "free") and s.memory == "host_pinned":
-            if w.t_ready > env.now:  # host memory is shared with the synthesizers
-                sim.events += 1
-                yield env.timeout(w.t_ready - env.now)
-            if op == "free":
-                sim.ram.unpin(name, s.buffer)
-                pc += 1
-                continue
-            pc = _alloc_host(sim, w, s, pc, cp, part, seconds[pc])
-            if pc < 0:
-                panic(sim, w)
-                return False
-            continue
         if replay is not None and (op == "alloc" or op == "free"):
             pc += 1  # a known section: its memory outcome is applied at the unlock
             continue
