@@ -66,6 +66,18 @@ class EngineConfig:
     arrivals: tuple[Arrivals, ...] = ()
 
 
+def plan_cpu_demand(cp: CompiledPlan) -> float:
+    """The most threads one worker running this plan can ask for at once: the sum of its
+    CPU steps' threads — unbounded when a helper-thread CPU step is not joined by a later
+    `sync` on its stream (it could still run beside the worker's next partitions)."""
+    steps = cp.steps
+    helpers = [(i, s.stream) for i, s in enumerate(steps) if s.op == "cpu" and s.stream != "host"]
+    for i, stream in helpers:
+        if not any(t.op == "sync" and t.stream == stream for t in steps[i + 1 :]):
+            return math.inf
+    return sum(s.threads for s in steps if s.op == "cpu")
+
+
 @dataclass
 class Proof:
     id: str
@@ -126,11 +138,8 @@ class Simulation:
             * min(parts, cfg.max_parallel_synthesis)
             * self.profile.synthesis_threads
         )
-        plan_demand = max(
-            (sum(s.threads for s in cp.steps if s.op == "cpu") for cp in self.plans.values()),
-            default=0,
-        )
-        self.cores_shared = synth_demand + len(self.workers) * plan_demand > (cfg.host_cores)
+        plan_demand = max((plan_cpu_demand(cp) for cp in self.plans.values()), default=0)
+        self.cores_shared = synth_demand + len(self.workers) * plan_demand > cfg.host_cores
         self.pce = PceCache(
             extract_seconds=lambda k: self.profile.pce_extract.seconds(self.shapes[k].constraints),
             load_seconds=self.profile.pce_load,

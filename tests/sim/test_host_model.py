@@ -358,3 +358,12 @@ def test_trace_carries_host_counters_and_the_host_oom():
     host = [e["args"] for e in events if e.get("name") == "host RAM budget used (GiB)"]
     # 140 GiB reserved for the proof, then two 4 GiB pins (hand arithmetic in the scenario)
     assert {"reserved": 140.0, "pinned": 8.0} in host
+
+
+def test_an_unjoined_helper_thread_makes_the_engine_count_cores():
+    # the step may still run beside the next partition's: no static bound holds
+    joined = Plan("j", (Cpu("c", "prep_msm", 1, stream="p"), Sync("p")))
+    unjoined = Plan("u", (Cpu("c", "prep_msm", 1, stream="p"),))
+    sim_j, _ = run_plan(joined, host_cores=10**4, proofs=0)
+    sim_u, _ = run_plan(unjoined, host_cores=10**4, proofs=0)
+    assert not sim_j.cores_shared and sim_u.cores_shared
