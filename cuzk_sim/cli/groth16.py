@@ -79,6 +79,8 @@ def prove_command(
 
     if backend not in BACKENDS:
         _fail(f"--backend must be one of {', '.join(BACKENDS)}, got {backend!r}", EXIT_BAD_INPUT)
+    for output in (proof_json, public_json):
+        _check_writable(output)
     prove = gpu_prover() if backend == "gpu" else reference_prove
     try:
         pk = read_zkey(zkey)
@@ -100,8 +102,20 @@ def prove_command(
         if backend != "gpu":
             raise  # a bug in the reference prover: show it in full
         _fail(f"gpu prover failed: {type(e).__name__}: {e}", EXIT_NO)
-    write_proof(proof_json, proof)
-    write_public(public_json, w[1 : 1 + pk.num_public])
+    try:
+        write_proof(proof_json, proof)
+        write_public(public_json, w[1 : 1 + pk.num_public])
+    except OSError as e:
+        _fail(f"{e.filename}: cannot write: {e.strerror}", EXIT_BAD_INPUT)
+
+
+def _check_writable(output: Path) -> None:
+    """Refuse an output that cannot be written before any proving work (exit 2)."""
+    if output.is_dir():
+        _fail(f"{output}: cannot write: is a directory", EXIT_BAD_INPUT)
+    folder = output.parent
+    if not folder.is_dir():
+        _fail(f"{output}: cannot write: folder {folder} does not exist", EXIT_BAD_INPUT)
 
 
 @group.command("verify")

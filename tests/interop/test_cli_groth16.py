@@ -127,3 +127,28 @@ def test_prove_input_errors(tmp_path: Path) -> None:
     code, out = cli("groth16", "prove", "--backend", "cpu", r1cs, wtns, "p.json", "q.json")
     assert code == 2 and "--backend must be one of reference, gpu" in out
     assert not (tmp_path / "p.json").exists()
+
+
+def test_prove_refuses_unwritable_outputs_before_proving(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An output in a missing folder, or an output that is a folder, is unusable input
+    (exit 2, the path named), found before any proving work, never a traceback."""
+    import cuzk_sim.reference.formats as formats
+
+    r1cs, w = cubic(3)
+    pk = setup(r1cs, rng=random.Random(5))
+    monkeypatch.setattr(formats, "read_zkey", lambda path: pk)
+    monkeypatch.setattr(formats, "read_wtns", lambda path: w)
+    ok, missing_dir = tmp_path / "ok.json", tmp_path / "no-such-dir" / "proof.json"
+    for proof_json, public_json, named in (
+        (missing_dir, ok, missing_dir.parent),
+        (ok, tmp_path, tmp_path),  # public.json is a directory
+    ):
+        code, out = cli("groth16", "prove", "k.zkey", "w.wtns", proof_json, public_json)
+        assert code == 2, out
+        assert out.startswith("error: ") and str(named) in out and "Traceback" not in out
+        assert not ok.exists()
+    code, out = cli("groth16", "prove", "--seed", "1", "k.zkey", "w.wtns", ok, tmp_path / "q.json")
+    assert code == 0, out
+    assert read_public(tmp_path / "q.json") == [35]
