@@ -367,3 +367,12 @@ def test_an_unjoined_helper_thread_makes_the_engine_count_cores():
     sim_j, _ = run_plan(joined, host_cores=10**4, proofs=0)
     sim_u, _ = run_plan(unjoined, host_cores=10**4, proofs=0)
     assert not sim_j.cores_shared and sim_u.cores_shared
+
+
+def test_host_post_mortem_names_the_host_budget_and_the_holders():
+    from cuzk_sim.report import post_mortem
+
+    scn = load_scenario(SCENARIOS / "host-pinned-prestage-two-workers-small-ram.toml")
+    text = post_mortem(simulate(scn).fatal_ooms[0])
+    assert "on host RAM budget" in text and "pinned alloc of pinned_bc (2.00 GiB)" in text
+    assert "synthesis: 140.00 GiB" in text and "1.00 GiB free" in text
