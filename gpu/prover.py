@@ -32,6 +32,9 @@ from .ntt import DeviceTables, domain_tables, tables_bytes
 
 FR_BYTES = 32
 MSM_STAGES = ("msm_h", "msm_a", "msm_b_g1", "msm_b_g2", "msm_l")
+# a dry-run plan holds one upload and one MSM per chunk; beyond this many chunks it is
+# too long to build or replay (msm_chunk = 1 at 2^27 would be 5 x 2^27 chunks)
+MAX_DRY_RUN_CHUNKS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -360,6 +363,7 @@ def dry_run_plan(
     shape: PartitionShape, flags: ProverFlags = ProverFlags(), assume_free_bytes: int | None = None
 ) -> Any:
     """The plan this prover would execute for `shape`, without a GPU (no CuPy import)."""
+    _check_chunk_count(shape, flags)
     dev = Device("dry-run", 0, flags.allocator, assume_free_bytes=assume_free_bytes)
     dev.cpu("synthesis", "synthesis", shape.domain_size, lambda: None)
     partition(dev, shape, flags, None)
@@ -369,4 +373,24 @@ def dry_run_plan(
         domain_size=shape.domain_size,
         reduction=shape.reduction,
         flags=flags.__dict__,
+    )
+
+
+def _chunk_count(shape: PartitionShape, chunk: int) -> int:
+    return sum(-(-count // chunk) for _, count in shape.msm_sizes().values())
+
+
+def _check_chunk_count(shape: PartitionShape, flags: ProverFlags) -> None:
+    """Refuse (ValueError) an msm_chunk whose plan would exceed MAX_DRY_RUN_CHUNKS chunks,
+    naming the smallest chunk that fits, rather than build that plan for hours."""
+    if not flags.msm_chunk or _chunk_count(shape, flags.msm_chunk) <= MAX_DRY_RUN_CHUNKS:
+        return
+    lo, hi = flags.msm_chunk, max(count for _, count in shape.msm_sizes().values())
+    while lo + 1 < hi:  # the count falls as the chunk grows: bisect the smallest that fits
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if _chunk_count(shape, mid) > MAX_DRY_RUN_CHUNKS else (lo, mid)
+    raise ValueError(
+        f"ProverFlags.msm_chunk={flags.msm_chunk} splits the MSMs of a 2^{shape.log_n} "
+        f"domain into {_chunk_count(shape, flags.msm_chunk)} chunks; a dry-run plan holds "
+        f"at most {MAX_DRY_RUN_CHUNKS}: use an msm_chunk of at least {hi}"
     )

@@ -37,17 +37,20 @@ def register(app: typer.Typer) -> None:
             allocator=allocator,
             msm_chunk=msm_chunk or None,
         )
-        plan = dry_run_plan(PartitionShape.synthetic(domain_log2, reduction), flags)
+        try:
+            plan = dry_run_plan(PartitionShape.synthetic(domain_log2, reduction), flags)
+        except ValueError as e:
+            raise typer.BadParameter(str(e), param_hint="--msm-chunk") from None
         if as_json:
             typer.echo(plan.to_json())
             return
-        live = peak = 0
+        sizes, live, peak = dict(plan.buffers()), 0, 0
         for i, step in enumerate(plan.steps):
             detail = {k: v for k, v in step.__dict__.items() if k != "op"}
             if step.op == "alloc":
                 live += step.bytes
                 peak = max(peak, live)
             elif step.op == "free":
-                live -= dict(plan.buffers())[step.buffer]
+                live -= sizes[step.buffer]
             typer.echo(f"{i:4d} {step.op:7s} {detail}")
         typer.echo(f"peak device bytes: {peak} ({peak / 2**30:.2f} GiB)")

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
 import pytest
 from cuzk_sim.gpu.device import Device, DeviceOutOfMemory, NotEnoughFreeMemory
 from cuzk_sim.gpu.msm import MsmShape
-from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, dry_run_plan
+from cuzk_sim.gpu.prover import MAX_DRY_RUN_CHUNKS, PartitionShape, ProverFlags, dry_run_plan
 from typer.testing import CliRunner
 
 from cuzk_sim.cli import app
@@ -144,3 +145,24 @@ def test_flag_errors_name_the_field():
         ProverFlags(msm_chunk=0)
     res = CliRunner().invoke(app, ["gpu-plan", "--domain-log2", "12", "--msm-chunk", "-1"])
     assert res.exit_code != 0 and "msm-chunk" in res.output
+
+
+def test_dry_run_refuses_a_chunk_count_no_plan_can_hold():
+    """msm_chunk = 1 at 2^27 would mean 5 x 2^27 chunk uploads and MSMs: the dry run used
+    to build that plan for ever. It now refuses at once and names the smallest chunk it
+    accepts; that chunk, and one below it, are checked against the bound by hand."""
+    shape = PartitionShape.synthetic(27)
+    with pytest.raises(ValueError, match=r"msm_chunk=1 .* at least (\d+)") as refused:
+        dry_run_plan(shape, ProverFlags(msm_chunk=1))
+    smallest = int(re.search(r"at least (\d+)", str(refused.value)).group(1))
+    counts = [(1 << 27) - 1] + [1 << 27] * 3 + [(1 << 27) - 2]  # h, a, b_g1, b_g2, l
+
+    def chunks(c: int) -> int:
+        return sum(-(-n // c) for n in counts)
+
+    assert chunks(smallest) <= MAX_DRY_RUN_CHUNKS < chunks(smallest - 1)
+    plan = dry_run_plan(shape, ProverFlags(msm_chunk=smallest))
+    uploads = [s for s in plan.steps if isinstance(s, Copy) and s.name.endswith("_points")]
+    assert len(uploads) == chunks(smallest)
+    res = CliRunner().invoke(app, ["gpu-plan", "--domain-log2", "27", "--msm-chunk", "1"])
+    assert res.exit_code == 2 and "--msm-chunk" in res.output and str(smallest) in res.output
