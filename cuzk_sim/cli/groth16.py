@@ -126,6 +126,7 @@ def verify_command(
 ) -> None:
     """Verify like `snarkjs groth16 verify <vk.json> <public.json> <proof.json>`."""
     from cuzk_sim.reference.formats import FormatError
+    from cuzk_sim.reference.formats.errors import PointNotOnCurve
     from cuzk_sim.reference.formats.snarkjs_json import (
         read_proof,
         read_public,
@@ -146,10 +147,10 @@ def verify_command(
         )
     try:
         proof = read_proof(proof_json)
-    except FormatError as e:
-        if e.where.startswith("pi_"):  # a point off the curve: snarkjs calls that invalid
-            typer.echo(f"Invalid proof: {e}")
-            raise typer.Exit(EXIT_NO) from None
+    except PointNotOnCurve as e:  # well-formed but off the curve: snarkjs calls that invalid
+        typer.echo(f"Invalid proof: {e}")
+        raise typer.Exit(EXIT_NO) from None
+    except FormatError as e:  # missing or malformed fields: unusable input
         _fail(str(e), EXIT_BAD_INPUT)
     try:
         ok = verify(vk, public, proof)

@@ -19,6 +19,11 @@ class FormatError(ValueError):
         super().__init__(f"{self.path}: {where}: {message}")
 
 
+class PointNotOnCurve(FormatError):
+    """Well-formed coordinates that are not a point of the curve (or of its order-r
+    subgroup): in a proof, snarkjs calls that an invalid proof, not a malformed file."""
+
+
 class UnsupportedCurve(FormatError):
     """A well-formed file for a curve other than BLS12-381 (e.g. bn128)."""
 

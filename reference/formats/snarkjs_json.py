@@ -29,7 +29,7 @@ from ..curve import (
 )
 from ..field import Q, R
 from ..types import Proof, VerifyingKey
-from .errors import FormatError, UnsupportedCurve
+from .errors import FormatError, PointNotOnCurve, UnsupportedCurve
 
 CURVE = "bls12381"
 PROTOCOL = "groth16"
@@ -108,9 +108,9 @@ class _Doc:
         zi = pow(Z, -1, Q)  # Jacobian: x = X/Z^2, y = Y/Z^3
         P = (X * zi * zi % Q, Y * zi * zi * zi % Q)
         if not g1_is_on_curve(P):
-            raise self.error(where, "G1 point is not on the curve y^2 = x^3 + 4")
+            raise PointNotOnCurve(self.path, where, "G1 point is not on the curve y^2 = x^3 + 4")
         if subgroup and not G1.in_subgroup(P):
-            raise self.error(where, "G1 point is not in the order-r subgroup")
+            raise PointNotOnCurve(self.path, where, "G1 point is not in the order-r subgroup")
         return to_py_ecc_g1(P)
 
     def fq2(self, value: Any, where: str) -> tuple[int, int]:
@@ -131,9 +131,11 @@ class _Doc:
             Xa, Ya = bls.FQ2(list(X)) * zi * zi, bls.FQ2(list(Y)) * zi * zi * zi
             P = (tuple(int(c) for c in Xa.coeffs), tuple(int(c) for c in Ya.coeffs))
         if not g2_is_on_curve(P):
-            raise self.error(where, "G2 point is not on the twist y^2 = x^3 + 4(1 + u)")
+            raise PointNotOnCurve(
+                self.path, where, "G2 point is not on the twist y^2 = x^3 + 4(1 + u)"
+            )
         if subgroup and not G2.in_subgroup(P):
-            raise self.error(where, "G2 point is not in the order-r subgroup")
+            raise PointNotOnCurve(self.path, where, "G2 point is not in the order-r subgroup")
         return to_py_ecc_g2(P)
 
 

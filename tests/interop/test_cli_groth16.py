@@ -152,3 +152,26 @@ def test_prove_refuses_unwritable_outputs_before_proving(
     code, out = cli("groth16", "prove", "--seed", "1", "k.zkey", "w.wtns", ok, tmp_path / "q.json")
     assert code == 0, out
     assert read_public(tmp_path / "q.json") == [35]
+
+
+def test_verify_malformed_proof_is_unusable_input(
+    cubic_files: dict[str, Path], tmp_path: Path
+) -> None:
+    """A proof.json with a missing or non-numeric pi_* is a malformed file (exit 2, as the
+    docs say); only well-formed coordinates off the curve are an invalid proof (exit 1)."""
+    vk, proof, public = cubic_files["vk"], cubic_files["proof"], cubic_files["public"]
+    doc = json.loads(proof.read_text())
+    no_c = {k: v for k, v in doc.items() if k != "pi_c"}
+    bad_b = dict(doc, pi_b=[["x", "1"], ["1", "1"], ["1", "0"]])
+    off_curve = dict(doc, pi_c=["1", "2", "1"])
+    for broken, code, where in (
+        (no_c, 2, "pi_c"),
+        (bad_b, 2, "pi_b[0][0]"),
+        (off_curve, 1, "pi_c"),
+    ):
+        path = tmp_path / "proof.json"
+        path.write_text(json.dumps(broken))
+        got, out = cli("groth16", "verify", vk, public, path)
+        assert got == code, out
+        assert where in out and "Traceback" not in out
+        assert out.startswith("error: ") if code == 2 else out.startswith("Invalid proof")
