@@ -13,7 +13,15 @@ def register(app: typer.Typer) -> None:
         prestage: bool = typer.Option(False, help="Allocate and upload a/b/c before the lock."),
         pinned: bool = typer.Option(False, help="Upload from pinned host memory."),
         free_bc_early: bool = typer.Option(True, help="Free d_bc right after the NTT phase."),
-        memory_aware: bool = typer.Option(False, help="Pre-stage only with free memory + margin."),
+        memory_aware: bool = typer.Option(
+            False, help="Pre-stage only if free memory >= the buffers + --margin-bytes."
+        ),
+        margin_bytes: int = typer.Option(512 << 20, help="Memory-aware margin in bytes."),
+        assume_free_bytes: int | None = typer.Option(
+            None,
+            help="Free device bytes the memory-aware check sees (default: enough, so the "
+            "plan pre-stages; give less than the buffers + margin to see the fallback).",
+        ),
         allocator: str = typer.Option("caching", help="caching, async or sync."),
         msm_chunk: int = typer.Option(0, help="Stream key points in chunks of N (0: all)."),
         as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
@@ -29,16 +37,23 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("must be caching, async or sync", param_hint="--allocator")
         if msm_chunk < 0:
             raise typer.BadParameter("must be >= 0", param_hint="--msm-chunk")
+        if margin_bytes < 0:
+            raise typer.BadParameter("must be >= 0", param_hint="--margin-bytes")
+        if assume_free_bytes is not None and assume_free_bytes < 0:
+            raise typer.BadParameter("must be >= 0", param_hint="--assume-free-bytes")
         flags = ProverFlags(
             prestage,
             pinned,
             free_bc_early,
             memory_aware,
+            margin_bytes=margin_bytes,
             allocator=allocator,
             msm_chunk=msm_chunk or None,
         )
         try:
-            plan = dry_run_plan(PartitionShape.synthetic(domain_log2, reduction), flags)
+            plan = dry_run_plan(
+                PartitionShape.synthetic(domain_log2, reduction), flags, assume_free_bytes
+            )
         except ValueError as e:
             raise typer.BadParameter(str(e), param_hint="--msm-chunk") from None
         if as_json:

@@ -166,3 +166,25 @@ def test_dry_run_refuses_a_chunk_count_no_plan_can_hold():
     assert len(uploads) == chunks(smallest)
     res = CliRunner().invoke(app, ["gpu-plan", "--domain-log2", "27", "--msm-chunk", "1"])
     assert res.exit_code == 2 and "--msm-chunk" in res.output and str(smallest) in res.output
+
+
+def test_cli_gpu_plan_shows_the_memory_aware_fallback():
+    """`gpu-plan --memory-aware` alone prints the plan with enough free memory; with
+    --assume-free-bytes below the margin the pre-staged d_a moves inside the lock."""
+
+    def d_a_after_lock(*args: str) -> bool:
+        res = CliRunner().invoke(app, ["gpu-plan", "--domain-log2", "16", "--json", *args])
+        assert res.exit_code == 0, res.output
+        steps = Plan.from_json(res.output).steps
+        lock = next(i for i, s in enumerate(steps) if isinstance(s, Lock))
+        d_a = next(i for i, s in enumerate(steps) if isinstance(s, Alloc) and s.buffer == "d_a")
+        return d_a > lock
+
+    aware = ("--prestage", "--memory-aware", "--margin-bytes", str(512 << 20))
+    assert not d_a_after_lock(*aware)
+    assert not d_a_after_lock(*aware, "--assume-free-bytes", str(8 << 30))
+    assert d_a_after_lock(*aware, "--assume-free-bytes", str(100 << 20))
+    bad = CliRunner().invoke(app, ["gpu-plan", "--domain-log2", "16", "--assume-free-bytes", "-1"])
+    assert bad.exit_code == 2 and "--assume-free-bytes" in bad.output
+    bad = CliRunner().invoke(app, ["gpu-plan", "--domain-log2", "16", "--margin-bytes", "-1"])
+    assert bad.exit_code == 2 and "--margin-bytes" in bad.output
