@@ -58,8 +58,10 @@ def gpu_prover() -> Callable[..., Any]:
 
 @group.command("prove")
 def prove_command(
-    zkey: Annotated[Path, typer.Argument(help="snarkjs Groth16 proving key (bls12-381).")],
-    witness: Annotated[Path, typer.Argument(help="circom witness (.wtns).")],
+    zkey: Annotated[
+        Path, typer.Argument(metavar="ZKEY", help="snarkjs Groth16 proving key (bls12-381).")
+    ],
+    witness: Annotated[Path, typer.Argument(metavar="WITNESS", help="circom witness (.wtns).")],
     proof_json: Annotated[Path, typer.Argument(metavar="PROOF_JSON", help="Output: proof.json.")],
     public_json: Annotated[
         Path, typer.Argument(metavar="PUBLIC_JSON", help="Output: public.json.")
@@ -120,7 +122,9 @@ def _check_writable(output: Path) -> None:
 
 @group.command("verify")
 def verify_command(
-    verification_key: Annotated[Path, typer.Argument(help="snarkjs verification_key.json.")],
+    verification_key: Annotated[
+        Path, typer.Argument(metavar="VERIFICATION_KEY", help="snarkjs verification_key.json.")
+    ],
     public_json: Annotated[Path, typer.Argument(metavar="PUBLIC_JSON", help="public.json.")],
     proof_json: Annotated[Path, typer.Argument(metavar="PROOF_JSON", help="proof.json.")],
 ) -> None:
@@ -165,8 +169,10 @@ def verify_command(
 
 @group.command("check")
 def check_command(
-    circuit: Annotated[Path, typer.Argument(help="circom constraint system (.r1cs).")],
-    witness: Annotated[Path, typer.Argument(help="circom witness (.wtns).")],
+    circuit: Annotated[
+        Path, typer.Argument(metavar="CIRCUIT", help="circom constraint system (.r1cs).")
+    ],
+    witness: Annotated[Path, typer.Argument(metavar="WITNESS", help="circom witness (.wtns).")],
 ) -> None:
     """Check that the witness satisfies every constraint, like `snarkjs wtns check`."""
     from cuzk_sim.reference.formats import FormatError, read_r1cs, read_wtns

@@ -175,3 +175,18 @@ def test_verify_malformed_proof_is_unusable_input(
         assert got == code, out
         assert where in out and "Traceback" not in out
         assert out.startswith("error: ") if code == 2 else out.startswith("Invalid proof")
+
+
+def test_help_names_every_argument_in_one_style() -> None:
+    """The usage lines spell every positional argument in capitals, in snarkjs's order
+    (they mixed `{zkey}` with `{PROOF_JSON}`)."""
+    for command, names in (
+        ("prove", ["ZKEY", "WITNESS", "PROOF_JSON", "PUBLIC_JSON"]),
+        ("verify", ["VERIFICATION_KEY", "PUBLIC_JSON", "PROOF_JSON"]),
+        ("check", ["CIRCUIT", "WITNESS"]),
+    ):
+        code, out = cli("groth16", command, "--help")
+        usage = out.split("Usage:")[1].split("\n\n")[0]  # may wrap over two lines
+        assert code == 0
+        positions = [usage.find(name) for name in names]
+        assert -1 not in positions and positions == sorted(positions), usage
