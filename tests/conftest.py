@@ -26,8 +26,18 @@ settings.register_profile(
 settings.register_profile(
     "thorough", max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
-_default_profile = "ci" if os.environ.get("CI", "").lower() in ("1", "true", "yes") else "dev"
-settings.load_profile(os.environ.get("CUZK_HYPOTHESIS_PROFILE", _default_profile))
+_PROFILES = ("ci", "dev", "thorough")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    ci = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+    profile = os.environ.get("CUZK_HYPOTHESIS_PROFILE", "ci" if ci else "dev")
+    if profile not in _PROFILES:
+        raise pytest.UsageError(
+            f"CUZK_HYPOTHESIS_PROFILE={profile!r} is not a profile; use one of "
+            + ", ".join(_PROFILES)
+        )
+    settings.load_profile(profile)
 
 
 @functools.cache
