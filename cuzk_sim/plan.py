@@ -205,14 +205,15 @@ class Plan:
         return cls.from_dict(data, source)
 
     def validate(self, source: str = "<plan>") -> None:
-        """Static checks: sizes non-negative, labels defined once, every jump target exists.
+        """Static checks: sizes non-negative, labels defined once, every jump target exists
+        and lies after the jump (so every plan terminates: a worker cannot loop forever).
         (Allocating a live buffer again is allowed: the simulator models it as a leak.)"""
-        labels: set[str] = set()
+        labels: dict[str, int] = {}
         for i, s in enumerate(self.steps):
             if isinstance(s, Label):
                 if s.name in labels:
                     raise PlanError(f"{source}: steps[{i}]: label {s.name!r} defined twice")
-                labels.add(s.name)
+                labels[s.name] = i
         for i, s in enumerate(self.steps):
             for fname in ("bytes", "size", "margin", "threads"):
                 v = getattr(s, fname, None)
@@ -236,6 +237,11 @@ class Plan:
             if target is not None and target not in labels:
                 raise PlanError(
                     f"{source}: steps[{i}] ({s.op}) jumps to undefined label {target!r}"
+                )
+            if target is not None and labels[target] <= i:
+                raise PlanError(
+                    f"{source}: steps[{i}] ({s.op}): jumps backwards to label {target!r} "
+                    f"(steps[{labels[target]}]); plans must make forward progress"
                 )
 
     def buffers(self) -> list[tuple[str, int]]:
