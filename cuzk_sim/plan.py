@@ -243,6 +243,47 @@ class Plan:
                     f"{source}: steps[{i}] ({s.op}): jumps backwards to label {target!r} "
                     f"(steps[{labels[target]}]); plans must make forward progress"
                 )
+        self._check_mutexes_balanced(labels, source)
+
+    def _check_mutexes_balanced(self, labels: dict[str, int], source: str) -> None:
+        """On every path (each fallback taken or not): an unlock releases a mutex the worker
+        holds, a lock never waits on the worker itself, and nothing is held at the end.
+        Otherwise workers would deadlock and the run would end with proofs never finished.
+        Steps of scope `none` are no-ops. Jumps go forward only, so the walk terminates."""
+        seen: set[tuple[int, frozenset[tuple[str, int]]]] = set()
+        todo: list[tuple[int, frozenset[tuple[str, int]]]] = [(0, frozenset())]
+        while todo:
+            pc, held = todo.pop()
+            while (pc, held) not in seen:
+                seen.add((pc, held))
+                if pc == len(self.steps):
+                    if held:
+                        name, at = min(held, key=lambda h: h[1])
+                        raise PlanError(
+                            f"{source}: steps[{at}] (lock): mutex {name!r} is still held at the "
+                            "end of the plan on some path; every lock needs a matching unlock"
+                        )
+                    break
+                s = self.steps[pc]
+                owner = {name: at for name, at in held}
+                if isinstance(s, Lock) and s.scope != "none":
+                    if s.mutex in owner:
+                        raise PlanError(
+                            f"{source}: steps[{pc}] (lock): mutex {s.mutex!r} is already held "
+                            f"(locked at steps[{owner[s.mutex]}]); the worker would wait on "
+                            "itself"
+                        )
+                    held = held | {(s.mutex, pc)}
+                elif isinstance(s, Unlock) and s.scope != "none":
+                    if s.mutex not in owner:
+                        raise PlanError(
+                            f"{source}: steps[{pc}] (unlock): mutex {s.mutex!r} is not held "
+                            "here on some path; an unlock must release a held mutex"
+                        )
+                    held = held - {(s.mutex, owner[s.mutex])}
+                if isinstance(s, Alloc) and s.fallback is not None:
+                    todo.append((labels[s.fallback], held))
+                pc = labels[s.label] if isinstance(s, Goto) else pc + 1
 
     def buffers(self) -> list[tuple[str, int]]:
         """(buffer, bytes) of every alloc step, in order."""
