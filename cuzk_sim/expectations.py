@@ -19,6 +19,8 @@ class Check:
 
 def check_expectations(expect: Expect, result: SimResult) -> list[Check]:
     checks: list[Check] = []
+    if result.stall is not None:  # whatever the scenario expects, a stall is never right
+        checks.append(Check("stalled", "False", result.stall, False))
     if expect.oom is not None:
         checks.append(Check("oom", str(expect.oom), str(result.oom), expect.oom == result.oom))
     if expect.seconds_per_proof is not None:

@@ -162,6 +162,8 @@ def gate_row(
             f"unexpected OOM: {e.buffer} ({e.requested_bytes / 2**30:.2f} GiB) on gpu"
             f"{e.device} at t={e.time_s:.3f} s with {e.free_bytes / 2**30:.2f} GiB free"
         )
+    if result.stall and not any(c.key == "stalled" for c in checks):
+        reasons.append(result.stall)
     for c in checks:
         if not c.passed:
             reasons.append(f"expect.{c.key}: expected {c.expected}, got {c.got}")

@@ -24,6 +24,7 @@ def _peaks(result: SimResult) -> str:
 def run_table(result: SimResult) -> Table:
     t = Table(title=f"scenario {result.scenario} (seed {result.seed})", show_header=False)
     t.add_row("OOM", "yes" if result.oom else "no")
+    t.add_row("stalled (deadlock)", "[red]yes[/red]" if result.stalled else "no")
     t.add_row(
         "proofs completed / failed / submitted",
         f"{result.proofs_completed} / {result.proofs_failed} / {result.proofs_submitted}",
@@ -62,6 +63,8 @@ def print_run(result: SimResult, console: Console) -> None:
     console.print(run_table(result))
     if result.fatal_ooms:
         console.print(post_mortem(result.fatal_ooms[0]))
+    if result.stall:
+        console.print(result.stall, markup=False)
 
 
 def check_table(rows: list[tuple[str, SimResult | None, list[Check], str]]) -> Table:

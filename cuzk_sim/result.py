@@ -60,6 +60,9 @@ class SimResult:
     peak_core_demand: float = 0.0  # most CPU threads asked for at once (0: never counted)
     events: int = 0  # scheduler wake-ups processed (for benchmarks)
     pce_extractions: int = 0
+    # set when the run ran out of events with proofs neither completed nor failed (a
+    # deadlock, or work that can never run): who is stuck and on what
+    stall: str | None = None
     proof_done_times: list[tuple[str, str, float]] = field(default_factory=list)
     spans: list[Span] = field(default_factory=list)
     vram_samples: list[tuple[float, int, int]] = field(default_factory=list)  # t, dev, used
@@ -69,6 +72,10 @@ class SimResult:
     @property
     def fatal_ooms(self) -> list[OomEvent]:
         return [e for e in self.oom_events if e.fatal]
+
+    @property
+    def stalled(self) -> bool:
+        return self.stall is not None
 
     @property
     def oom(self) -> bool:
@@ -97,5 +104,7 @@ class SimResult:
             "sim_time_s": self.sim_time_s,
             "stopped_at_oom": self.stopped_at_oom,
             "pce_extractions": self.pce_extractions,
+            "stalled": self.stalled,
+            "stall": self.stall,
             "log": [f"{t:.3f} {line}" for t, line in self.log[:log_lines]],
         }

@@ -1,6 +1,6 @@
 """`cuzk-sim run` and `cuzk-sim check`: simulate scenarios, gate on expectations.
 
-Exit codes: 0 ok; 1 a predicted OOM (`run`) or an expectation mismatch (`check`);
+Exit codes: 0 ok; 1 a predicted OOM or stall (`run`) or an expectation mismatch (`check`);
 2 bad input (the message names the file, key path and what was expected).
 """
 
@@ -47,7 +47,7 @@ def run(
         Path | None, typer.Option("--plot", help="Write a PNG (VRAM and Gantt).")
     ] = None,
 ) -> None:
-    """Simulate one scenario; exit 1 when it predicts an OOM."""
+    """Simulate one scenario; exit 1 when it predicts an OOM or a deadlock/stall."""
     from cuzk_sim.report import print_run
     from cuzk_sim.runner import simulate
     from cuzk_sim.scenario import load_scenario
@@ -72,7 +72,7 @@ def run(
             write_plot(result, str(plot))
     except OSError as e:
         raise _fail_input(InputError(f"cannot write output: {e}")) from None
-    if result.oom:
+    if result.oom or result.stalled:
         raise typer.Exit(EXIT_MISMATCH)
 
 

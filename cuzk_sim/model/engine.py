@@ -28,6 +28,7 @@ from cuzk_sim.model.mutex import Mutex
 from cuzk_sim.model.worker import CompiledPlan, Worker, execute_plan
 from cuzk_sim.plans.circuits import CircuitShape
 from cuzk_sim.result import OomEvent, SimResult, Span
+from cuzk_sim.units import format_size
 
 
 @dataclass(frozen=True)
@@ -300,13 +301,37 @@ class Simulation:
             env.process(self._restart(t))
         if cfg.duration_s is not None:
             env.process(self._deadline(cfg.duration_s))
+        self.stall: str | None = None
         try:
             env.run(until=self.stop)
         except RuntimeError as e:  # nothing left to happen: e.g. work that can never fit
             if "until" not in str(e):
                 raise
             self.log("simulation ran out of events (work left that can never run)")
+            if self.unfinished:
+                self.stall = self._stall_reason()
         return self._result()
+
+    def _stall_reason(self) -> str:
+        """Why proofs are left neither completed nor failed once nothing can happen any
+        more: who waits on which mutex (and who holds it), who waits on host RAM."""
+        waits = [
+            f"{who} waits on mutex {m.name!r} held by {m.owner}"
+            for m in self.mutexes.values()
+            for who, _ in m.waiters
+        ]
+        waits += [
+            f"{owner} of {what} waits on host RAM for {format_size(nbytes)} "
+            f"({format_size(self.ram.free)} free of {format_size(self.ram.budget)})"
+            for owner, what, nbytes, _ in self.ram.waiters
+        ]
+        left = ", ".join(p.id for p in self.proofs if not p.finished)
+        return (
+            f"deadlock/stall at t={self.env.now:.3f} s: {self.unfinished} of "
+            f"{len(self.proofs)} proofs neither completed nor failed ({left}) and nothing "
+            "left to happen; "
+            + ("; ".join(waits) if waits else "no worker waits on a mutex or on host RAM")
+        )
 
     def _result(self) -> SimResult:
         times = sorted(t for _, _, t in self.done_times)
@@ -339,6 +364,7 @@ class Simulation:
             events=self.events,
             proof_done_times=self.done_times,
             pce_extractions=self.pce.extractions,
+            stall=self.stall,
             spans=self.spans,
             vram_samples=self.samples,
         )
