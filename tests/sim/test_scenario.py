@@ -217,3 +217,40 @@ def test_unreadable_inputs_are_input_errors(tmp_path):
     (tmp_path / "bin.toml").write_bytes(b"\xff\xfe\x00")
     with pytest.raises(InputError, match="bin.toml"):
         load_scenario(tmp_path / "bin.toml")
+
+
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (BASE.replace("count = 1", "count = 100000000"), "workload[0].count: the workload asks"),
+        (
+            BASE + "[[workload]]\nkind = 'porep'\ncount = 100000\n",  # 100001 in all
+            "workload[1].count: the workload asks for more than 100000 proofs",
+        ),
+        (
+            'duration = "721 h"\n' + BASE,
+            "duration: 721 h exceeds the limit of 30 days (720 h)",
+        ),
+        (
+            'duration = "1 h"\n'
+            + BASE.replace("count = 1", "every = '0.01 s'"),  # 360,000 arrivals
+            "workload[0].every: the workload asks for more than 100000 proofs",
+        ),
+        (
+            'duration = "1 h"\n' + BASE.replace("count = 1", "every = '0 s'"),
+            "workload[0].every: the workload asks",
+        ),
+        (BASE + "partitions = 5000\n", "workload[0].partitions: 5000 exceeds the limit of 1000"),
+    ],
+)
+def test_work_beyond_the_run_time_bounds_is_refused(tmp_path, extra, needle):
+    msg = error_of(tmp_path, extra)
+    assert needle in msg and "bound the simulator's run time" in msg
+
+
+def test_work_at_the_bounds_is_accepted(tmp_path):
+    text = 'duration = "720 h"\n' + BASE.replace("count = 1", "count = 100000")
+    scn = load_scenario(
+        write(tmp_path, text.replace('"porep"', '"winning_post"') + "partitions = 1000\n")
+    )
+    assert scn.config.arrivals[0].count == 100000 and scn.config.duration_s == 30 * 86400
