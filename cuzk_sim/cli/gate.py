@@ -63,7 +63,7 @@ def gate(
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdicts as JSON.")] = False,
 ) -> None:
     """Fail on a predicted OOM nobody expected or a seconds-per-proof regression."""
-    from cuzk_sim.cli.simulate import scenario_files
+    from cuzk_sim.cli.simulate import check_output_path, scenario_files
     from cuzk_sim.expectations import check_expectations
     from cuzk_sim.gate import BaselineEntry, GateRow, baseline_document, gate_row, load_baseline
     from cuzk_sim.result import SimResult
@@ -72,6 +72,8 @@ def gate(
 
     tol = _tolerance(tolerance)
     try:
+        if update_baseline:
+            check_output_path("--update-baseline (--baseline)", baseline)
         files = scenario_files(paths or DEFAULT_PATHS)
         entries = {} if update_baseline and not baseline.exists() else load_baseline(baseline)
     except InputError as e:

@@ -37,6 +37,20 @@ def scenario_files(paths: list[Path]) -> list[Path]:
     return files
 
 
+PLOT_SUFFIXES = (".png", ".pdf", ".svg")
+
+
+def check_output_path(option: str, path: Path, suffixes: tuple[str, ...] = ()) -> None:
+    """Refuse an output path that cannot be written, before any simulating is done."""
+    if suffixes and path.suffix.lower() not in suffixes:
+        raise InputError(f"{option} {path}: the file name must end in one of {', '.join(suffixes)}")
+    if path.is_dir():
+        raise InputError(f"{option} {path}: is a folder; give a file name")
+    parent = path.parent
+    if not parent.is_dir():
+        raise InputError(f"{option} {path}: folder {parent} does not exist")
+
+
 def run(
     scenario: Annotated[Path, typer.Argument(help="Scenario TOML file.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
@@ -44,7 +58,8 @@ def run(
         Path | None, typer.Option("--trace", help="Write Chrome trace-event JSON.")
     ] = None,
     plot: Annotated[
-        Path | None, typer.Option("--plot", help="Write a PNG (VRAM and Gantt).")
+        Path | None,
+        typer.Option("--plot", help="Write a plot (VRAM and Gantt): .png, .pdf or .svg."),
     ] = None,
 ) -> None:
     """Simulate one scenario; exit 1 when it predicts an OOM or a deadlock/stall."""
@@ -53,6 +68,10 @@ def run(
     from cuzk_sim.scenario import load_scenario
 
     try:
+        if trace:
+            check_output_path("--trace", trace)
+        if plot:
+            check_output_path("--plot", plot, PLOT_SUFFIXES)
         scn = load_scenario(scenario)
         result = simulate(scn, record=bool(trace or plot))
     except InputError as e:

@@ -109,3 +109,35 @@ def test_check_explains_an_unexpected_oom(tmp_path):
     result = runner.invoke(app, ["check", str(tmp_path)])
     assert result.exit_code == 1
     assert "live at that instant" in result.output and "d_a_stage" in result.output
+
+
+def test_bad_output_options_exit_2_before_simulating(tmp_path, monkeypatch):
+    import cuzk_sim.runner
+
+    def no_simulating(*args, **kwargs):
+        raise AssertionError("simulated before checking the output options")
+
+    monkeypatch.setattr(cuzk_sim.runner, "simulate", no_simulating)
+    path = str(SCENARIOS / "phase9-single-worker.toml")
+    cases = [
+        (["--plot", str(tmp_path / "p.txt")], "--plot", "must end in one of .png, .pdf, .svg"),
+        (["--plot", str(tmp_path / "no" / "p.png")], "--plot", "does not exist"),
+        (["--trace", str(tmp_path / "no" / "t.json")], "--trace", "does not exist"),
+        (["--trace", str(tmp_path)], "--trace", "is a folder"),
+    ]
+    for options, option, needle in cases:
+        result = runner.invoke(app, ["run", path, *options])
+        assert result.exit_code == 2, (options, result.output)
+        assert option in result.output and needle in result.output
+        assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_gate_update_baseline_into_a_missing_folder_exits_2_before_simulating(tmp_path):
+    target = tmp_path / "no" / "baseline.json"
+    result = runner.invoke(
+        app,
+        ["gate", str(SCENARIOS / "gate"), "--baseline", str(target), "--update-baseline"],
+    )
+    assert result.exit_code == 2
+    assert "--update-baseline" in result.output and "does not exist" in result.output
+    assert "cuzk-sim gate" not in result.output  # no table: nothing was simulated
