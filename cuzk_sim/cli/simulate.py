@@ -1,7 +1,8 @@
 """`cuzk-sim run` and `cuzk-sim check`: simulate scenarios, gate on expectations.
 
 Exit codes: 0 ok; 1 a predicted OOM or stall (`run`) or an expectation mismatch (`check`);
-2 bad input (the message names the file, key path and what was expected).
+2 bad input (the message names the file, key path and what was expected; for `check`:
+any scenario that cannot be loaded, even if others mismatch).
 """
 
 from __future__ import annotations
@@ -101,7 +102,8 @@ def check(
         typer.Argument(help="Scenario files or folders (default: scenarios/)."),
     ] = None,
 ) -> None:
-    """Run every scenario that has expectations; print pass/fail; exit 1 on any mismatch."""
+    """Run every scenario that has expectations; print pass/fail; exit 1 on any mismatch,
+    2 when a scenario is unusable input (after printing the table)."""
     from cuzk_sim.expectations import Check, check_expectations
     from cuzk_sim.report import check_table
     from cuzk_sim.result import SimResult
@@ -113,7 +115,7 @@ def check(
     except InputError as e:
         raise _fail_input(e) from None
     rows: list[tuple[str, SimResult | None, list[Check], str]] = []
-    bad = False
+    bad = unusable = False
     skipped: list[str] = []
     for f in files:
         try:
@@ -124,7 +126,7 @@ def check(
             result = simulate(scn)  # a step the profile cannot price is an InputError
         except InputError as e:
             rows.append((f.stem, None, [], str(e) if str(e).startswith(str(f)) else f"{f}: {e}"))
-            bad = True
+            unusable = True
             continue
         checks = check_expectations(scn.spec.expect, result)
         bad |= not all(c.passed for c in checks)
@@ -141,6 +143,8 @@ def check(
     for name, result, checks, _ in rows:  # why an unexpected OOM happened
         if result is not None and result.oom and not all(c.passed for c in checks):
             console.print(f"{name}:\n{post_mortem(result.fatal_ooms[0])}")
+    if unusable:  # bad input wins, as in `gate`: the table above names the file and key
+        raise typer.Exit(EXIT_BAD_INPUT)
     if bad:
         raise typer.Exit(EXIT_MISMATCH)
 

@@ -94,8 +94,25 @@ def test_bundled_scenarios_fast_and_traced_agree():
 def test_check_reports_an_invalid_scenario_as_error(tmp_path):
     (tmp_path / "broken.toml").write_text('[hardware]\ngpus = 0\n[[workload]]\nkind = "porep"\n')
     result = runner.invoke(app, ["check", str(tmp_path)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # bad input, as documented (and as `gate` does)
     assert "ERROR" in result.output and "hardware.gpus" in result.output
+
+
+def test_check_with_an_unusable_and_a_mismatching_scenario_exits_2_after_the_table(tmp_path):
+    (tmp_path / "broken.toml").write_text('[hardware]\ngpus = 0\n[[workload]]\nkind = "porep"\n')
+    shutil.copy(SCENARIOS / "phase8-baseline.toml", tmp_path / "ok.toml")
+    mismatch = tmp_path / "mismatch.toml"
+    mismatch.write_text(
+        '[hardware]\ngpus = 1\nvram = "16 GiB"\n[[workload]]\nkind = "winning_post"\n'
+        "count = 1\n[expect]\noom = true\n"
+    )
+    result = runner.invoke(app, ["check", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "ERROR" in result.output and "FAIL" in result.output and "PASS" in result.output
+    mismatch_only = tmp_path / "m"
+    mismatch_only.mkdir()
+    mismatch.rename(mismatch_only / "mismatch.toml")
+    assert runner.invoke(app, ["check", str(mismatch_only)]).exit_code == 1
 
 
 def test_check_of_a_missing_path_is_bad_input(tmp_path):
