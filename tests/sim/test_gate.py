@@ -259,8 +259,10 @@ def test_check_recurses_into_sub_folders(tmp_path):
     )
     (tmp_path / "toy.toml").unlink()
     result = runner.invoke(app, ["check", str(tmp_path)])
-    assert result.exit_code == 1  # found two folders down, and its OOM is a mismatch
-    assert "nested" in result.output
+    # found two folders down, and its OOM is a mismatch; the profile TOMLs are searched too
+    # and are no scenarios: unusable input, which makes the exit code 2
+    assert result.exit_code == 2
+    assert "│ nested   │ FAIL" in result.output and "profile.toml: workload" in result.output
 
 
 def test_check_of_every_bundled_scenario_includes_the_gate_folder():
@@ -278,7 +280,7 @@ def test_a_kernel_kind_the_profile_cannot_price_is_bad_input_not_a_traceback(tmp
     assert "kernel kind 'fft' is not priced" in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     checked = runner.invoke(app, ["check", str(tmp_path / "toy.toml")])
-    assert checked.exit_code == 1 and "ERROR" in checked.output
+    assert checked.exit_code == 2 and "ERROR" in checked.output
     assert "kernel kind 'fft'" in checked.output
 
 
