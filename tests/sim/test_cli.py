@@ -10,6 +10,7 @@ from cuzk_sim.cli import app
 
 runner = CliRunner()
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+DOCS = (SCENARIOS.parent / "docs" / "simulator.md").read_text()
 
 
 def test_check_bundled_scenarios_passes():
@@ -39,8 +40,15 @@ def test_run_json_has_the_documented_keys():
         "seconds_per_proof",
         "proofs_completed",
         "proofs_failed",
+        "stopped_at_oom",
+        "pce_extractions",
+        "stalled",
+        "stall",
     ):
         assert key in data
+        # documented in the --json description (the proofs_* trio is written as one word)
+        assert f"`{key}`" in DOCS or key.startswith("proofs_")
+    assert data["stalled"] is False and data["stall"] is None
     assert data["oom"] is False and data["proofs_completed"] == 10
 
 
