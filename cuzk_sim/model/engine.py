@@ -25,7 +25,7 @@ from cuzk_sim.model.cores import HostCores
 from cuzk_sim.model.gpu import Device
 from cuzk_sim.model.host import HostMemory, PceCache
 from cuzk_sim.model.mutex import Mutex
-from cuzk_sim.model.worker import CompiledPlan, Worker, execute_plan
+from cuzk_sim.model.worker import EXCLUSIVE_SCOPES, CompiledPlan, Worker, execute_plan
 from cuzk_sim.plans.circuits import CircuitShape
 from cuzk_sim.result import OomEvent, SimResult, Span
 from cuzk_sim.units import format_size
@@ -158,9 +158,20 @@ class Simulation:
         # mutex (exact then; a trace wants the wake-ups for its VRAM samples)
         # (a per-device mutex excludes a device's others only if each device's workers are
         # exactly the workers assigned to it: not so when routing sends all to device 0)
+        # (and only if every plan takes the same one mutex: under two, two workers can be
+        # in sections at once, and a worker must yield at a lock to see another's hold)
         one_to_one = all(w.assigned == w.device.index for w in self.workers)
+        section_mutexes = {
+            (s.mutex, s.scope == "device")
+            for cp in self.plans.values()
+            for s in cp.steps
+            if s.op == "lock" and s.scope in EXCLUSIVE_SCOPES
+        }
         self.exclusive = (
-            not self.record and one_to_one and all(cp.exclusive for cp in self.plans.values())
+            not self.record
+            and one_to_one
+            and len(section_mutexes) <= 1
+            and all(cp.exclusive for cp in self.plans.values())
         )
         self.seq = itertools.count()
         self.proofs: list[Proof] = []

@@ -5,20 +5,16 @@ from __future__ import annotations
 from cuzk_sim.expectations import check_expectations
 from cuzk_sim.model.engine import Arrivals, EngineConfig, Simulation
 from cuzk_sim.model.worker import compile_plan
-from cuzk_sim.plan import Alloc, Free, Kernel, Lock, Plan, Unlock
+from cuzk_sim.plan import Kernel, Lock, Plan, Unlock
 from cuzk_sim.plans.circuits import CircuitShape
 from cuzk_sim.scenario import Expect
 from tests.sim.sim_toys import run_plan, toy_profile
 
 
 def locks_in_order(first: str, second: str) -> Plan:
-    """(The alloc outside the mutexes keeps the model off its no-yield fast path, which
-    assumes a held mutex excludes every other worker of the device.)"""
     return Plan(
         f"{first}-then-{second}",
         (
-            Alloc("scratch", 1),
-            Free("scratch"),
             Lock(first, "global"),
             Kernel("k1", "ntt", 100),
             Lock(second, "global"),
