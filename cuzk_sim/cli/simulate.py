@@ -8,11 +8,14 @@ any scenario that cannot be loaded, even if others mismatch).
 from __future__ import annotations
 
 import json
+import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.progress import Progress, TaskID
 
 from cuzk_sim.input_errors import InputError
 
@@ -36,6 +39,31 @@ def scenario_files(paths: list[Path]) -> list[Path]:
         else:
             raise InputError(f"{p}: no such file or folder")
     return files
+
+
+class ProgressBar:
+    """A rich progress bar on stderr, shown only once a run has taken `after_s` of wall
+    time (short runs print nothing); use as the `progress` callback of `simulate`."""
+
+    def __init__(self, label: str, after_s: float = 2.0) -> None:
+        self.label, self.after_s = label, after_s
+        self.started = time.monotonic()
+        self.bar: Progress | None = None
+        self.task: TaskID | None = None
+
+    def __call__(self, done: float, total: float) -> None:
+        if self.bar is None:
+            if time.monotonic() - self.started < self.after_s:
+                return
+            self.bar = Progress(console=Console(stderr=True), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task(self.label, total=total)
+        assert self.task is not None
+        self.bar.update(self.task, completed=done, total=total)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
 
 
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
@@ -74,7 +102,12 @@ def run(
         if plot:
             check_output_path("--plot", plot, PLOT_SUFFIXES)
         scn = load_scenario(scenario)
-        result = simulate(scn, record=bool(trace or plot))
+        bar = ProgressBar(f"simulating {scn.name}") if sys.stderr.isatty() else None
+        try:
+            result = simulate(scn, record=bool(trace or plot), progress=bar)
+        finally:
+            if bar is not None:
+                bar.close()
     except InputError as e:
         raise _fail_input(e) from None
     if as_json:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -300,7 +300,9 @@ class Simulation:
         if not self.stop.triggered:
             self.stop.succeed()
 
-    def run(self) -> SimResult:
+    def run(self, progress: Callable[[float, float], None] | None = None) -> SimResult:
+        """progress: called now and then with (done, total), in finished proofs (or in
+        simulated seconds of `duration` for an endless workload), for a progress bar."""
         env, cfg = self.env, self.config
         for a in cfg.arrivals:
             env.process(self._arrive(a))
@@ -313,15 +315,38 @@ class Simulation:
         if cfg.duration_s is not None:
             env.process(self._deadline(cfg.duration_s))
         self.stall: str | None = None
-        try:
-            env.run(until=self.stop)
-        except RuntimeError as e:  # nothing left to happen: e.g. work that can never fit
-            if "until" not in str(e):
-                raise
+        ran_out = False  # nothing left to happen: e.g. work that can never fit
+        if progress is not None:
+            ran_out = self._run_reporting(progress)
+        else:
+            try:
+                env.run(until=self.stop)
+            except RuntimeError as e:
+                if "until" not in str(e):
+                    raise
+                ran_out = True
+        if ran_out:
             self.log("simulation ran out of events (work left that can never run)")
             if self.unfinished:
                 self.stall = self._stall_reason()
         return self._result()
+
+    def _run_reporting(self, progress: Callable[[float, float], None]) -> bool:
+        """env.run(until=self.stop), one event at a time, reporting every 10^4 events.
+        True when the events ran out before the stop."""
+        env, cfg = self.env, self.config
+        counted = all(a.count is not None for a in cfg.arrivals)
+        total = float(sum(a.count or 0 for a in cfg.arrivals)) if counted else cfg.duration_s
+        stop, n = self.stop, 0
+        while not stop.processed:
+            try:
+                env.step()
+            except simpy.core.EmptySchedule:
+                return True
+            n += 1
+            if n % 10_000 == 0 and total:
+                progress(len(self.proofs) - self.unfinished if counted else env.now, total)
+        return False
 
     def _stall_reason(self) -> str:
         """Why proofs are left neither completed nor failed once nothing can happen any

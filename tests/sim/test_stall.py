@@ -25,7 +25,7 @@ def locks_in_order(first: str, second: str) -> Plan:
     )
 
 
-def abba_deadlock():
+def abba_deadlock(progress=None):
     """Two kinds whose plans take two global mutexes in opposite orders. By hand (toy
     profile: a kernel or synthesis costs its size in seconds, a PCE load 1 s; one
     synthesizer): w0 gets ab at t=1+10=11, takes A, its 100 s kernel runs 11-111; w1 gets
@@ -47,7 +47,7 @@ def abba_deadlock():
         pce_on_disk=("ab", "ba"),
         arrivals=(Arrivals("ab", 1), Arrivals("ba", 1)),
     )
-    return Simulation("abba", config, plans, shapes, profile).run()
+    return Simulation("abba", config, plans, shapes, profile).run(progress)
 
 
 def test_lock_order_deadlock_is_reported_with_who_waits_on_what():
@@ -90,3 +90,7 @@ def test_the_run_table_shows_the_stall():
     print_run(abba_deadlock(), console)
     text = console.export_text()
     assert "stalled (deadlock)" in text and "gpu0-w0 waits on mutex 'B'" in text
+
+
+def test_the_progress_reporting_run_reports_the_same_stall():
+    assert abba_deadlock(progress=lambda done, total: None).stall == abba_deadlock().stall
