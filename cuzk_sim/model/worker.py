@@ -219,38 +219,17 @@ def _alloc(
     if not reason:
         if sim.record:
             sim.samples.append((now, w.device.index, mem.used))
-        if s.note == "d_a_cache":
-            sim.log(
-                f"CUZK_TIMING: d_a_cache allocated {s.bytes >> 20} MiB on gpu {w.device.index}",
-                now,
-            )
+        if s.per_device and s.persistent:  # a per-GPU cache, allocated once: say so, like cuzk
+            name = s.note or s.buffer
+            sim.log(f"{name} allocated {s.bytes >> 20} MiB on gpu {w.device.index}", now)
         return pc + 1
-    fatal = s.fallback is None
-    sim.oom_events.append(
-        OomEvent(
-            time_s=now,
-            device=w.device.index,
-            worker=w.name,
-            partition=part,
-            buffer=s.buffer,
-            requested_bytes=s.bytes,
-            free_bytes=mem.free,
-            allocator=s.allocator,
-            fatal=fatal,
-            reason=reason,
-            ledger=mem.ledger(),
-        )
+    panic = (
+        f"CUDA error 2: out of memory allocating {s.buffer} "
+        f"({format_size(s.bytes)}, free {format_size(mem.free)})"
     )
-    if fatal:
-        sim.log(
-            f"worker {w.name} panicked: CUDA error 2: out of memory allocating {s.buffer} "
-            f"({format_size(s.bytes)}, free {format_size(mem.free)}) partition {part}",
-            now,
-        )
-        return -1
-    tag = s.note or f"alloc_{s.buffer}"
-    sim.log(f"CUZK_TIMING: {tag}={'skip_vram' if reason == 'skip_vram' else 'fallback err=2'}", now)
-    return cp.labels[s.fallback]
+    return _alloc_failed(
+        sim, w, s, cp, part, now, reason, mem.free, s.allocator, mem.ledger(), "device", panic
+    )
 
 
 def _alloc_host(
@@ -272,6 +251,32 @@ def _alloc_host(
     if not reason:
         w.t_ready = now + seconds  # page-locking the buffer
         return pc + 1
+    panic = (
+        f"out of host memory pinning {s.buffer} "
+        f"({format_size(s.bytes)}, budget free {format_size(ram.free)})"
+    )
+    return _alloc_failed(
+        sim, w, s, cp, part, now, reason, ram.free, "pinned", ram.ledger(), "host", panic
+    )
+
+
+def _alloc_failed(
+    sim: Simulation,
+    w: Worker,
+    s: Alloc,
+    cp: CompiledPlan,
+    part: str,
+    now: float,
+    reason: str,
+    free: int,
+    allocator: str,
+    ledger: dict,
+    where: str,
+    panic: str,
+) -> int:
+    """Record the OOM event, then take the step's fallback (logged like cuzk:
+    `<note>=fallback err=2`, or `=skip_vram` / `=skip_ram` when the memory-aware check said
+    no) or panic (-1) when it has none. Shared by device and pinned-host allocations."""
     fatal = s.fallback is None
     sim.oom_events.append(
         OomEvent(
@@ -281,23 +286,20 @@ def _alloc_host(
             partition=part,
             buffer=s.buffer,
             requested_bytes=s.bytes,
-            free_bytes=ram.free,
-            allocator="pinned",
+            free_bytes=free,
+            allocator=allocator,
             fatal=fatal,
             reason=reason,
-            ledger=ram.ledger(),
-            where="host",
+            ledger=ledger,
+            where=where,
         )
     )
     if fatal:
-        sim.log(
-            f"worker {w.name} panicked: out of host memory pinning {s.buffer} "
-            f"({format_size(s.bytes)}, budget free {format_size(ram.free)}) partition {part}",
-            now,
-        )
+        sim.log(f"worker {w.name} panicked: {panic} partition {part}", now)
         return -1
     tag = s.note or f"alloc_{s.buffer}"
-    sim.log(f"CUZK_TIMING: {tag}={'skip_ram' if reason == 'skip_ram' else 'fallback err=2'}", now)
+    outcome = reason if reason.startswith("skip_") else "fallback err=2"
+    sim.log(f"CUZK_TIMING: {tag}={outcome}", now)
     return cp.labels[s.fallback]
 
 
