@@ -8,6 +8,7 @@ import dataclasses
 import textwrap
 from pathlib import Path
 
+import cuzk_sim.gpu.prover as prover  # no CuPy needed: the dry run is plain Python
 import pytest
 from typer.testing import CliRunner
 
@@ -16,8 +17,6 @@ from cuzk_sim.input_errors import InputError
 from cuzk_sim.plan import Alloc, Cpu, Free, Lock, Plan
 from cuzk_sim.runner import simulate
 from cuzk_sim.scenario import load_scenario
-
-prover = pytest.importorskip("cuzk_sim.gpu.prover")
 
 runner = CliRunner()
 GATE = Path(__file__).resolve().parents[2] / "scenarios" / "gate"
