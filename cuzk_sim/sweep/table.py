@@ -82,7 +82,8 @@ def print_summary(
     best = summary["best_safe"]
     if best is not None:
         console.print(
-            f"best safe throughput: {best['seconds_per_proof']:.2f} s/proof at {_group(best['config'])}"
+            f"best safe throughput: {best['seconds_per_proof']:.2f} s/proof at "
+            f"{_group(best['config'])}"
         )
     else:
         console.print("no configuration is safe")
