@@ -1,8 +1,9 @@
 """PNG plots of a sweep: a verdict/throughput heatmap over two axes, and the frontiers.
 
 Heatmap: one panel per combination of the remaining axes (at most MAX_PANELS); a safe
-cell is coloured by seconds per proof (darker = faster) and labelled with it, an OOM
-cell is red and names the first failing buffer, a stall orange, unusable input grey.
+cell is coloured by seconds per proof (yellow = fastest, purple = slowest) and labelled
+with it, an OOM cell is red and names the first failing buffer, a stall orange, unusable
+input grey.
 Frontier: seconds per proof against card VRAM and against workers per device, every
 configuration drawn (safe dots, unsafe crosses), the Pareto frontier as a step line.
 Files are written to a temporary name and renamed, like the rows.
@@ -66,7 +67,7 @@ def write_heatmap(spec: SweepSpec, rows: list[dict], summary: dict, path: Path) 
     yvals = list(ya.values) if ya else [None]
     spp = [r["seconds_per_proof"] for r in rows if r["safe"] and r["seconds_per_proof"]]
     norm = Normalize(min(spp), max(spp)) if spp else Normalize(0, 1)
-    cmap = colormaps["viridis"]
+    cmap = colormaps["viridis_r"]  # fast = yellow
 
     cols = min(len(shown), 3)
     nrows = (len(shown) + cols - 1) // cols
@@ -93,15 +94,16 @@ def write_heatmap(spec: SweepSpec, rows: list[dict], summary: dict, path: Path) 
         ax.imshow(rgb, aspect="auto", origin="lower")
         for i, line in enumerate(image):
             for j, r in enumerate(line):
-                text, dark = _cell_text(r)
+                red, green, blue = rgb[i][j]
+                light = 0.299 * red + 0.587 * green + 0.114 * blue > 0.5
                 ax.text(
                     j,
                     i,
-                    text,
+                    _cell_text(r),
                     ha="center",
                     va="center",
                     fontsize=7,
-                    color="white" if dark else "black",
+                    color="black" if light else "white",
                 )
         ax.set_xticks(range(len(xa.values)), [_label(v) for v in xa.values], fontsize=8)
         ax.set_xlabel(_short(xa.path))
@@ -113,6 +115,11 @@ def write_heatmap(spec: SweepSpec, rows: list[dict], summary: dict, path: Path) 
         ax.set_title(
             ", ".join(f"{_short(k)}={v}" for k, v in fixed.items()) or spec.name, fontsize=8
         )
+    if spp:
+        from matplotlib.cm import ScalarMappable
+
+        bar = fig.colorbar(ScalarMappable(norm, cmap), ax=axes.ravel().tolist(), shrink=0.8)
+        bar.set_label("s/proof (safe)", fontsize=8)
     for n in range(len(shown), nrows * cols):
         axes[n // cols][n % cols].axis("off")
     more = f" (first {MAX_PANELS} of {len(combos)} panels)" if len(combos) > len(shown) else ""
@@ -135,22 +142,22 @@ def _colour(r: dict | None, cmap, norm) -> tuple[float, float, float]:
         return STALL_RGB
     if r["seconds_per_proof"] is None:
         return ERROR_RGB
-    return tuple(cmap(1.0 - norm(r["seconds_per_proof"]))[:3])
+    return tuple(cmap(norm(r["seconds_per_proof"]))[:3])
 
 
-def _cell_text(r: dict | None) -> tuple[str, bool]:
+def _cell_text(r: dict | None) -> str:
     if r is None:
-        return "", False
+        return ""
     if r["error"] is not None:
-        return "error", False
+        return "error"
     if r["oom"] or (r["oom_probability"] or 0) > 0:
         p = r["oom_probability"]
         buf = r["first_oom_buffer"] or ""
-        return (f"OOM p={p:.2f}" if p is not None else f"OOM\n{buf}"), True
+        return f"OOM p={p:.2f}\n{buf}" if p is not None else f"OOM\n{buf}"
     if r["stalled"]:
-        return "stall", False
+        return "stall"
     s = r["seconds_per_proof"]
-    return (f"{s:.1f} s" if s is not None else "-"), True
+    return f"{s:.1f} s" if s is not None else "-"
 
 
 def write_frontier(spec: SweepSpec, rows: list[dict], summary: dict, path: Path) -> bool:
@@ -169,31 +176,33 @@ def write_frontier(spec: SweepSpec, rows: list[dict], summary: dict, path: Path)
     ):
         safe = [r for r in usable if r["safe"] and r["seconds_per_proof"] is not None]
         unsafe = [r for r in usable if not r["safe"]]
+        xs = [r[column] / scale for r in usable]
         ax.scatter(
             [r[column] / scale for r in safe],
             [r["seconds_per_proof"] for r in safe],
             s=14,
             label="safe",
         )
+        # an unsafe run's s/proof (if any proof finished) is no throughput: a band on top
         ymax = max((r["seconds_per_proof"] for r in safe), default=1.0)
+        ymin = min((r["seconds_per_proof"] for r in safe), default=0.0)
+        band = ymax + 0.1 * max(ymax - ymin, 0.05 * ymax)
         ax.scatter(
             [r[column] / scale for r in unsafe],
-            [r["seconds_per_proof"] or ymax * 1.05 for r in unsafe],
+            [band] * len(unsafe),
             marker="x",
             color=OOM_RGB,
             s=18,
-            label="OOM / stall (no s/proof: drawn at the top)",
+            label="OOM / stall / error (drawn on top)",
         )
         front = summary[front_key]
         if front:
-            ax.step(
-                [p[column] / scale for p in front],
-                [p["seconds_per_proof"] for p in front],
-                where="post",
-                color="black",
-                lw=1.2,
-                label="Pareto frontier",
-            )
+            fx = [p[column] / scale for p in front] + [max(xs)]
+            fy = [p["seconds_per_proof"] for p in front]
+            ax.step(fx, fy + fy[-1:], where="post", color="black", lw=1.2, label="Pareto frontier")
+            ax.scatter(fx[:-1], fy, color="black", s=22, zorder=3)
+        if column == "workers_per_device":
+            ax.xaxis.get_major_locator().set_params(integer=True)
         ax.set_xlabel(label)
         ax.set_ylabel("seconds per proof")
         ax.grid(alpha=0.3)
