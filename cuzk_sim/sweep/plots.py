@@ -20,6 +20,7 @@ from typing import Any
 from cuzk_sim.sweep.spec import SweepSpec
 
 MAX_PANELS = 12
+MAX_LABELLED_CELLS = 400  # beyond this, colours only (text would be unreadable and slow)
 OOM_RGB = (0.84, 0.19, 0.15)
 STALL_RGB = (0.99, 0.6, 0.2)
 ERROR_RGB = (0.8, 0.8, 0.8)
@@ -77,6 +78,7 @@ def write_heatmap(spec: SweepSpec, rows: list[dict], summary: dict, path: Path) 
         figsize=(1.0 + 1.35 * len(xa.values) * cols, 0.9 + 0.55 * len(yvals) * nrows + 0.5),
         squeeze=False,
     )
+    labelled = len(shown) * len(xa.values) * len(yvals) <= MAX_LABELLED_CELLS
     for n, combo in enumerate(shown):
         ax = axes[n // cols][n % cols]
         fixed = {a.path: v for a, v in zip(others, combo, strict=True)}
@@ -92,7 +94,7 @@ def write_heatmap(spec: SweepSpec, rows: list[dict], summary: dict, path: Path) 
             image.append(line)
         rgb = [[_colour(r, cmap, norm) for r in line] for line in image]
         ax.imshow(rgb, aspect="auto", origin="lower")
-        for i, line in enumerate(image):
+        for i, line in enumerate(image if labelled else []):
             for j, r in enumerate(line):
                 red, green, blue = rgb[i][j]
                 light = 0.299 * red + 0.587 * green + 0.114 * blue > 0.5
