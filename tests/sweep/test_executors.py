@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -41,15 +40,16 @@ def test_dask_rows_equal_pool_rows(cluster, small_outcome, small_spec_path):
 
 def test_dask_by_address(cluster, small_outcome, small_spec_path, tmp_path):
     c, _ = cluster
-    on_dask = api.sweep(small_spec_path, tmp_path / "out", scheduler=c.scheduler_address)
+    on_dask = api.sweep(
+        small_spec_path, tmp_path / "out", scheduler=c.scheduler_address, plots=False
+    )
     assert on_dask.rows == small_outcome.rows
     assert (tmp_path / "out" / "results.csv").exists()
 
 
-def die_once_then_evaluate(task):
-    """Kill this worker process the first time any worker runs a task (a marker file
+def die_once_then_evaluate(task, marker: str):
+    """Kill this worker process the first time any worker runs a task (the marker file
     records it), then behave like `evaluate`."""
-    marker = Path(os.environ["CUZK_SWEEP_TEST_MARKER"])
     try:
         fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
     except FileExistsError:
@@ -58,31 +58,28 @@ def die_once_then_evaluate(task):
     os._exit(1)
 
 
-@pytest.mark.slow
-def test_task_lost_with_its_worker_is_retried(small_outcome, small_spec_path, tmp_path):
+def test_task_lost_with_its_worker_is_retried(cluster, small_outcome, small_spec_path, tmp_path):
+    """Last in this module: it kills one worker of the shared cluster (its nanny starts
+    a new one; the scheduler hands the lost task to a live worker)."""
+    import functools
+
     import cloudpickle
 
     from cuzk_sim.sweep.executors import DaskExecutor
     from cuzk_sim.sweep.run import _task, expand
 
+    _, client = cluster
     marker = tmp_path / "died"
-    os.environ["CUZK_SWEEP_TEST_MARKER"] = str(marker)
     spec = api.load_sweep(small_spec_path)
     tasks = [_task(spec, c.raw, c.key, 1, 0.0) for c in expand(spec)][:4]
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     try:
-        with (
-            distributed.LocalCluster(
-                n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
-            ) as c,
-            distributed.Client(c) as client,
-        ):
-            got: dict[int, dict] = {}
-            ex = DaskExecutor(client)
-            ex.map(die_once_then_evaluate, tasks, got.__setitem__)
+        got: dict[int, dict] = {}
+        ex = DaskExecutor(client)
+        fn = functools.partial(die_once_then_evaluate, marker=str(marker))
+        ex.map(fn, tasks, got.__setitem__)
     finally:
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
-        del os.environ["CUZK_SWEEP_TEST_MARKER"]
     assert marker.exists()  # a worker did die
     assert ex.lost == []
     assert [got[i]["key"] for i in range(4)] == [r["key"] for r in small_outcome.rows[:4]]
