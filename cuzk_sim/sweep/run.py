@@ -2,9 +2,9 @@
 executor, search the boundaries, summarise, plot.
 
 Outputs in the folder (all rewritten atomically): results.json / results.csv (one row
-per configuration, grid order), boundaries.json (searches), summary.json, heatmap.png,
-frontier.png. The rows are the same whichever executor ran them and however often the
-sweep was interrupted and resumed.
+per configuration, grid order), boundaries.json (searches), summary.json, summary.md
+(the printed tables in Markdown), heatmap.png, frontier.png. The rows are the same
+whichever executor ran them and however often the sweep was interrupted and resumed.
 """
 
 from __future__ import annotations
@@ -196,6 +196,10 @@ def _write_outputs(out: Path, outcome: SweepOutcome, plots: bool) -> list[Path]:
     summary_path = out / "summary.json"
     write_atomic(summary_path, json.dumps(outcome.summary, indent=1, allow_nan=False) + "\n")
     files.append(summary_path)
+    from cuzk_sim.sweep.table import summary_markdown
+
+    write_atomic(out / "summary.md", summary_markdown(outcome.summary))
+    files.append(out / "summary.md")
     if plots and outcome.rows:
         from cuzk_sim.sweep.plots import write_frontier, write_heatmap
 
