@@ -1,8 +1,16 @@
-"""Which plan each proof kind replays: the cuzk builder, a plan file or our prover.
+"""Which plan each proof kind replays, and the host side of its partitions.
 
 Three sources: the cuzk plan builder (every kind, by default), a Plan JSON file
 (`[plan] file`), or our GPU prover's live dry run (`[plan] gpu_prover`); the last two
 replace the kinds in `[plan] kinds` (default: every kind in the workload).
+
+The host side of a replaced kind's partitions (the engine's synthesis time, the host RAM a
+synthesized partition holds, its PCE) follows the plan's shape: when the plan names its
+FFT domain (`meta.domain_size`, as our prover's dry run and `cuzk-sim gpu-plan --json`
+write it), the kind's published constraints and host bytes per partition are scaled by
+plan domain / the kind's domain, so a 2^10 plan is not priced as a 2^27 PoRep partition.
+`[plan.host]` states them instead (`synthesis = "0 s"` for pre-synthesized partitions,
+`partition_bytes`, `pce = false`). The PCE's transient host bytes stay the profile's.
 """
 
 from __future__ import annotations
@@ -18,8 +26,8 @@ from cuzk_sim.plans.circuits import SHAPES, CircuitShape
 from cuzk_sim.plans.cuzk import CuzkVariant, build_partition_plan
 from cuzk_sim.plans.gpu_prover import gpu_prover_plan
 from cuzk_sim.scenario.flags import build_flags, flags_model
-from cuzk_sim.scenario.schema import GpuProverShape, PlanSource, ScenarioFile
-from cuzk_sim.units import parse_size
+from cuzk_sim.scenario.schema import GpuProverShape, PlanHost, PlanSource, ScenarioFile
+from cuzk_sim.units import parse_duration, parse_size
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +48,7 @@ def partition_plans(
         replay = _replayed_plan(spec.plan, source, base)
         for k in spec.plan.kinds or kinds:
             plans[k] = replay
+            shapes[k] = replayed_shape(SHAPES[k], replay, spec.plan.host)
     return PartitionPlans(plans, shapes)
 
 
@@ -85,3 +94,33 @@ def _gpu_prover(raw: dict, key: str, source: str) -> Plan:
     except TypeError as e:  # the prover's API moved under the scenario schema
         raise InputError(f"{key}: the prover's PartitionShape/ProverFlags changed: {e}") from None
     return gpu_prover_plan(shape, flags, assume, key)
+
+
+def plan_domain(plan: Plan) -> int | None:
+    """The FFT domain a plan says it proves (`meta.domain_size`, a power of two), if any."""
+    domain = plan.meta.get("domain_size")
+    if isinstance(domain, int) and not isinstance(domain, bool) and domain > 0:
+        return domain if domain & (domain - 1) == 0 else None
+    return None
+
+
+def replayed_shape(kind: CircuitShape, plan: Plan, host: PlanHost) -> CircuitShape:
+    """The circuit the engine synthesizes for a partition that replays `plan` (see the
+    module docstring): the kind's, scaled to the plan's domain, overridden by `host`."""
+    shape, domain = kind, plan_domain(plan)
+    if domain is not None and domain != kind.domain:
+        scale = domain / kind.domain
+        shape = dataclasses.replace(
+            kind,
+            constraints=round(kind.constraints * scale),
+            domain_log2=domain.bit_length() - 1,
+            host_bytes=round(kind.host_bytes * scale),
+        )
+    return dataclasses.replace(
+        shape,
+        host_bytes=shape.host_bytes
+        if host.partition_bytes is None
+        else parse_size(host.partition_bytes),
+        synthesis_s=None if host.synthesis is None else parse_duration(host.synthesis),
+        pce=host.pce,
+    )

@@ -103,6 +103,15 @@ class GpuProverShape(_Strict):
     assume_free: SizeText | None = None
 
 
+class PlanHost(_Strict):
+    """`[plan.host]`: the host side of the replaced kinds' partitions, when it is not the
+    kind's published figures scaled to the plan's domain (plan_sources.py)."""
+
+    synthesis: DurationText | None = None  # per partition; "0 s": pre-synthesized
+    partition_bytes: SizeText | None = None  # host RAM a partition holds until its GPU work ends
+    pce: bool = True  # false: no PCE to extract or load for these kinds
+
+
 class PlanSource(_Strict):
     """Exactly one source: a Plan JSON file, or our GPU prover's live dry run."""
 
@@ -110,6 +119,7 @@ class PlanSource(_Strict):
     # our prover's shape and flags (GpuProverShape + ProverFlags), validated at resolution
     gpu_prover: dict[str, Any] | None = None
     kinds: list[ProofKind] = []  # kinds it replaces; [] = every kind in the workload
+    host: PlanHost = PlanHost()  # the host side of their partitions
 
     @model_validator(mode="after")
     def _one_source(self) -> PlanSource:
