@@ -225,11 +225,14 @@ class Simulation:
             shape = self.shapes[proof.kind]
             yield self.lookahead.get(1)
             yield self.ram.reserve("synthesis", proof.id, proof.partitions * shape.host_bytes)
-            yield from self.pce.ensure(env, self.ram, proof.kind, self.log)
+            if shape.pce:
+                yield from self.pce.ensure(env, self.ram, proof.kind, self.log)
             rounds = math.ceil(proof.partitions / cfg.max_parallel_synthesis)
-            seconds = self.profile.cpu_seconds(
-                "synthesis", shape.constraints, f"synthesis of {proof.kind}"
-            )
+            seconds = shape.synthesis_s
+            if seconds is None:
+                seconds = self.profile.cpu_seconds(
+                    "synthesis", shape.constraints, f"synthesis of {proof.kind}"
+                )
             t0 = env.now
             if self.cores_shared:  # each round: its partitions in parallel, sharing cores
                 left = proof.partitions
