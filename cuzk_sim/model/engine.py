@@ -24,6 +24,7 @@ from cuzk_sim.model.allocator import NEVER, DeviceMemory
 from cuzk_sim.model.cores import HostCores
 from cuzk_sim.model.gpu import Device
 from cuzk_sim.model.host import HostMemory, PceCache
+from cuzk_sim.model.jitter import Jitter, replica_seed
 from cuzk_sim.model.mutex import Mutex
 from cuzk_sim.model.worker import EXCLUSIVE_SCOPES, CompiledPlan, Worker, execute_plan
 from cuzk_sim.plans.circuits import CircuitShape
@@ -110,6 +111,7 @@ class Simulation:
     events: int = 0
     leaks: int = 0
     sections: dict[tuple, tuple] = field(default_factory=dict)  # critical sections learnt
+    jitter: Jitter = field(default_factory=Jitter)  # timing noise of this replica (model/jitter.py)
 
     def __post_init__(self) -> None:
         cfg, env = self.config, self.env
@@ -178,7 +180,9 @@ class Simulation:
         self.unfinished = 0
         self.done_times: list[tuple[str, str, float]] = []
         self.arrivals_open = len(cfg.arrivals)
-        self.rng = random.Random(cfg.seed)
+        # Poisson arrivals: the scenario's seed (replica 0) or one stream per replica
+        replica = self.jitter.replica
+        self.rng = random.Random(cfg.seed if replica == 0 else replica_seed(cfg.seed, replica))
         self.stopped_at_oom = False
         self.partitions_ok = 0
         self.partitions_failed = 0
@@ -200,7 +204,7 @@ class Simulation:
     def _arrive(self, a: Arrivals) -> Generator:
         env = self.env
         if a.start_s:
-            yield env.timeout(a.start_s)
+            yield env.timeout(self.jitter.scale(a.start_s))
         shape = self.shapes[a.kind]
         for i in itertools.count():
             if a.count is not None and i >= a.count:
@@ -213,7 +217,7 @@ class Simulation:
             if a.every_s:
                 gap = self.rng.expovariate(1 / a.every_s) if a.poisson else a.every_s
                 self.events += 1
-                yield env.timeout(gap)
+                yield env.timeout(self.jitter.scale(gap))
         self.arrivals_open -= 1
         self._maybe_finish()
 
@@ -239,7 +243,11 @@ class Simulation:
                 for _ in range(rounds):
                     now_parts = min(left, cfg.max_parallel_synthesis)
                     left -= now_parts
-                    yield self.cores.run(seconds, now_parts * self.profile.synthesis_threads)
+                    yield self.cores.run(
+                        self.jitter.scale(seconds), now_parts * self.profile.synthesis_threads
+                    )
+            elif self.jitter:
+                yield env.timeout(sum(self.jitter.scale(seconds) for _ in range(rounds)))
             else:
                 yield env.timeout(rounds * seconds)
             self.events += 4
