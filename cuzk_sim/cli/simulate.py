@@ -29,11 +29,14 @@ def _fail_input(e: InputError) -> typer.Exit:
 
 
 def scenario_files(paths: list[Path]) -> list[Path]:
-    """Scenario TOML files: files as given, folders searched recursively (scenarios/gate/)."""
+    """Scenario TOML files: files as given, folders searched recursively (scenarios/gate/),
+    without the sweep specs found there."""
+    from cuzk_sim.sweep.spec import is_sweep_spec
+
     files: list[Path] = []
     for p in paths:
-        if p.is_dir():
-            files += sorted(p.rglob("*.toml"))
+        if p.is_dir():  # sweep specs (scenarios/sweeps/) are not scenarios: skipped
+            files += [f for f in sorted(p.rglob("*.toml")) if not is_sweep_spec(f)]
         elif p.is_file():
             files.append(p)
         else:
