@@ -189,6 +189,7 @@ def _cpu(sim: Simulation, w: Worker, s: Cpu, seconds: float) -> None:
     else:
         start = max(w.t_ready, w.streams.get(s.stream, 0.0))
         w.streams[s.stream] = end = start + seconds
+    sim.cores.work_s += seconds * s.threads  # host-core utilization (metrics.py)
     if sim.record:
         sim.spans.append(Span(w.name, -1, s.name, "cpu", start, end))
 
@@ -433,6 +434,7 @@ def execute_plan(
         if op == "kernel" and s.stream == "compute" and not record:  # the hot path, inlined
             start = w.t_ready if w.t_ready > dev.compute_free_at else dev.compute_free_at
             w.t_ready = dev.compute_free_at = start + seconds[pc]
+            dev.compute_busy_s += seconds[pc]  # utilization (metrics.py), as run_compute
             pc += 1
             continue
         timed = TIME_STEPS.get(op)
