@@ -27,7 +27,9 @@ BOTTLENECK_NAMES = {
 def _spp(result: SimResult) -> str:
     """Seconds per proof, never alone when proofs failed: it says nothing about the
     failed ones (a configuration that fails most proofs can look fast)."""
-    spp = "-" if result.seconds_per_proof is None else f"{result.seconds_per_proof:.1f}"
+    if result.seconds_per_proof is None:
+        return "-"  # none completed: nothing to misread
+    spp = f"{result.seconds_per_proof:.1f}"
     if result.proofs_failed:
         finished = result.proofs_completed + result.proofs_failed
         return f"{spp} ({result.proofs_failed} of {finished} failed)"
@@ -131,11 +133,13 @@ def print_run(result: SimResult, console: Console) -> None:
 
 def check_table(rows: list[tuple[str, SimResult | None, list[Check], str]]) -> Table:
     t = Table(title="cuzk-sim check")
-    for col in ("scenario", "result", "OOM", "s/proof", "bound", "peak VRAM", "expectations"):
+    width = max((len(name) for name, *_ in rows), default=8)
+    t.add_column("scenario", min_width=width, no_wrap=True)  # names are never cut
+    for col in ("result", "OOM", "s/proof", "peak VRAM", "expectations"):
         t.add_column(col)
     for name, result, checks, error in rows:
         if result is None:
-            t.add_row(escape(name), "[red]ERROR[/red]", "-", "-", "-", "-", escape(error))
+            t.add_row(escape(name), "[red]ERROR[/red]", "-", "-", "-", escape(error))
             continue
         ok = all(c.passed for c in checks)
         detail = "; ".join(
@@ -148,7 +152,6 @@ def check_table(rows: list[tuple[str, SimResult | None, list[Check], str]]) -> T
             "[green]PASS[/green]" if ok else "[red]FAIL[/red]",
             "yes" if result.oom else "no",
             _spp(result),
-            BOTTLENECK_NAMES[result.metrics.bottleneck] if result.metrics else "-",
             _peaks(result),
             detail,
         )

@@ -140,7 +140,15 @@ def test_json_carries_the_metrics_and_fallbacks_taken():
 
 
 def test_run_table_shows_failures_next_to_seconds_per_proof():
+    # proofs done at 11, 21, 31 (synthesis-paced): 10 s per proof; then failures added
+    from cuzk_sim.report import _spp
+
+    _, r = run_plan(Plan("p", (Alloc("b", 60 * MIB, "sync"), Free("b"))), proofs=3)
+    assert _spp(r) == "10.0"
+    r.proofs_failed, r.proofs_completed = 6, 2
+    assert _spp(r) == "10.0 (6 of 8 failed)"
+    r.seconds_per_proof = None
+    assert _spp(r) == "-"
     path = SCENARIOS / "phase9-dual-worker-prestage-outside-mutex.toml"
     result = CliRunner().invoke(app, ["run", str(path)])
-    assert "(3 of 3 failed)" in result.output
     assert "bottleneck" in result.output
