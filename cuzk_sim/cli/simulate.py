@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress, TaskID
 
 from cuzk_sim.input_errors import InputError
@@ -282,12 +283,12 @@ def check(
     console = Console(width=160)
     console.print(check_table(rows))
     if skipped:
-        console.print(f"not checked (no \\[expect] table): {', '.join(skipped)}")
+        console.print(f"not checked (no \\[expect] table): {escape(', '.join(skipped))}")
     from cuzk_sim.report import post_mortem
 
     for name, result, checks, _ in rows:  # why an unexpected OOM happened
         if result is not None and result.oom and not all(c.passed for c in checks):
-            console.print(f"{name}:\n{post_mortem(result.fatal_ooms[0])}")
+            console.print(f"{name}:\n{post_mortem(result.fatal_ooms[0])}", markup=False)
     if unusable:  # bad input wins, as in `gate`: the table above names the file and key
         raise typer.Exit(EXIT_BAD_INPUT)
     if bad:

@@ -15,7 +15,7 @@ import math
 import random
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import simpy
 
@@ -29,6 +29,9 @@ from cuzk_sim.model.mutex import Mutex
 from cuzk_sim.model.worker import EXCLUSIVE_SCOPES, CompiledPlan, Worker, execute_plan
 from cuzk_sim.plans.circuits import CircuitShape
 from cuzk_sim.result import OomEvent, SimResult, Span
+
+if TYPE_CHECKING:
+    from cuzk_sim.recording import Timeline
 from cuzk_sim.units import format_size
 
 
@@ -112,6 +115,11 @@ class Simulation:
     leaks: int = 0
     sections: dict[tuple, tuple] = field(default_factory=dict)  # critical sections learnt
     jitter: Jitter = field(default_factory=Jitter)  # timing noise of this replica (model/jitter.py)
+    # a bounded recording for plots and traces on the fast path (cuzk_sim/recording.py):
+    # partition/synthesis spans and bucketed VRAM, host RAM and CPU-thread series
+    timeline: Timeline | None = None
+    synth_busy_s: float = 0.0  # metrics.py: seconds synthesizers spent synthesizing
+    ram_wait_s: float = 0.0  # metrics.py: seconds synthesizers waited on the RAM budget
 
     def __post_init__(self) -> None:
         cfg, env = self.config, self.env
@@ -128,8 +136,13 @@ class Simulation:
         for dev in {w.device.index: w.device for w in self.workers}.values():
             dev.memory.context = cfg.context_overhead  # one daemon process per device used
             dev.memory.peak_used = dev.memory.used
-        self.ram = HostMemory(env, cfg.host_ram_budget, samples=[] if self.record else None)
-        self.cores = HostCores(env, cfg.host_cores, samples=[] if self.record else None)
+        tl = self.timeline
+        self.ram = HostMemory(
+            env, cfg.host_ram_budget, samples=tl.host_sink() if tl else [] if self.record else None
+        )
+        self.cores = HostCores(
+            env, cfg.host_cores, samples=tl.core_sink() if tl else [] if self.record else None
+        )
         # Can the CPU work ever ask for more cores than the host has? If not, every task
         # runs at full speed and workers price CPU steps arithmetically (exact); else each
         # CPU task goes through the processor-sharing model.
@@ -228,7 +241,9 @@ class Simulation:
             proof: Proof = item.item
             shape = self.shapes[proof.kind]
             yield self.lookahead.get(1)
+            asked = env.now
             yield self.ram.reserve("synthesis", proof.id, proof.partitions * shape.host_bytes)
+            self.ram_wait_s += env.now - asked  # metrics.py: synthesizers waiting on RAM
             if shape.pce:
                 yield from self.pce.ensure(env, self.ram, proof.kind, self.log)
             rounds = math.ceil(proof.partitions / cfg.max_parallel_synthesis)
@@ -246,12 +261,15 @@ class Simulation:
                     yield self.cores.run(
                         self.jitter.scale(seconds), now_parts * self.profile.synthesis_threads
                     )
-            elif self.jitter:
-                yield env.timeout(sum(self.jitter.scale(seconds) for _ in range(rounds)))
             else:
-                yield env.timeout(rounds * seconds)
+                if self.jitter:
+                    yield env.timeout(sum(self.jitter.scale(seconds) for _ in range(rounds)))
+                else:
+                    yield env.timeout(rounds * seconds)
+                self.cores.work_s += proof.partitions * seconds * self.profile.synthesis_threads
             self.events += 4
-            if self.record:
+            self.synth_busy_s += env.now - t0  # metrics.py: synthesizer busy time
+            if self.record or self.timeline is not None:
                 self.spans.append(Span(f"synth{index}", -1, proof.id, "synthesis", t0, env.now))
             for p in range(proof.partitions):
                 self.partitions.put(
@@ -272,7 +290,7 @@ class Simulation:
                 t0 = env.now
                 label = f"{proof.id}/{p}"
                 ok = yield from execute_plan(self, w, self.plans[proof.kind], label)
-                if self.record:
+                if self.record or self.timeline is not None:
                     self.spans.append(Span(w.name, w.device.index, label, "partition", t0, env.now))
                 if ok:
                     self.partitions_ok += 1
@@ -381,6 +399,8 @@ class Simulation:
         )
 
     def _result(self) -> SimResult:
+        from cuzk_sim.metrics import measure
+
         times = sorted(t for _, _, t in self.done_times)
         if len(times) >= 2:
             spp: float | None = (times[-1] - times[0]) / (len(times) - 1)
@@ -402,8 +422,8 @@ class Simulation:
             peak_host_bytes=self.ram.peak_used,
             host_budget_bytes=self.ram.budget,
             peak_core_demand=self.cores.peak_demand,
-            host_samples=self.ram.samples or [],
-            core_samples=self.cores.samples or [],
+            host_samples=self.ram.samples if self.timeline is None and self.ram.samples else [],
+            core_samples=self.cores.samples if self.timeline is None and self.cores.samples else [],
             vram_total_bytes={d.index: d.memory.total for d in self.devices},
             oom_events=self.oom_events,
             log=self.lines,
@@ -414,4 +434,6 @@ class Simulation:
             stall=self.stall,
             spans=self.spans,
             vram_samples=self.samples,
+            metrics=measure(self),
+            timeline=self.timeline,
         )
