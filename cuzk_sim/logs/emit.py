@@ -164,6 +164,8 @@ def tracing_timestamp(when: dt.datetime) -> str:
 
 
 def _field(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"  # Rust's Display of bool
     return str(value)
 
 
