@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from cuzk_sim.logs import emit
+from cuzk_sim.model.allocator import NEVER
 from cuzk_sim.plans.circuits import SHAPES, CircuitShape
 from cuzk_sim.result import SimResult, Span
 
@@ -64,9 +65,11 @@ def cuzk_log_lines(
     result: SimResult,
     pce_extract_s: dict[str, float] | None = None,
     epoch: dt.datetime | None = None,
+    pool_max: bool = True,
 ) -> list[str]:
     """The log, in time order. pce_extract_s: extraction seconds per kind (the profile's),
-    for the `PCE extraction complete extract_ms=` field."""
+    for the `PCE extraction complete extract_ms=` field; pool_max: the async pool's release
+    threshold was set to UINT64_MAX (cuzk then logs it once per GPU)."""
     w = emit.LogWriter(None, epoch)  # type: ignore[arg-type]
     lines: list[_Line] = []
     seq = iter(range(1 << 62))
@@ -138,7 +141,7 @@ def cuzk_log_lines(
         m = _DA.search(text)
         if m:
             gpu = int(m[2])
-            if gpu not in seen_gpu:
+            if gpu not in seen_gpu and pool_max:
                 seen_gpu.add(gpu)
                 add(t, emit.pool_threshold(gpu))
             add(t, emit.d_a_cache_allocated(int(m[1]), gpu))
@@ -251,10 +254,24 @@ def partition_timing(
 
 
 def write_cuzk_log(
-    result: SimResult, out: TextIO, pce_extract_s: dict[str, float] | None = None
+    result: SimResult,
+    out: TextIO,
+    pce_extract_s: dict[str, float] | None = None,
+    pool_max: bool = True,
 ) -> int:
     """Write the log; returns the number of lines."""
-    lines = cuzk_log_lines(result, pce_extract_s)
+    lines = cuzk_log_lines(result, pce_extract_s, pool_max=pool_max)
     for line in lines:
         out.write(line + "\n")
     return len(lines)
+
+
+def write_scenario_log(result: SimResult, scenario, path: str) -> int:
+    """`cuzk-sim run --log`: the run's log, PCE extraction times from its profile."""
+    extract = {
+        k: scenario.profile.pce_extract.seconds(shape.constraints)
+        for k, shape in scenario.shapes.items()
+    }
+    pool_max = scenario.config.pool_release_threshold == NEVER
+    with open(path, "w") as f:
+        return write_cuzk_log(result, f, extract, pool_max)

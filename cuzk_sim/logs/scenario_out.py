@@ -35,6 +35,7 @@ class LoggedConfig:
     mutex_scope: str  # device | none
     routing: str  # assigned | device0
     b_g2_msm: str  # cpu | gpu
+    pool_release_threshold: str  # max | 0 B
     pce_cached: list[str]
     pce_writable: bool
     restarts_s: list[float]
@@ -64,6 +65,9 @@ def logged_config(a: Analyzer) -> LoggedConfig:
         mutex_scope="none" if unguarded else "device",
         routing="device0" if a.routed_to_gpu0() else "assigned",
         b_g2_msm="cpu" if v.get("b_g2_cpu") or not v.get("ntt_lines") else "gpu",
+        # ensure_pool_threshold logs once per GPU beside the d_a cache; a d_a cache line
+        # without it: a binary that left the CUDA default (0, idle bytes go back)
+        pool_release_threshold="0 B" if v.get("d_a_cache") and not v.get("pool_max") else "max",
         pce_cached=loaded,
         pce_writable=not a.pce_save_failed,
         restarts_s=sorted(t for r, t in a.run_offsets.items() if r > 0),
@@ -80,8 +84,13 @@ def _workload(a: Analyzer) -> list[dict]:
         if j["first_ms"] is None or j["kind"].startswith("unknown"):
             continue
         by_kind.setdefault(j["kind"], []).append(j)
+    # moments a waiting job could have been let in: another job's synthesis end or
+    # its last GPU pickup (the synthesis lookahead frees a slot then)
     synth_ends = sorted(
-        j["offset_s"] * 1000 + j["synth_end_ms"] for j in a.jobs_kept if j["synth_end_ms"]
+        j["offset_s"] * 1000 + t
+        for j in a.jobs_kept
+        for t in (j["synth_end_ms"], j["last_pickup_ms"])
+        if t is not None
     )
     out: list[dict] = []
     for kind, jobs in sorted(by_kind.items()):
@@ -150,6 +159,7 @@ def scenario_doc(
             "mutex_scope": cfg.mutex_scope,
             "routing": cfg.routing,
             "b_g2_msm": cfg.b_g2_msm,
+            "pool_release_threshold": cfg.pool_release_threshold,
         },
     }
     if cfg.restarts_s:

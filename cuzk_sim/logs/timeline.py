@@ -207,6 +207,7 @@ class Job:
     job: str
     first_ms: int | None = None
     synth_end: int | None = None  # the last SYNTH_END of its partitions
+    last_pickup: int | None = None  # the last GPU_PICKUP of its partitions
     last_end: int | None = None
     partitions_done: int = 0
     partitions_seen: set = field(default_factory=set)
@@ -321,8 +322,10 @@ class Analyzer:
             gpu = int(r.fields["gpu"])
             self.cpp_gpus.setdefault(gpu, (r.lineno, r.text))
             self.last_da = (r.lineno, r.text)
+            self.variant["d_a_cache"] = self.variant.get("d_a_cache", 0) + 1
         elif k == "pool_threshold":
             self.cpp_gpus.setdefault(int(r.fields["gpu"]), (r.lineno, r.text))
+            self.variant["pool_max"] = self.variant.get("pool_max", 0) + 1
         elif k == "prestage":
             self._prestage(r)
         elif k == "prestage_vram":
@@ -415,6 +418,7 @@ class Analyzer:
             self.queue += 1
         elif ev == "GPU_PICKUP":
             part.pickup = t
+            jobrec.last_pickup = t if jobrec.last_pickup is None else max(jobrec.last_pickup, t)
             if part.queued is not None:
                 self.queue = max(self.queue - 1, 0)
                 self._stat(part, "queue_ms", t - part.queued, r.lineno)
@@ -499,6 +503,7 @@ class Analyzer:
                 {
                     "offset_s": self.run_offsets.get(job.run, 0.0),
                     "synth_end_ms": job.synth_end,
+                    "last_pickup_ms": job.last_pickup,
                     "run": job.run,
                     "job": job.job,
                     "kind": kind,
