@@ -109,6 +109,10 @@ def run(
             help="Timing noise on every kernel, copy, CPU and arrival duration, e.g. 5%.",
         ),
     ] = None,
+    log: Annotated[
+        Path | None,
+        typer.Option("--log", help="Write the run as a cuzk daemon log (docs/logs.md)."),
+    ] = None,
 ) -> None:
     """Simulate one scenario; exit 1 when it predicts an OOM or a deadlock/stall (with
     --replicas: when any replica does)."""
@@ -124,10 +128,12 @@ def run(
             check_output_path("--trace", trace)
         if plot:
             check_output_path("--plot", plot, PLOT_SUFFIXES)
+        if log:
+            check_output_path("--log", log)
         scn = load_scenario(scenario)
         bar = ProgressBar(f"simulating {scn.name}") if sys.stderr.isatty() else None
         try:
-            result = simulate(scn, record=bool(trace or plot), progress=bar)
+            result = simulate(scn, record=bool(trace or plot or log), progress=bar)
         finally:
             if bar is not None:
                 bar.close()
@@ -137,7 +143,12 @@ def run(
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
         print_run(result, Console())
+        _print_expected_spp(scn, result.seconds_per_proof)
     try:
+        if log:
+            from cuzk_sim.logs.from_result import write_scenario_log
+
+            write_scenario_log(result, scn, str(log))
         if trace:
             from cuzk_sim.trace import write_chrome_trace
 
@@ -240,6 +251,22 @@ def _print_replicas(name: str, report) -> None:
         console.print(f"  failed: {escape(buf)} in {n} replicas", highlight=False)
     console.print(f"  s/proof p50        {secs(report.seconds_per_proof_p50)}", highlight=False)
     console.print(f"  s/proof p95        {secs(report.seconds_per_proof_p95)}", highlight=False)
+
+
+def _print_expected_spp(scn, predicted: float | None) -> None:
+    """With an [expect] s/proof range (scenario-from-log writes the observed +-5 %): the
+    prediction against its midpoint."""
+    from cuzk_sim.units import parse_duration
+
+    rng = scn.spec.expect.seconds_per_proof if scn.spec.expect else None
+    if rng is None or predicted is None:
+        return
+    lo, hi = parse_duration(rng[0]), parse_duration(rng[1])
+    mid = (lo + hi) / 2
+    typer.echo(
+        f"predicted {predicted:.2f} s/proof against [expect] {lo:.2f}-{hi:.2f} (midpoint "
+        f"{mid:.2f}, {predicted / mid - 1:+.1%})"
+    )
 
 
 def check(
