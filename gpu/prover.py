@@ -371,6 +371,9 @@ def dry_run_plan(
     return dev.plan(
         f"gpu-prover-2^{shape.log_n}",
         domain_size=shape.domain_size,
+        num_vars=shape.num_vars,
+        num_public=shape.num_public,
+        h_len=shape.h_len,
         reduction=shape.reduction,
         flags=flags.__dict__,
     )
