@@ -52,6 +52,7 @@ from .prover import (
 DeviceKind = Literal["real", "dry-run"]
 NEVER = 2**64 - 1
 MAX_VERIFY_LOG2 = 8  # reference proofs are computed by py_ecc: small domains only
+CARD_SHORTFALL = 2 << 30  # a card this much smaller than hardware.vram - context still runs
 
 
 class RunStopped(Exception):
@@ -407,8 +408,8 @@ class PipelineDevice(Device):
         run = self.run
         if run.stopped.is_set():
             raise RunStopped()
-        run.faults.at_alloc(name, nbytes, None, self.gpu_index)
         try:
+            run.faults.at_alloc(name, nbytes, None, self.gpu_index)
             buf = super().alloc(name, nbytes, persistent, margin, note)
             if not self.runs and not run.backend.charge(
                 self.gpu_index, self.worker, name, nbytes, self.allocator
@@ -495,6 +496,38 @@ class PartitionData:
 
 
 _SYNTHETIC: dict[PartitionShape, PartitionData] = {}
+SYNTHETIC_CACHE_BYTES = 12 << 30  # host bytes of synthetic data kept across runs
+_WARMED: set[tuple[PartitionShape, str]] = set()
+_ASSEMBLERS: list[Any] = []  # [ProcessPoolExecutor, its size]
+
+
+def _assemble_remote(ends: tuple, res: dict[str, Any], r: int, s: int) -> Any:
+    """assemble() in a helper process (py_ecc holds the GIL for tens of ms: in a thread
+    it would stall the other workers' kernel launches; cuzk assembles on CPU threads)."""
+    return assemble(HostKey({}, *ends), res, r, s)
+
+
+def assembler(workers: int) -> Any:
+    """A process pool of at least `workers` processes (spawned: no CUDA state in them)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    if _ASSEMBLERS and _ASSEMBLERS[1] >= workers:
+        return _ASSEMBLERS[0]
+    if _ASSEMBLERS:
+        _ASSEMBLERS[0].shutdown()
+        _ASSEMBLERS.clear()
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    list(pool.map(abs, range(workers)))  # start them now, not inside a timed run
+    _ASSEMBLERS.extend([pool, workers])
+    return pool
+
+
+def _nbytes(d: PartitionData) -> int:
+    if d.data is None:
+        return 0
+    arrays = {id(v): v.nbytes for v in d.data.key_points.values()}
+    return d.data.abc.nbytes + d.data.witness.nbytes + sum(arrays.values())
 
 
 def _random_limbs(rng: np.random.Generator, rows: int) -> np.ndarray:
@@ -540,9 +573,13 @@ def synthetic_data(shape: PartitionShape, real: bool) -> PartitionData:
     pts = {st: (g2 if grp == "g2" else g1)[:count] for st, (grp, count) in sizes.items()}
     data = PartitionInput(_random_limbs(rng, 3 * n).reshape(3, n, 8), _random_limbs(rng, m), pts)
     key = HostKey(pts, bls.G1, bls.G1, bls.G2, bls.G1, bls.G2)
-    _SYNTHETIC.clear()  # one shape's host arrays at a time (2^24: several GiB)
-    _SYNTHETIC[shape] = PartitionData(data, key)
-    return _SYNTHETIC[shape]
+    made = PartitionData(data, key)
+    while _SYNTHETIC and sum(map(_nbytes, _SYNTHETIC.values())) + _nbytes(made) > (
+        SYNTHETIC_CACHE_BYTES
+    ):
+        _SYNTHETIC.pop(next(iter(_SYNTHETIC)))  # the oldest shape's host arrays go first
+    _SYNTHETIC[shape] = made
+    return made
 
 
 def reference_data(log2: int, cases: int = 4, seed: int = 7) -> PartitionData:
@@ -713,10 +750,15 @@ class RealRun:
             free, total = be.mem_info(g)
             self.context_real[g] = total - free
             want_free = spec.vram - spec.context
-            if want_free > free:
+            if want_free > free + CARD_SHORTFALL:
                 raise ValueError(
                     f"hardware.vram {spec.vram} B leaves {want_free} B free; this GPU has "
                     f"only {free} B free"
+                )
+            if want_free > free:  # the whole card, with a context larger than the model's
+                self.log(
+                    f"gpu{g}: {want_free - free} bytes fewer free than hardware.vram - "
+                    "context (the real context is larger): no ballast"
                 )
             self.ballast[g] = []
             if free - want_free >= 2 << 20:
@@ -768,6 +810,9 @@ class RealRun:
         """One partition of each kind at full size, untimed: compiles and loads the
         kernels (part of the context) and makes the synthetic data."""
         for kind, w in self.spec.work.items():
+            if (w.shape, w.flags.allocator) in _WARMED and self.verify is None:
+                continue
+            _WARMED.add((w.shape, w.flags.allocator))
             data = self._data(kind)
             dev = Device("real", 0, w.flags.allocator)
             with dev.selected():
@@ -813,8 +858,14 @@ class RealRun:
             if data.key is not None:
                 res = msm_results(raw)
                 r, s, due = data.cases[p % len(data.cases)] if data.cases else (3, 4, b"")
+                k = data.key
+                ends = (k.alpha_g1, k.beta_g1, k.beta_g2, k.delta_g1, k.delta_g2)
+                pool = self.assemblers
                 proof_obj = dev.cpu(
-                    "assemble", "assemble", 1, lambda: assemble(data.key, res, r, s)
+                    "assemble",
+                    "assemble",
+                    1,
+                    lambda: pool.submit(_assemble_remote, ends, res, r, s).result(),
                 )
                 if data.cases:
                     from cuzk_sim.reference.serialize import proof_to_bytes
@@ -873,8 +924,11 @@ class RealRun:
 
     def execute(self, on_start: Callable[[], None] | None = None) -> SimResult:
         spec = self.spec
-        if self.backend.kind == "real" and self.warm:
-            self._warm_up()
+        self.assemblers = None
+        if self.backend.kind == "real":
+            self.assemblers = assembler(len(spec.devices) * spec.workers_per_device)
+            if self.warm:
+                self._warm_up()
         self._prepare()
         self.done_times: list[tuple[str, str, float]] = []
         self.proofs = [

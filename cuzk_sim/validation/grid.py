@@ -29,6 +29,8 @@ from cuzk_sim.validation.spec import ValidationSpec
 
 
 def _commit() -> str:
+    if os.environ.get("CUZK_COMMIT"):
+        return os.environ["CUZK_COMMIT"]
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5
