@@ -21,18 +21,6 @@ EXIT_LOST = 1
 EXIT_BAD_INPUT = 2
 
 
-def parse_jitter(text: str) -> float:
-    """'5%' or '5' -> 0.05."""
-    t = text.strip().removesuffix("%").strip()
-    try:
-        value = float(t)
-    except ValueError:
-        raise InputError(f"--jitter {text!r}: expected a percentage such as 5%") from None
-    if not 0.0 <= value < 100.0:
-        raise InputError(f"--jitter {text!r}: expected a percentage in [0, 100)")
-    return value / 100.0
-
-
 class _Bar:
     """A rich progress bar with ETA on stderr (only on a terminal)."""
 
@@ -85,7 +73,7 @@ def sweep(
         int, typer.Option("--replicas", help="Seeded runs per configuration (with --jitter).")
     ] = 1,
     jitter: Annotated[
-        str, typer.Option("--jitter", help="Timing perturbation per replica, e.g. 5%.")
+        str, typer.Option("--jitter", help="Timing jitter of the replicas: 5% or 0.05.")
     ] = "0%",
     plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write the PNGs.")] = True,
 ) -> None:
@@ -99,7 +87,9 @@ def sweep(
     try:
         if jobs is not None and scheduler is not None:
             raise InputError("--jobs and --scheduler: give one (Dask decides its own workers)")
-        fraction = parse_jitter(jitter)
+        from cuzk_sim.replicas import parse_fraction
+
+        fraction = parse_fraction(jitter)
         spec_obj = load_sweep(spec)
         bar = _Bar() if sys.stderr.isatty() else None
         outcome = run(

@@ -148,12 +148,8 @@ def _card_name(raw: dict[str, Any]) -> str | None:
 
 
 def _replicas(scenario, task: Task):
-    try:
-        from cuzk_sim.replicas import run_replicas
-    except ImportError:
-        raise InputError(
-            "--replicas: this build has no timing jitter (cuzk_sim.replicas is missing)"
-        ) from None
+    from cuzk_sim.replicas import run_replicas
+
     return run_replicas(scenario, task.replicas, task.jitter)
 
 

@@ -47,8 +47,10 @@ def columns(spec: SweepSpec) -> list[str]:
 def check_replicas(replicas: int, jitter: float) -> None:
     if replicas < 1:
         raise InputError(f"--replicas {replicas}: expected at least 1")
-    if not 0.0 <= jitter < 1.0:
-        raise InputError(f"--jitter {jitter * 100:g}%: expected a percentage in [0, 100)")
+    from cuzk_sim.model.jitter import MAX_JITTER
+
+    if not 0.0 <= jitter <= MAX_JITTER:
+        raise InputError(f"--jitter {jitter * 100:g}%: must lie between 0 % and {MAX_JITTER:.0%}")
     if jitter > 0 and replicas < 2:
         raise InputError("--jitter: needs --replicas R with R >= 2 (the perturbed runs)")
 
