@@ -29,22 +29,6 @@ def _fail_input(e: InputError) -> typer.Exit:
     return typer.Exit(EXIT_BAD_INPUT)
 
 
-def scenario_files(paths: list[Path]) -> list[Path]:
-    """Scenario TOML files: files as given, folders searched recursively (scenarios/gate/),
-    without the sweep specs found there."""
-    from cuzk_sim.sweep.spec import is_sweep_spec
-
-    files: list[Path] = []
-    for p in paths:
-        if p.is_dir():  # sweep specs (scenarios/sweeps/) are not scenarios: skipped
-            files += [f for f in sorted(p.rglob("*.toml")) if not is_sweep_spec(f)]
-        elif p.is_file():
-            files.append(p)
-        else:
-            raise InputError(f"{p}: no such file or folder")
-    return files
-
-
 class ProgressBar:
     """A rich progress bar on stderr, shown only once a run has taken `after_s` of wall
     time (short runs print nothing); use as the `progress` callback of `simulate`."""
@@ -284,6 +268,8 @@ def check(
     from cuzk_sim.scenario import load_scenario
 
     try:
+        from cuzk_sim.scenario.files import scenario_files
+
         files = scenario_files(paths or [Path("scenarios")])
     except InputError as e:
         raise _fail_input(e) from None
