@@ -56,7 +56,9 @@ def check_replicas(replicas: int, jitter: float) -> None:
 
 
 def _task(spec: SweepSpec, raw: dict, key: str, replicas: int, jitter: float) -> Task:
-    return Task(key, raw, str(spec.base_path), str(spec.base_path.parent), replicas, jitter)
+    # the folder absolute: a Dask worker may run in another working directory
+    folder = str(spec.base_path.parent.resolve())
+    return Task(key, raw, str(spec.base_path), folder, replicas, jitter)
 
 
 def search_tasks(spec: SweepSpec, replicas: int, jitter: float) -> list[SearchTask]:
