@@ -31,6 +31,9 @@ METRIC_COLUMNS = (
     "proofs_submitted",
     "proofs_completed",
     "proofs_failed",
+    "goodput_per_hour",
+    "goodput_per_hour_by_kind",
+    "bottleneck",
     "peak_vram_bytes",
     "vram_total_bytes",
     "headroom_bytes",
@@ -122,7 +125,11 @@ def result_columns(result) -> dict[str, Any]:
     total = {str(d): b for d, b in sorted(result.vram_total_bytes.items())}
     headroom = min((total[d] - peak.get(d, 0) for d in total), default=None)
     smallest = min(total.values(), default=0)
+    m = result.metrics
     return {
+        "goodput_per_hour": m.goodput_per_hour if m is not None else None,
+        "goodput_per_hour_by_kind": {k.kind: k.goodput_per_hour for k in m.kinds} if m else None,
+        "bottleneck": m.bottleneck if m is not None else None,
         "oom": result.oom,
         "first_oom_buffer": first.buffer if first else None,
         "first_oom_where": first.where if first else None,
