@@ -3,7 +3,8 @@ over `cuzk_sim.api.sweep`.
 
 Exit codes: 0 the sweep ran (OOMs are results, not failures); 1 some tasks were lost
 with their Dask workers (rerun the same command to retry them); 2 bad input (the spec,
-its base scenario, an axis, an option: one line naming file, key path or option).
+its base scenario, an axis, an option: one line naming file, key path or option); 130
+interrupted (Ctrl-C): the rows done so far are written, a rerun resumes.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from cuzk_sim.input_errors import InputError
 
 EXIT_LOST = 1
 EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130  # the shell's code for SIGINT
 
 
 class _Bar:
@@ -107,6 +109,14 @@ def sweep(
             bar.close()
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    except KeyboardInterrupt:
+        if bar is not None:
+            bar.close()
+        typer.echo(
+            f"interrupted: the rows done so far are in {out}; rerun the same command to resume",
+            err=True,
+        )
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     if bar is not None:
         bar.close()
     console = Console(width=max(Console().width, 120))

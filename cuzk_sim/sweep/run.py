@@ -112,9 +112,8 @@ def run_sweep(
         "replicas": replicas,
         "jitter": jitter,
     }
-    folder = out if out is not None else None
-    rows_store = _store(folder, "results", header, columns(spec))
-    bounds_store = _store(folder, "boundaries", header, None)
+    rows_store = RowStore(out, "results", header, columns(spec))
+    bounds_store = RowStore(out, "boundaries", header, None)
 
     pending = [c for c in configs if rows_store.done(c.key) is None]
     pending_search = [s for s in searches if bounds_store.done(s.task.key) is None]
@@ -124,6 +123,7 @@ def run_sweep(
     for i, s in enumerate(searches):
         if (prev := bounds_store.done(s.task.key)) is not None:
             bounds_store.add(prev, i)
+    search_order = {st.task.key: i for i, st in enumerate(searches)}
     resumed = len(configs) - len(pending) + len(searches) - len(pending_search)
     total, done = len(pending) + len(pending_search), 0
 
@@ -142,7 +142,7 @@ def run_sweep(
         tick()
 
     def on_bound(i: int, bound: dict[str, Any]) -> None:
-        bounds_store.add(bound, searches.index(pending_search[i]))
+        bounds_store.add(bound, search_order[pending_search[i].task.key])
         tick()
 
     tasks = [_task(spec, c.raw, c.key, replicas, jitter) for c in pending]
@@ -162,24 +162,6 @@ def run_sweep(
     if out is not None:
         outcome.files = _write_outputs(out, outcome, plots)
     return outcome
-
-
-def _store(folder: Path | None, stem: str, header: dict, cols: list[str] | None) -> RowStore:
-    if folder is None:
-        return _MemoryStore(stem, header, cols)
-    return RowStore(folder, stem, header, cols)
-
-
-class _MemoryStore(RowStore):
-    """The same bookkeeping without a folder (the API's in-memory sweep)."""
-
-    def __init__(self, stem: str, header: dict, cols: list[str] | None) -> None:
-        self.previous, self.rows, self.order = {}, {}, {}
-        self.header, self.columns, self.every_s = header, cols, float("inf")
-        self._written = 0.0
-
-    def flush(self) -> None:
-        pass
 
 
 def _row(spec: SweepSpec, c: Configuration, metrics: dict[str, Any]) -> dict[str, Any]:
