@@ -70,7 +70,7 @@ def summary_tables(summary: dict[str, Any]) -> Tables:
                 bracket = f"unsafe at {format_size(lo)}" if lo is not None else "-"
             else:
                 hi, lo = b["max_safe_workers"], b["first_unsafe_workers"]
-                bound = "none" if hi is None else f"{hi} workers"
+                bound = "none" if hi is None else f"{hi} worker{'s' if hi != 1 else ''}"
                 bracket = f"unsafe at {lo}" if lo is not None else "-"
             rows.append(
                 [b["kind"], _group(b["group"]), bound, bracket, str(b["probes"]), b["note"] or ""]
