@@ -5,8 +5,10 @@
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -36,8 +38,9 @@ class Scenario:
     shapes: dict[str, CircuitShape]
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Read, validate and resolve one scenario file."""
+def load_scenario(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Scenario:
+    """Read, validate and resolve one scenario file; `overrides` (key path -> value, see
+    cuzk_sim.overrides) change keys of the file before validation."""
     path = Path(path)
     source = str(path)
     try:
@@ -48,6 +51,13 @@ def load_scenario(path: str | Path) -> Scenario:
         raise InputError(f"{source}: cannot read the scenario file ({e})") from None
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"{source}: not valid TOML: {e}") from None
+    if overrides:
+        from cuzk_sim.overrides import apply_overrides
+
+        try:
+            raw = apply_overrides(raw, overrides)
+        except InputError as e:
+            raise InputError(f"{source}: {e}") from None
     return scenario_from_dict(raw, source, path.parent)
 
 
