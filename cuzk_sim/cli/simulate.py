@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress, TaskID
 
 from cuzk_sim.input_errors import InputError
@@ -26,19 +27,6 @@ EXIT_BAD_INPUT = 2
 def _fail_input(e: InputError) -> typer.Exit:
     typer.echo(f"error: {e}", err=True)
     return typer.Exit(EXIT_BAD_INPUT)
-
-
-def scenario_files(paths: list[Path]) -> list[Path]:
-    """Scenario TOML files: files as given, folders searched recursively (scenarios/gate/)."""
-    files: list[Path] = []
-    for p in paths:
-        if p.is_dir():
-            files += sorted(p.rglob("*.toml"))
-        elif p.is_file():
-            files.append(p)
-        else:
-            raise InputError(f"{p}: no such file or folder")
-    return files
 
 
 class ProgressBar:
@@ -105,6 +93,10 @@ def run(
             help="Timing noise on every kernel, copy, CPU and arrival duration, e.g. 5%.",
         ),
     ] = None,
+    log: Annotated[
+        Path | None,
+        typer.Option("--log", help="Write the run as a cuzk daemon log (docs/logs.md)."),
+    ] = None,
 ) -> None:
     """Simulate one scenario; exit 1 when it predicts an OOM or a deadlock/stall (with
     --replicas: when any replica does)."""
@@ -120,10 +112,12 @@ def run(
             check_output_path("--trace", trace)
         if plot:
             check_output_path("--plot", plot, PLOT_SUFFIXES)
+        if log:
+            check_output_path("--log", log)
         scn = load_scenario(scenario)
         bar = ProgressBar(f"simulating {scn.name}") if sys.stderr.isatty() else None
         try:
-            result = simulate(scn, record=bool(trace or plot), progress=bar)
+            result = simulate(scn, record=bool(trace or plot or log), progress=bar)
         finally:
             if bar is not None:
                 bar.close()
@@ -133,7 +127,12 @@ def run(
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
         print_run(result, Console())
+        _print_expected_spp(scn, result.seconds_per_proof)
     try:
+        if log:
+            from cuzk_sim.logs.from_result import write_scenario_log
+
+            write_scenario_log(result, scn, str(log))
         if trace:
             from cuzk_sim.trace import write_chrome_trace
 
@@ -238,6 +237,22 @@ def _print_replicas(name: str, report) -> None:
     console.print(f"  s/proof p95        {secs(report.seconds_per_proof_p95)}", highlight=False)
 
 
+def _print_expected_spp(scn, predicted: float | None) -> None:
+    """With an [expect] s/proof range (scenario-from-log writes the observed +-5 %): the
+    prediction against its midpoint."""
+    from cuzk_sim.units import parse_duration
+
+    rng = scn.spec.expect.seconds_per_proof if scn.spec.expect else None
+    if rng is None or predicted is None:
+        return
+    lo, hi = parse_duration(rng[0]), parse_duration(rng[1])
+    mid = (lo + hi) / 2
+    typer.echo(
+        f"predicted {predicted:.2f} s/proof against [expect] {lo:.2f}-{hi:.2f} (midpoint "
+        f"{mid:.2f}, {predicted / mid - 1:+.1%})"
+    )
+
+
 def check(
     paths: Annotated[
         list[Path] | None,
@@ -253,6 +268,8 @@ def check(
     from cuzk_sim.scenario import load_scenario
 
     try:
+        from cuzk_sim.scenario.files import scenario_files
+
         files = scenario_files(paths or [Path("scenarios")])
     except InputError as e:
         raise _fail_input(e) from None
@@ -279,12 +296,12 @@ def check(
     console = Console(width=160)
     console.print(check_table(rows))
     if skipped:
-        console.print(f"not checked (no \\[expect] table): {', '.join(skipped)}")
+        console.print(f"not checked (no \\[expect] table): {escape(', '.join(skipped))}")
     from cuzk_sim.report import post_mortem
 
     for name, result, checks, _ in rows:  # why an unexpected OOM happened
         if result is not None and result.oom and not all(c.passed for c in checks):
-            console.print(f"{name}:\n{post_mortem(result.fatal_ooms[0])}")
+            console.print(f"{name}:\n{post_mortem(result.fatal_ooms[0])}", markup=False)
     if unusable:  # bad input wins, as in `gate`: the table above names the file and key
         raise typer.Exit(EXIT_BAD_INPUT)
     if bad:

@@ -15,7 +15,7 @@ import math
 import random
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import simpy
 
@@ -25,10 +25,13 @@ from cuzk_sim.model.cores import HostCores
 from cuzk_sim.model.gpu import Device
 from cuzk_sim.model.host import HostMemory, PceCache
 from cuzk_sim.model.jitter import Jitter, replica_seed
-from cuzk_sim.model.machine import Machine, Recorder
+from cuzk_sim.model.machine import Machine
 from cuzk_sim.model.worker import CompiledPlan, FastLayer, FastPaths, Worker, execute_plan
 from cuzk_sim.plans.circuits import CircuitShape
 from cuzk_sim.result import OomEvent, SimResult, Span
+
+if TYPE_CHECKING:
+    from cuzk_sim.recording import Timeline
 from cuzk_sim.units import format_size
 
 
@@ -107,11 +110,15 @@ class Simulation:
     lines: list[tuple[float, str]] = field(default_factory=list)
     sections: dict[tuple, tuple] = field(default_factory=dict)  # critical sections learnt
     jitter: Jitter = field(default_factory=Jitter)  # timing noise of this replica (model/jitter.py)
+    # a bounded recording for plots and traces on the fast path (cuzk_sim/recording.py):
+    # partition/synthesis spans and bucketed VRAM, host RAM and CPU-thread series
+    timeline: Timeline | None = None
+    synth_busy_s: float = 0.0  # metrics.py: seconds synthesizers spent synthesizing
+    ram_wait_s: float = 0.0  # metrics.py: seconds synthesizers waited on the RAM budget
     fast: FastPaths = field(default_factory=FastPaths)  # speed-ups allowed (model/fast.py)
 
     def __post_init__(self) -> None:
         cfg, env = self.config, self.env
-        granularity = dict(cfg.allocator_granularity)
         self.devices = [
             Device(
                 i,
@@ -119,7 +126,7 @@ class Simulation:
                     i,
                     cfg.vram,
                     release_threshold=cfg.pool_release_threshold,
-                    granularity=granularity,
+                    granularity=dict(cfg.allocator_granularity),
                 ),
             )
             for i in range(cfg.gpus)
@@ -132,10 +139,17 @@ class Simulation:
         for dev in {w.device.index: w.device for w in self.workers}.values():
             dev.memory.context = cfg.context_overhead  # one daemon process per device used
             dev.memory.peak_used = dev.memory.used
-        self.ram = HostMemory(env, cfg.host_ram_budget, samples=[] if self.record else None)
-        self.cores = HostCores(env, cfg.host_cores, samples=[] if self.record else None)
-        recorder = Recorder(self.record, self.oom_events, self.lines, self.spans, self.samples)
-        self.machine = Machine(env, self.ram, self.cores, recorder, self.jitter)
+        tl = self.timeline
+        self.ram = HostMemory(
+            env, cfg.host_ram_budget, samples=tl.host_sink() if tl else [] if self.record else None
+        )
+        self.cores = HostCores(
+            env, cfg.host_cores, samples=tl.core_sink() if tl else [] if self.record else None
+        )
+        # what plan execution may touch; the simulation itself is its recorder (spans,
+        # samples, log lines, OOM events, `record`, `timeline`), which recording.py swaps
+        # and switches during a run
+        self.machine = Machine(env, self.ram, self.cores, self, self.jitter)
         self.mutexes = self.machine.mutexes
         # Can the CPU work ever ask for more cores than the host has? If not, every task
         # runs at full speed and workers price CPU steps arithmetically (exact); else each
@@ -205,7 +219,7 @@ class Simulation:
         return self.machine.leaks
 
     def log(self, line: str, t: float | None = None) -> None:
-        self.machine.log(line, t)
+        self.lines.append((self.env.now if t is None else t, line))
 
     # --- processes ---
 
@@ -236,12 +250,17 @@ class Simulation:
             proof: Proof = item.item
             shape = self.shapes[proof.kind]
             yield self.lookahead.get(1)
+            asked = env.now
             yield self.ram.reserve("synthesis", proof.id, proof.partitions * shape.host_bytes)
-            yield from self.pce.ensure(env, self.ram, proof.kind, self.log)
+            self.ram_wait_s += env.now - asked  # metrics.py: synthesizers waiting on RAM
+            if shape.pce:
+                yield from self.pce.ensure(env, self.ram, proof.kind, self.log)
             rounds = math.ceil(proof.partitions / cfg.max_parallel_synthesis)
-            seconds = self.profile.cpu_seconds(
-                "synthesis", shape.constraints, f"synthesis of {proof.kind}"
-            )
+            seconds = shape.synthesis_s
+            if seconds is None:
+                seconds = self.profile.cpu_seconds(
+                    "synthesis", shape.constraints, f"synthesis of {proof.kind}"
+                )
             t0 = env.now
             if self.cores_shared:  # each round: its partitions in parallel, sharing cores
                 left = proof.partitions
@@ -251,12 +270,15 @@ class Simulation:
                     yield self.cores.run(
                         self.jitter.scale(seconds), now_parts * self.profile.synthesis_threads
                     )
-            elif self.jitter:
-                yield env.timeout(sum(self.jitter.scale(seconds) for _ in range(rounds)))
             else:
-                yield env.timeout(rounds * seconds)
+                if self.jitter:
+                    yield env.timeout(sum(self.jitter.scale(seconds) for _ in range(rounds)))
+                else:
+                    yield env.timeout(rounds * seconds)
+                self.cores.work_s += proof.partitions * seconds * self.profile.synthesis_threads
             self.events += 4
-            if self.record:
+            self.synth_busy_s += env.now - t0  # metrics.py: synthesizer busy time
+            if self.record or self.timeline is not None:
                 self.spans.append(Span(f"synth{index}", -1, proof.id, "synthesis", t0, env.now))
             for p in range(proof.partitions):
                 self.partitions.put(
@@ -279,7 +301,7 @@ class Simulation:
                 ok = yield from execute_plan(
                     self.machine, w, self.plans[proof.kind], label, self.layer
                 )
-                if self.record:
+                if self.record or self.timeline is not None:
                     self.spans.append(Span(w.name, w.device.index, label, "partition", t0, env.now))
                 if ok:
                     self.partitions_ok += 1
@@ -388,6 +410,8 @@ class Simulation:
         )
 
     def _result(self) -> SimResult:
+        from cuzk_sim.metrics import measure
+
         times = sorted(t for _, _, t in self.done_times)
         if len(times) >= 2:
             spp: float | None = (times[-1] - times[0]) / (len(times) - 1)
@@ -409,8 +433,8 @@ class Simulation:
             peak_host_bytes=self.ram.peak_used,
             host_budget_bytes=self.ram.budget,
             peak_core_demand=self.cores.peak_demand,
-            host_samples=self.ram.samples or [],
-            core_samples=self.cores.samples or [],
+            host_samples=self.ram.samples if self.timeline is None and self.ram.samples else [],
+            core_samples=self.cores.samples if self.timeline is None and self.cores.samples else [],
             vram_total_bytes={d.index: d.memory.total for d in self.devices},
             oom_events=self.oom_events,
             log=self.lines,
@@ -421,4 +445,6 @@ class Simulation:
             stall=self.stall,
             spans=self.spans,
             vram_samples=self.samples,
+            metrics=measure(self),
+            timeline=self.timeline,
         )

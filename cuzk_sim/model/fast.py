@@ -131,7 +131,8 @@ def execute(
     mem = dev.memory
     rec = m.recorder
     record = rec.record
-    samples = rec.samples if record else None
+    tl = rec.timeline  # the bounded recording (cuzk_sim/recording.py), usually None
+    replay_peak: tuple | None = None  # a replayed section's learnt peak (pc, used, parts)
     name = w.name
     shared_cores = m.cores_shared
     host_touching = cp.host_touching
@@ -177,17 +178,20 @@ def execute(
             if isinstance(w.streams.get(s.stream), simpy.Event):
                 yield from it.stream_end(m, w, s.stream)
         if replay is not None and (op == "alloc" or op == "free"):
+            if replay_peak is not None and pc == replay_peak[0]:
+                tl.replayed_peak(w.t_ready, dev.index, replay_peak)  # type: ignore[union-attr]
             pc += 1  # a known section: its memory outcome is applied at the unlock
             continue
         if in_section and op == "free":  # alone on the device's memory: free at once
             if mem.pending_frees:
-                mem.settle(w.t_ready, samples)
-            it.free_device(m, w, s, w.t_ready)
+                mem.settle(w.t_ready, it.settle_sink(m, mem))
+            it.free_device(m, w, s, w.t_ready, pc)
             pc += 1
             continue
         if inline and op == "kernel" and s.stream == "compute":
             start = w.t_ready if w.t_ready > dev.compute_free_at else dev.compute_free_at
             w.t_ready = dev.compute_free_at = start + seconds[pc]
+            dev.compute_busy_s += seconds[pc]  # utilization (metrics.py), as run_compute
             pc += 1
             continue
         timed = TIME_STEPS.get(op)
@@ -219,7 +223,7 @@ def execute(
                 yield env.timeout(w.t_ready - env.now)
             now = env.now
         if mem.pending_frees:
-            mem.settle(now, samples)
+            mem.settle(now, it.settle_sink(m, mem))
         if op == "alloc":
             pc = it.alloc_device(m, w, s, pc, cp, part, now)
             if pc == PANIC:
@@ -227,7 +231,7 @@ def execute(
                 it.panic(m, w)
                 return False
         elif op == "free":
-            it.free_device(m, w, s, now)
+            it.free_device(m, w, s, now, pc)
             pc += 1
         elif op == "lock":
             if s.scope != "none":
@@ -250,24 +254,33 @@ def execute(
                         replay = layer.sections.get(key)
                         if replay is None:
                             learning = (key, len(rec.oom_events), len(rec.lines))
+                        if tl is not None:  # follow the section's peak (learnt or replayed)
+                            tl.section_begin(dev.index, mem.used)
+                            replay_peak = tl.learnt.get(key) if replay is not None else None
             pc += 1
         elif op == "unlock":
             if s.scope != "none":
+                learnt = None
                 if replay is not None:
                     mem.restore(replay)
+                    if tl is not None:
+                        tl.resync(env.now, mem)
                 elif learning is not None:
                     key, ooms, lines = learning
                     end = mem.snapshot()
                     clean = len(rec.oom_events) == ooms and len(rec.lines) == lines
                     if clean and end[-1] == key[-1][-1]:  # no event, same live buffers
                         layer.sections[key] = end
-                replay = learning = None
+                        learnt = key
+                if tl is not None and (replay is not None or learning is not None):
+                    tl.section_end(dev.index, learnt)
+                replay = learning = replay_peak = None
                 it.release(m, w, s.mutex)
                 in_section = False
             pc += 1
         elif op == "sync":  # a pool with a finite release threshold gives bytes back here
-            if replay is None:
-                mem.on_sync()
+            if replay is None and mem.on_sync() and tl is not None:
+                tl.vram_change(now, dev.index, mem.used, None, 0, pc)
             pc += 1
         else:  # pragma: no cover - Plan.from_dict rejects unknown ops
             raise RuntimeError(f"unknown step op {op!r}")

@@ -114,6 +114,7 @@ def cpu(m: Machine, w: Worker, s: Cpu, seconds: float, parts: Parts | None = Non
     else:
         start = max(w.t_ready, w.streams.get(s.stream, 0.0))
         w.streams[s.stream] = end = start + seconds
+    m.cores.work_s += seconds * s.threads  # host-core utilization (metrics.py)
     if m.recorder.record:
         m.recorder.spans.append(Span(w.name, -1, s.name, "cpu", start, end))
 
@@ -136,7 +137,17 @@ def settle(m: Machine, w: Worker, now: float) -> None:
     """Apply the device's frees due by `now` before its ledger is read."""
     mem = w.device.memory
     if mem.pending_frees:
-        mem.settle(now, m.recorder.samples if m.recorder.record else None)
+        mem.settle(now, settle_sink(m, mem))
+
+
+def settle_sink(m: Machine, mem) -> list | None:
+    """Where DeviceMemory.settle reports deferred frees: the full recording's samples,
+    the bounded recording (which re-reads the ledger), both, or nowhere."""
+    rec = m.recorder
+    samples = rec.samples if rec.record else None
+    if rec.timeline is None:
+        return samples
+    return rec.timeline.settle_sink(mem, samples)
 
 
 def stream_end(m: Machine, w: Worker, stream: str) -> Generator[simpy.Event, object, None]:
@@ -216,11 +227,17 @@ def alloc_device(
         m.leaks += 1  # allocated again while still live: the old one is leaked
         mem.rename(owner, s.buffer, f"{s.buffer}#leak{m.leaks}")
     reason = ""
+    got = None
     if s.margin is not None and mem.free < s.bytes + s.margin:
         reason = "skip_vram"
-    elif mem.try_alloc(owner, s.buffer, s.bytes, s.allocator, s.persistent) is None:
-        reason = "alloc"
+    else:
+        got = mem.try_alloc(owner, s.buffer, s.bytes, s.allocator, s.persistent)
+        if got is None:
+            reason = "alloc"
     if not reason:
+        tl = m.recorder.timeline
+        if tl is not None and got is not None:  # the bounded recording
+            tl.vram_change(now, w.device.index, mem.used, s.buffer, got.bytes, pc)
         if m.recorder.record:
             m.recorder.samples.append((now, w.device.index, mem.used))
         if s.per_device and s.persistent:  # a per-GPU cache, allocated once: say so, like cuzk
@@ -236,13 +253,16 @@ def alloc_device(
     )
 
 
-def free_device(m: Machine, w: Worker, s: Step, now: float) -> None:
+def free_device(m: Machine, w: Worker, s: Step, now: float, pc: int = -1) -> None:
     """Release a live non-persistent buffer at `now` (else a no-op: cudaFree(nullptr), or
     a persistent buffer, never freed)."""
     mem = w.device.memory
     buf = mem.live.get((w.name, s.buffer))
     if buf is not None and not buf.persistent:
         mem.release(w.name, s.buffer)
+        tl = m.recorder.timeline
+        if tl is not None:
+            tl.vram_change(now, w.device.index, mem.used, s.buffer, -buf.bytes, pc)
         if m.recorder.record:
             m.recorder.samples.append((now, w.device.index, mem.used))
 
@@ -360,6 +380,8 @@ def panic(m: Machine, w: Worker) -> None:
         m.ram.unpin(owner, buffer)
     for name, _, _ in list(w.held):
         release(m, w, name)
+    if m.recorder.timeline is not None:
+        m.recorder.timeline.resync(m.env.now, mem)
     if m.recorder.record:
         m.recorder.samples.append((m.env.now, w.device.index, mem.used))
 
@@ -405,7 +427,8 @@ def step_sync(m, w, cp, pc, seconds, part):
     if mem.syncs_matter:  # a pool that gives bytes back at a sync point: meet the others
         yield from meet(m, w)
         settle(m, w, m.env.now)
-        mem.on_sync()
+        if mem.on_sync() and m.recorder.timeline is not None:
+            m.recorder.timeline.vram_change(m.env.now, w.device.index, mem.used, None, 0, pc)
     return pc + 1
 
 
@@ -428,7 +451,7 @@ def step_free(m, w, cp, pc, seconds, part):
         w.device.memory.free_at(w.t_ready, w.name, s.buffer)
         return pc + 1
     settle(m, w, m.env.now)
-    free_device(m, w, s, m.env.now)
+    free_device(m, w, s, m.env.now, pc)
     return pc + 1
 
 

@@ -10,6 +10,7 @@ bare machine. The engine builds one per run.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import simpy
 
@@ -19,20 +20,23 @@ from cuzk_sim.model.jitter import Jitter
 from cuzk_sim.model.mutex import Mutex
 from cuzk_sim.result import OomEvent, Span
 
+if TYPE_CHECKING:
+    from cuzk_sim.recording import Timeline
+
 
 @dataclass
 class Recorder:
     """What a run writes down: OOM post-mortems and log lines always; with `record`, the
-    timeline too (spans, VRAM samples). Recording never changes what the model does."""
+    timeline too (spans, VRAM samples); with a `timeline`, the bounded recording's hooks.
+    Recording never changes a number the model computes. `record` may change during a
+    run (recording.py's detail window)."""
 
     record: bool = False
     oom_events: list[OomEvent] = field(default_factory=list)
     lines: list[tuple[float, str]] = field(default_factory=list)
     spans: list[Span] = field(default_factory=list)
     samples: list[tuple[float, int, int]] = field(default_factory=list)  # t, device, used
-
-    def log(self, t: float, line: str) -> None:
-        self.lines.append((t, line))
+    timeline: Timeline | None = None  # the bounded recording (cuzk_sim/recording.py)
 
 
 @dataclass
@@ -40,7 +44,7 @@ class Machine:
     env: simpy.Environment
     ram: HostMemory
     cores: HostCores
-    recorder: Recorder
+    recorder: Recorder  # or anything with its fields (the engine's Simulation is one)
     jitter: Jitter = field(default_factory=Jitter)
     # can CPU work oversubscribe the host? Then CPU steps go through the shared cores,
     # else they are priced arithmetically (exact: the rate is always 1)
@@ -50,7 +54,7 @@ class Machine:
     leaks: int = 0  # live buffers allocated again (each renamed `<buffer>#leak<n>`)
 
     def log(self, line: str, t: float | None = None) -> None:
-        self.recorder.log(self.env.now if t is None else t, line)
+        self.recorder.lines.append((self.env.now if t is None else t, line))
 
     def mutex(self, name: str, scope: str, device: int) -> Mutex:
         """The mutex a lock step names: one per (name, assigned GPU) for scope `device`,
