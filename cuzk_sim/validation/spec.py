@@ -119,7 +119,7 @@ def model_scenario(scn: Scenario) -> Scenario:
 
 
 def build_scenario(base_raw: dict, base_dir: Path, cfg: ConfigIn, where: str) -> Scenario:
-    from cuzk_sim.plans.gpu_prover import GpuProverSource, gpu_prover_plan
+    from cuzk_sim.scenario.plan_sources import gpu_prover_plan_of
 
     raw = copy.deepcopy(base_raw)
     for dotted, value in cfg.set.items():
@@ -134,11 +134,7 @@ def build_scenario(base_raw: dict, base_dir: Path, cfg: ConfigIn, where: str) ->
         for kind, over in cfg.kinds.items():
             if kind not in plans:
                 raise InputError(f"{where}: kinds.{kind}: no such kind in the workload")
-            try:
-                src = GpuProverSource.model_validate({**base_src, **over})
-            except ValidationError as e:
-                raise from_validation(f"{where}: kinds.{kind}", e) from None
-            plans[kind] = gpu_prover_plan(src, f"{where}: kinds.{kind}")
+            plans[kind] = gpu_prover_plan_of({**base_src, **over}, where, at=("kinds", kind))
         scn = dataclasses.replace(scn, plans=plans)
     return model_scenario(scn)
 
