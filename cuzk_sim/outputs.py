@@ -54,11 +54,15 @@ def check_writable(what: str, path: Path) -> None:
 
 def write_all(files: Mapping[Path, bytes]) -> None:
     """Write every file or none: stage all, then rename each into place. An OSError from
-    staging leaves every target untouched (and no temporary behind)."""
+    staging (its filename: the target) leaves every target untouched and no temporary
+    behind."""
     staged: list[tuple[str, Path]] = []
     try:
         for path, data in files.items():
-            staged.append((stage(path, data), path))
+            try:
+                staged.append((stage(path, data), path))
+            except OSError as e:  # name the target, not the temporary
+                raise OSError(e.errno, e.strerror or str(e), str(path)) from None
         while staged:
             temp, path = staged[0]
             os.replace(temp, path)
