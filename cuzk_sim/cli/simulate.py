@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress, TaskID
 
 from cuzk_sim.input_errors import InputError
@@ -101,6 +102,9 @@ def run(
             check_output_path("--trace", trace)
         if plot:
             check_output_path("--plot", plot, PLOT_SUFFIXES)
+        from cuzk_sim.outputs import check_distinct
+
+        check_distinct({k: p for k, p in (("--trace", trace), ("--plot", plot)) if p})
         scn = load_scenario(scenario)
         bar = ProgressBar(f"simulating {scn.name}") if sys.stderr.isatty() else None
         try:
@@ -170,12 +174,12 @@ def check(
     console = Console(width=160)
     console.print(check_table(rows))
     if skipped:
-        console.print(f"not checked (no \\[expect] table): {', '.join(skipped)}")
+        console.print(f"not checked (no \\[expect] table): {escape(', '.join(skipped))}")
     from cuzk_sim.report import post_mortem
 
     for name, result, checks, _ in rows:  # why an unexpected OOM happened
         if result is not None and result.oom and not all(c.passed for c in checks):
-            console.print(f"{name}:\n{post_mortem(result.fatal_ooms[0])}")
+            console.print(f"{name}:\n{post_mortem(result.fatal_ooms[0])}", markup=False)
     if unusable:  # bad input wins, as in `gate`: the table above names the file and key
         raise typer.Exit(EXIT_BAD_INPUT)
     if bad:
