@@ -98,7 +98,6 @@ def gate(
 ) -> None:
     """Fail on a predicted OOM nobody expected or a seconds-per-proof regression."""
     from cuzk_sim.ci_output import github_annotations, junit_xml
-    from cuzk_sim.cli.simulate import scenario_files
     from cuzk_sim.expectations import check_expectations
     from cuzk_sim.gate import (
         BaselineEntry,
@@ -114,6 +113,7 @@ def gate(
     from cuzk_sim.plan_diff import buffer_lives
     from cuzk_sim.runner import simulate
     from cuzk_sim.scenario import load_scenario
+    from cuzk_sim.scenario.files import scenario_files
 
     tol = _tolerance(tolerance, "--tolerance")
     vram_growth = (
