@@ -45,7 +45,8 @@ def read_text(path: Path, what: str, limit: int) -> str:
         raise InputError(f"{path}: the {what} is not UTF-8 text (byte {e.start})") from None
 
 
-def _walk_for_bad_numbers(doc: Any, source: str) -> None:
+def check_numbers(doc: Any, source: str) -> None:
+    """Refuse a non-finite float or an integer beyond 64 bits anywhere in `doc`."""
     stack: list[tuple[tuple, Any]] = [((), doc)]
     while stack:
         loc, value = stack.pop()
@@ -86,7 +87,7 @@ def parse_json(text: str, source: str) -> Any:
     except ValueError as e:  # the integer digit limit, NaN / Infinity
         why = str(e).split(";")[0]  # Python's digit-limit message goes on about set_int_max_
         raise InputError(f"{source}: not usable JSON: {why}") from None
-    _walk_for_bad_numbers(doc, source)
+    check_numbers(doc, source)
     return doc
 
 
@@ -100,7 +101,7 @@ def parse_toml(text: str, source: str) -> dict[str, Any]:
         raise InputError(f"{source}: not usable TOML: nested too deeply") from None
     except ValueError as e:
         raise InputError(f"{source}: not usable TOML: {str(e).split(';')[0]}") from None
-    _walk_for_bad_numbers(doc, source)
+    check_numbers(doc, source)
     return doc
 
 
