@@ -5,6 +5,7 @@ of the suite can report how many cases it tried, the slowest, and the peak RSS
 from __future__ import annotations
 
 import copy
+import os
 import resource
 import signal
 import time
@@ -14,8 +15,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import hypothesis.strategies as st
+from hypothesis import settings
 
 CASE_LIMIT_S = 10.0
+# `thorough` gives every test 500 examples; the fuzz tests take three times that, so the
+# suite's eight fuzz tests run >= 10,000 cases (docs/benchmarks.md records a run)
+THOROUGH_SCALE = 3 if os.environ.get("CUZK_HYPOTHESIS_PROFILE") == "thorough" else 1
+
+
+def fuzz_settings() -> settings:
+    """The loaded profile's settings, with the fuzz suite's number of examples."""
+    return settings(max_examples=settings.default.max_examples * THOROUGH_SCALE)
 
 
 @dataclass

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import hypothesis.strategies as st
 import pytest
-from fuzz_cases import edit_doc, one_case, quantity_text
+from fuzz_cases import edit_doc, fuzz_settings, one_case, quantity_text
 from hypothesis import given
 from typer.testing import CliRunner
 
@@ -55,6 +55,7 @@ runner = CliRunner()
 # ---------------------------------------------------------------- quantities
 
 
+@fuzz_settings()
 @given(quantity_text)
 def test_quantities_parse_in_bounds_or_say_what_was_expected(text: str) -> None:
     for parse, limit in (
@@ -88,6 +89,7 @@ def _edit_text(text: str, data: st.DataObject) -> str:
     return text[:i] + piece + text[j:]
 
 
+@fuzz_settings()
 @given(st.data())
 def test_json_text_parses_or_is_one_input_error(data: st.DataObject) -> None:
     base = (SCENARIOS / "gate" / "baseline.json").read_text()[:3000]
@@ -99,6 +101,7 @@ def test_json_text_parses_or_is_one_input_error(data: st.DataObject) -> None:
             assert str(e).startswith("f.json: ") and "\n" not in str(e)
 
 
+@fuzz_settings()
 @given(st.data(), st.sampled_from(SMALL_SCENARIOS))
 def test_toml_text_parses_or_is_one_input_error(data: st.DataObject, name: str) -> None:
     text = _edit_text((SCENARIOS / name).read_text(), data)
@@ -161,6 +164,7 @@ def plan_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
+@fuzz_settings()
 @given(data=st.data())
 def test_plan_json_is_a_plan_or_one_plan_error_and_a_plan_simulates(
     data: st.DataObject, plan_dir: Path
@@ -200,6 +204,7 @@ def _small_enough(raw: dict) -> bool:
     return total <= 200 and "duration" not in raw
 
 
+@fuzz_settings()
 @given(st.data(), st.sampled_from(SMALL_SCENARIOS))
 def test_a_mutated_scenario_loads_and_simulates_or_is_one_input_error(
     data: st.DataObject, name: str
@@ -219,6 +224,7 @@ def test_a_mutated_scenario_loads_and_simulates_or_is_one_input_error(
 # ---------------------------------------------------------------- baselines
 
 
+@fuzz_settings()
 @given(data=st.data())
 def test_a_mutated_baseline_loads_or_is_one_input_error(
     data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
@@ -245,6 +251,7 @@ def test_a_mutated_baseline_loads_or_is_one_input_error(
 # ---------------------------------------------------------------- the command line
 
 
+@fuzz_settings()
 @given(data=st.data(), name=st.sampled_from(SMALL_SCENARIOS[:3]))
 def test_run_and_check_exit_0_1_or_2_with_one_error_line(
     data: st.DataObject, name: str, tmp_path_factory: pytest.TempPathFactory

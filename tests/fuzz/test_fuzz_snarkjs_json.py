@@ -22,7 +22,7 @@ from cuzk_sim.reference.formats.snarkjs_json import (
 )
 from cuzk_sim.reference.prove import prove
 from cuzk_sim.reference.setup import setup
-from fuzz_cases import edit_doc, one_case
+from fuzz_cases import edit_doc, fuzz_settings, one_case
 from hypothesis import given
 
 READERS = {"proof": read_proof, "public": read_public, "vk": read_verification_key}
@@ -40,6 +40,7 @@ def cubic_docs() -> dict[str, Any]:
     }
 
 
+@fuzz_settings()
 @given(data=st.data(), kind=st.sampled_from(sorted(READERS)))
 def test_a_mutated_snarkjs_json_reads_or_is_one_format_error(
     data: st.DataObject, kind: str, tmp_path_factory: pytest.TempPathFactory
