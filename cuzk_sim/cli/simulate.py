@@ -114,6 +114,11 @@ def run(
             check_output_path("--plot", plot, PLOT_SUFFIXES)
         if log:
             check_output_path("--log", log)
+        from cuzk_sim.outputs import check_distinct
+
+        check_distinct(
+            {k: p for k, p in (("--trace", trace), ("--plot", plot), ("--log", log)) if p}
+        )
         scn = load_scenario(scenario)
         bar = ProgressBar(f"simulating {scn.name}") if sys.stderr.isatty() else None
         try:
