@@ -50,12 +50,23 @@ def _size_or(word: str) -> Callable[[str], str]:
     return check
 
 
+def _known_card(v: str | None) -> str | None:
+    if v is not None:
+        from cuzk_sim.cards import card
+
+        card(v)  # an InputError (a ValueError) listing the presets and close names
+    return v
+
+
 class Hardware(_Strict):
     gpus: int = Field(1, ge=1, le=64)
-    vram: SizeText | None = None  # default: the profile's card
+    card: str | None = None  # a preset of cuzk_sim/cards.py: sets vram (unless given)
+    vram: SizeText | None = None  # default: the card's, else the profile's card
     context_overhead: SizeText | None = None  # default: the profile's constant
     host_ram: SizeText = "512 GiB"
     host_cores: int | None = Field(None, ge=1, le=65536)  # default: the profile's host
+
+    _card = field_validator("card")(_known_card)
 
 
 class GpusSection(_Strict):
