@@ -24,6 +24,12 @@ from cuzk_sim.logs.findings import FindingBook
 from cuzk_sim.logs.parse import Counts, Record
 
 KEEP_PARTITIONS = 2000
+CIRCUIT_KINDS = {
+    "porep-32g": "porep",
+    "snap-deals-32g": "snapdeals",
+    "window-post-32g": "window_post",
+    "winning-post-32g": "winning_post",
+}
 MAX_MALFORMED = 50
 
 # a CUZK_TIMING key -> the slot of a GPU section it fills (one line per slot per call)
@@ -228,8 +234,9 @@ class GpuUse:
     last: int | None = None
     sections: int = 0
     held_ms: float = 0.0  # sum of mutex_held_ms
-    longest_starve: tuple[float, int, int] = (0.0, 0, 0)  # ms, line before, line after
-    idle_since: tuple[int, int] | None = None  # (ms, line) the GPU went idle
+    # the longest idle gap: ms, (line, text) where it began, (line, text) where it ended
+    longest_gap: tuple[float, tuple[int, str], tuple[int, str]] | None = None
+    idle_since: tuple[int, tuple[int, str]] | None = None  # (ms, line) the GPU went idle
 
 
 def kind_of(partitions: int, synth_ms: float | None) -> str:
@@ -299,6 +306,7 @@ class Analyzer:
         self.variant: dict[str, int] = {}  # counts of prestage outcomes, b_g2 on cpu, ...
         self.jobs_kept: list[dict] = []
         self.jobs_per_kind: dict[str, int] = {}
+        self.circuits: set[str] = set()  # PCE circuit ids named in the log
         self.run_offsets: dict[int, float] = {0: 0.0}  # run -> seconds after the first start
 
     # --- feeding ---
@@ -348,7 +356,9 @@ class Analyzer:
             )
         elif k == "pce_loaded":
             self.pce_loaded.add(str(r.fields.get("circuit_id", "?")))
-        elif k == "rayon_threads":
+        if k.startswith("pce_") and "circuit_id" in r.fields:
+            self.circuits.add(str(r.fields["circuit_id"]))
+        if k == "rayon_threads":
             self.rayon_threads = _int(r.fields.get("rayon_threads"))
         elif k == "memory_budget":
             self.budget_gib = _int(r.fields.get("total_budget_gib"))
@@ -433,8 +443,8 @@ class Analyzer:
             use = self.gpus.setdefault(part.gpu, GpuUse())
             if use.active == 0 and use.idle_since is not None:
                 gap = t - use.idle_since[0]
-                if gap > use.longest_starve[0] and self.synth_active > 0:
-                    use.longest_starve = (gap, use.idle_since[1], r.lineno)
+                if use.longest_gap is None or gap > use.longest_gap[0]:
+                    use.longest_gap = (gap, use.idle_since[1], (r.lineno, r.text))
             use.active += 1
             use.sections += 1
             if use.first is None:
@@ -455,7 +465,8 @@ class Analyzer:
             use.active = max(use.active - 1, 0)
             use.last = part.end if part.end is not None else self.now
             if use.active == 0:
-                use.idle_since = (self.now, lineno)
+                end_line = part.line_of("GPU_END") or (lineno, "")
+                use.idle_since = (self.now, end_line)
         if self.holding.get(part.gpu or 0) is part:
             del self.holding[part.gpu or 0]
         part.outcome = outcome
@@ -487,6 +498,8 @@ class Analyzer:
         n = len(job.partitions_seen)
         synth = job.stats.get("synth_ms")
         kind = self.forced_kind or job.kind or kind_of(n, synth.mean if synth else None)
+        if kind.startswith("unknown") and len(self.circuits) == 1:  # the one PCE it used
+            kind = CIRCUIT_KINDS.get(next(iter(self.circuits)), kind)
         job.kind = kind
         expected = {"porep": 10, "snapdeals": 16}.get(kind, n)
         if not job.failed and job.partitions_done >= expected and job.last_end is not None:
@@ -797,18 +810,14 @@ class Analyzer:
         for g, use in sorted(self.gpus.items()):
             window = (use.last or 0) - (use.first or 0)
             if window > 0 and use.starved_ms >= 0.25 * window and use.sections >= 2:
-                gap, before, after = use.longest_starve
+                gap, before, after = use.longest_gap or (0.0, (0, ""), (0, ""))
                 self.book.add(
                     "synthesis_bound",
                     f"GPU {g} sat idle with an empty GPU queue while synthesis ran for "
                     f"{use.starved_ms / 1000:.1f} s, {use.starved_ms / window:.0%} of its "
                     f"{window / 1000:.1f} s of work (longest gap {gap / 1000:.1f} s): "
                     "synthesis, not the GPU, sets the pace.",
-                    [
-                        x
-                        for x in ((before, "(GPU idle from here)"), (after, "(GPU busy again)"))
-                        if x[0]
-                    ],
+                    [x for x in (before, after) if x[0]],
                 )
 
     # --- results ---
