@@ -24,6 +24,8 @@ from cuzk_sim.logs.findings import FindingBook
 from cuzk_sim.logs.parse import Counts, Record
 
 KEEP_PARTITIONS = 2000
+SYNTHESIS_BOUND_SHARE = 0.15  # of a GPU's window idle, queue empty, synthesis running
+MUTEX_CONTENTION_SHARE = 0.5  # total mutex wait against total mutex held
 CIRCUIT_KINDS = {
     "porep-32g": "porep",
     "snap-deals-32g": "snapdeals",
@@ -467,8 +469,9 @@ class Analyzer:
             if use.active == 0:
                 end_line = part.line_of("GPU_END") or (lineno, "")
                 use.idle_since = (self.now, end_line)
-        if self.holding.get(part.gpu or 0) is part:
-            del self.holding[part.gpu or 0]
+        for g, holder in list(self.holding.items()):
+            if holder is part:
+                del self.holding[g]
         part.outcome = outcome
         if part.end is None:
             part.end = self.now
@@ -575,8 +578,8 @@ class Analyzer:
         elif slot == "held":
             self.mutex_held.add(int(f.get("mutex_held_ms", 0)), r.lineno)  # type: ignore[arg-type]
             if sec is not None:
-                g = sec.gpu or 0
-                self.gpus.setdefault(g, GpuUse()).held_ms += int(f["mutex_held_ms"])  # type: ignore[arg-type]
+                g = self._physical_gpu(sec)
+                self.gpus.setdefault(sec.gpu or 0, GpuUse()).held_ms += int(f["mutex_held_ms"])  # type: ignore[arg-type]
                 if self.holding.get(g) is sec:
                     del self.holding[g]
         elif slot == "ntt":
@@ -722,6 +725,7 @@ class Analyzer:
             + ".",
             ev,
             count=count,
+            anchor=r.lineno,
         )
         for part in list(self.open_sections):  # the panic unwinds an open section
             if part.gpu == gpu and len(self.open_sections) == 1:
@@ -797,7 +801,10 @@ class Analyzer:
                     f"({total:.0f} s in all); after the first it should load from disk.",
                     [(n, t) for n, t, _ in seen],
                 )
-        if self.mutex_held.n >= 4 and self.mutex_wait.total >= 0.5 * self.mutex_held.total:
+        if (
+            self.mutex_held.n >= 4
+            and self.mutex_wait.total >= MUTEX_CONTENTION_SHARE * self.mutex_held.total
+        ):
             share = self.mutex_wait.total / max(self.mutex_held.total, 1)
             self.book.add(
                 "mutex_contention",
@@ -809,7 +816,11 @@ class Analyzer:
             )
         for g, use in sorted(self.gpus.items()):
             window = (use.last or 0) - (use.first or 0)
-            if window > 0 and use.starved_ms >= 0.25 * window and use.sections >= 2:
+            if (
+                window > 0
+                and use.starved_ms >= SYNTHESIS_BOUND_SHARE * window
+                and use.sections >= 2
+            ):
                 gap, before, after = use.longest_gap or (0.0, (0, ""), (0, ""))
                 self.book.add(
                     "synthesis_bound",
