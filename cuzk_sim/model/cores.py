@@ -41,6 +41,7 @@ class HostCores:
     timer_at: float | None = None  # when the live timer fires (None: no timer)
     peak_demand: float = 0.0  # threads
     samples: list[tuple[float, float]] | None = None  # (t, threads asked for) for a trace
+    work_s: float = 0.0  # thread-seconds of CPU work given to the host (metrics.py)
     _ids: itertools.count = field(default_factory=itertools.count)
 
     def __post_init__(self) -> None:
@@ -66,6 +67,7 @@ class HostCores:
         if seconds <= 0:
             ev.succeed(self.env.now)
             return
+        self.work_s += seconds * threads
         self._advance()
         was_full_speed = self.demand <= self._capacity
         milli = round(threads * MILLI)

@@ -15,7 +15,7 @@ import math
 import random
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import simpy
 
@@ -24,10 +24,14 @@ from cuzk_sim.model.allocator import NEVER, DeviceMemory
 from cuzk_sim.model.cores import HostCores
 from cuzk_sim.model.gpu import Device
 from cuzk_sim.model.host import HostMemory, PceCache
+from cuzk_sim.model.jitter import Jitter, replica_seed
 from cuzk_sim.model.mutex import Mutex
 from cuzk_sim.model.worker import EXCLUSIVE_SCOPES, CompiledPlan, Worker, execute_plan
 from cuzk_sim.plans.circuits import CircuitShape
 from cuzk_sim.result import OomEvent, SimResult, Span
+
+if TYPE_CHECKING:
+    from cuzk_sim.recording import Timeline
 from cuzk_sim.units import format_size
 
 
@@ -110,6 +114,12 @@ class Simulation:
     events: int = 0
     leaks: int = 0
     sections: dict[tuple, tuple] = field(default_factory=dict)  # critical sections learnt
+    jitter: Jitter = field(default_factory=Jitter)  # timing noise of this replica (model/jitter.py)
+    # a bounded recording for plots and traces on the fast path (cuzk_sim/recording.py):
+    # partition/synthesis spans and bucketed VRAM, host RAM and CPU-thread series
+    timeline: Timeline | None = None
+    synth_busy_s: float = 0.0  # metrics.py: seconds synthesizers spent synthesizing
+    ram_wait_s: float = 0.0  # metrics.py: seconds synthesizers waited on the RAM budget
 
     def __post_init__(self) -> None:
         cfg, env = self.config, self.env
@@ -126,8 +136,13 @@ class Simulation:
         for dev in {w.device.index: w.device for w in self.workers}.values():
             dev.memory.context = cfg.context_overhead  # one daemon process per device used
             dev.memory.peak_used = dev.memory.used
-        self.ram = HostMemory(env, cfg.host_ram_budget, samples=[] if self.record else None)
-        self.cores = HostCores(env, cfg.host_cores, samples=[] if self.record else None)
+        tl = self.timeline
+        self.ram = HostMemory(
+            env, cfg.host_ram_budget, samples=tl.host_sink() if tl else [] if self.record else None
+        )
+        self.cores = HostCores(
+            env, cfg.host_cores, samples=tl.core_sink() if tl else [] if self.record else None
+        )
         # Can the CPU work ever ask for more cores than the host has? If not, every task
         # runs at full speed and workers price CPU steps arithmetically (exact); else each
         # CPU task goes through the processor-sharing model.
@@ -178,7 +193,9 @@ class Simulation:
         self.unfinished = 0
         self.done_times: list[tuple[str, str, float]] = []
         self.arrivals_open = len(cfg.arrivals)
-        self.rng = random.Random(cfg.seed)
+        # Poisson arrivals: the scenario's seed (replica 0) or one stream per replica
+        replica = self.jitter.replica
+        self.rng = random.Random(cfg.seed if replica == 0 else replica_seed(cfg.seed, replica))
         self.stopped_at_oom = False
         self.partitions_ok = 0
         self.partitions_failed = 0
@@ -200,7 +217,7 @@ class Simulation:
     def _arrive(self, a: Arrivals) -> Generator:
         env = self.env
         if a.start_s:
-            yield env.timeout(a.start_s)
+            yield env.timeout(self.jitter.scale(a.start_s))
         shape = self.shapes[a.kind]
         for i in itertools.count():
             if a.count is not None and i >= a.count:
@@ -213,7 +230,7 @@ class Simulation:
             if a.every_s:
                 gap = self.rng.expovariate(1 / a.every_s) if a.poisson else a.every_s
                 self.events += 1
-                yield env.timeout(gap)
+                yield env.timeout(self.jitter.scale(gap))
         self.arrivals_open -= 1
         self._maybe_finish()
 
@@ -224,23 +241,35 @@ class Simulation:
             proof: Proof = item.item
             shape = self.shapes[proof.kind]
             yield self.lookahead.get(1)
+            asked = env.now
             yield self.ram.reserve("synthesis", proof.id, proof.partitions * shape.host_bytes)
-            yield from self.pce.ensure(env, self.ram, proof.kind, self.log)
+            self.ram_wait_s += env.now - asked  # metrics.py: synthesizers waiting on RAM
+            if shape.pce:
+                yield from self.pce.ensure(env, self.ram, proof.kind, self.log)
             rounds = math.ceil(proof.partitions / cfg.max_parallel_synthesis)
-            seconds = self.profile.cpu_seconds(
-                "synthesis", shape.constraints, f"synthesis of {proof.kind}"
-            )
+            seconds = shape.synthesis_s
+            if seconds is None:
+                seconds = self.profile.cpu_seconds(
+                    "synthesis", shape.constraints, f"synthesis of {proof.kind}"
+                )
             t0 = env.now
             if self.cores_shared:  # each round: its partitions in parallel, sharing cores
                 left = proof.partitions
                 for _ in range(rounds):
                     now_parts = min(left, cfg.max_parallel_synthesis)
                     left -= now_parts
-                    yield self.cores.run(seconds, now_parts * self.profile.synthesis_threads)
+                    yield self.cores.run(
+                        self.jitter.scale(seconds), now_parts * self.profile.synthesis_threads
+                    )
             else:
-                yield env.timeout(rounds * seconds)
+                if self.jitter:
+                    yield env.timeout(sum(self.jitter.scale(seconds) for _ in range(rounds)))
+                else:
+                    yield env.timeout(rounds * seconds)
+                self.cores.work_s += proof.partitions * seconds * self.profile.synthesis_threads
             self.events += 4
-            if self.record:
+            self.synth_busy_s += env.now - t0  # metrics.py: synthesizer busy time
+            if self.record or self.timeline is not None:
                 self.spans.append(Span(f"synth{index}", -1, proof.id, "synthesis", t0, env.now))
             for p in range(proof.partitions):
                 self.partitions.put(
@@ -261,7 +290,7 @@ class Simulation:
                 t0 = env.now
                 label = f"{proof.id}/{p}"
                 ok = yield from execute_plan(self, w, self.plans[proof.kind], label)
-                if self.record:
+                if self.record or self.timeline is not None:
                     self.spans.append(Span(w.name, w.device.index, label, "partition", t0, env.now))
                 if ok:
                     self.partitions_ok += 1
@@ -370,6 +399,8 @@ class Simulation:
         )
 
     def _result(self) -> SimResult:
+        from cuzk_sim.metrics import measure
+
         times = sorted(t for _, _, t in self.done_times)
         if len(times) >= 2:
             spp: float | None = (times[-1] - times[0]) / (len(times) - 1)
@@ -391,8 +422,8 @@ class Simulation:
             peak_host_bytes=self.ram.peak_used,
             host_budget_bytes=self.ram.budget,
             peak_core_demand=self.cores.peak_demand,
-            host_samples=self.ram.samples or [],
-            core_samples=self.cores.samples or [],
+            host_samples=self.ram.samples if self.timeline is None and self.ram.samples else [],
+            core_samples=self.cores.samples if self.timeline is None and self.cores.samples else [],
             vram_total_bytes={d.index: d.memory.total for d in self.devices},
             oom_events=self.oom_events,
             log=self.lines,
@@ -403,4 +434,6 @@ class Simulation:
             stall=self.stall,
             spans=self.spans,
             vram_samples=self.samples,
+            metrics=measure(self),
+            timeline=self.timeline,
         )

@@ -56,6 +56,7 @@ class CompiledPlan:
 
 
 EXCLUSIVE_SCOPES = ("device", "global", "process")
+JITTERED_OPS = ("kernel", "copy", "cpu")  # the durations timing jitter perturbs
 
 
 def is_host_memory(s: Step) -> bool:
@@ -189,6 +190,7 @@ def _cpu(sim: Simulation, w: Worker, s: Cpu, seconds: float) -> None:
     else:
         start = max(w.t_ready, w.streams.get(s.stream, 0.0))
         w.streams[s.stream] = end = start + seconds
+    sim.cores.work_s += seconds * s.threads  # host-core utilization (metrics.py)
     if sim.record:
         sim.spans.append(Span(w.name, -1, s.name, "cpu", start, end))
 
@@ -212,11 +214,16 @@ def _alloc(
         sim.leaks += 1  # allocated again while still live: the old one is leaked
         mem.rename(owner, s.buffer, f"{s.buffer}#leak{sim.leaks}")
     reason = ""
+    got = None
     if s.margin is not None and mem.free < s.bytes + s.margin:
         reason = "skip_vram"
-    elif mem.try_alloc(owner, s.buffer, s.bytes, s.allocator, s.persistent) is None:
-        reason = "alloc"
+    else:
+        got = mem.try_alloc(owner, s.buffer, s.bytes, s.allocator, s.persistent)
+        if got is None:
+            reason = "alloc"
     if not reason:
+        if sim.timeline is not None and got is not None:  # the bounded recording
+            sim.timeline.vram_change(now, w.device.index, mem.used, s.buffer, got.bytes, pc)
         if sim.record:
             sim.samples.append((now, w.device.index, mem.used))
         if s.per_device and s.persistent:  # a per-GPU cache, allocated once: say so, like cuzk
@@ -346,6 +353,15 @@ def _unlock(sim: Simulation, w: Worker, name: str) -> None:
     raise RuntimeError(f"worker {w.name} unlocks {name!r} which it does not hold")
 
 
+def _settle_samples(sim: Simulation, mem, record: bool):
+    """Where DeviceMemory.settle reports deferred frees: the full recording's samples,
+    the bounded recording (which re-reads the ledger), both, or nowhere."""
+    samples = sim.samples if record else None
+    if sim.timeline is None:
+        return samples
+    return sim.timeline.settle_sink(mem, samples)
+
+
 def panic(sim: Simulation, w: Worker) -> None:
     """Unwind: free the worker's non-persistent buffers (device and pinned host), release
     its mutexes."""
@@ -356,6 +372,8 @@ def panic(sim: Simulation, w: Worker) -> None:
         sim.ram.unpin(owner, buffer)
     for name, _, _ in list(w.held):
         _unlock(sim, w, name)
+    if sim.timeline is not None:
+        sim.timeline.resync(sim.env.now, mem)
     if sim.record:
         sim.samples.append((sim.env.now, w.device.index, mem.used))
 
@@ -368,6 +386,11 @@ def execute_plan(
     w.t_ready = env.now
     w.streams = {}
     steps, seconds, labels = cp.steps, cp.seconds, cp.labels
+    if sim.jitter:  # this execution's durations: each kernel, copy and CPU step perturbed
+        scale = sim.jitter.scale
+        seconds = tuple(
+            scale(t) if s.op in JITTERED_OPS else t for s, t in zip(steps, seconds, strict=True)
+        )
     pc, n = 0, len(steps)
     exclusive = False  # holding a mutex that makes this worker alone on its device's memory
     replay: tuple | None = None  # the memory state this critical section is known to end in
@@ -378,6 +401,8 @@ def execute_plan(
     name = w.name
     shared_cores = sim.cores_shared
     host_touching = cp.host_touching
+    tl = sim.timeline  # the bounded recording (cuzk_sim/recording.py), usually None
+    replay_peak: tuple | None = None  # a replayed section's learnt peak (pc, used, parts)
     while pc < n:
         s = steps[pc]
         op = s.op
@@ -420,19 +445,24 @@ def execute_plan(
             if isinstance(w.streams.get(s.stream), simpy.Event):
                 yield from _stream_end(sim, w, s.stream)
         if replay is not None and (op == "alloc" or op == "free"):
+            if replay_peak is not None and pc == replay_peak[0]:
+                tl.replayed_peak(w.t_ready, dev.index, replay_peak)  # type: ignore[union-attr]
             pc += 1  # a known section: its memory outcome is applied at the unlock
             continue
         if exclusive and op == "free":  # hot path inside a critical section, inlined
             if mem.pending_frees:
-                mem.settle(w.t_ready, sim.samples if record else None)
+                mem.settle(w.t_ready, _settle_samples(sim, mem, record))
             buf = mem.live.get((name, s.buffer))
             if buf is not None and not buf.persistent:
                 mem.release(name, s.buffer)
+                if tl is not None:
+                    tl.vram_change(w.t_ready, dev.index, mem.used, s.buffer, -buf.bytes, pc)
             pc += 1
             continue
         if op == "kernel" and s.stream == "compute" and not record:  # the hot path, inlined
             start = w.t_ready if w.t_ready > dev.compute_free_at else dev.compute_free_at
             w.t_ready = dev.compute_free_at = start + seconds[pc]
+            dev.compute_busy_s += seconds[pc]  # utilization (metrics.py), as run_compute
             pc += 1
             continue
         timed = TIME_STEPS.get(op)
@@ -465,7 +495,7 @@ def execute_plan(
             now = env.now
         mem = w.device.memory
         if mem.pending_frees:
-            mem.settle(now, sim.samples if record else None)
+            mem.settle(now, _settle_samples(sim, mem, record))
         if op == "alloc":
             pc = _alloc(sim, w, s, pc, cp, part, now)
             if pc < 0:
@@ -478,6 +508,8 @@ def execute_plan(
             buf = mem.live.get((w.name, s.buffer))
             if buf is not None and not buf.persistent:  # else cudaFree(nullptr) / never freed
                 mem.release(w.name, s.buffer)
+                if tl is not None:
+                    tl.vram_change(now, w.device.index, mem.used, s.buffer, -buf.bytes, pc)
                 if sim.record:
                     sim.samples.append((now, w.device.index, mem.used))
             pc += 1
@@ -503,24 +535,33 @@ def execute_plan(
                     replay = sim.sections.get(key)
                     if replay is None:
                         recording = (key, len(sim.oom_events), len(sim.lines))
+                    if tl is not None:  # follow the section's peak (learnt or replayed)
+                        tl.section_begin(dev.index, mem.used)
+                        replay_peak = tl.learnt.get(key) if replay is not None else None
             pc += 1
         elif op == "unlock":
             if s.scope != "none":
+                learnt = None
                 if replay is not None:
                     mem.restore(replay)
+                    if tl is not None:
+                        tl.resync(env.now, mem)
                 elif recording is not None:
                     key, ooms, lines = recording
                     end = mem.snapshot()
                     clean = len(sim.oom_events) == ooms and len(sim.lines) == lines
                     if clean and end[-1] == key[-1][-1]:  # no event, same live buffers
                         sim.sections[key] = end
-                replay = recording = None
+                        learnt = key
+                if tl is not None and (replay is not None or recording is not None):
+                    tl.section_end(dev.index, learnt)
+                replay = recording = replay_peak = None
                 _unlock(sim, w, s.mutex)
                 exclusive = False
             pc += 1
         elif op == "sync":  # a pool with a finite release threshold gives bytes back here
-            if replay is None:
-                mem.trim_async_pool()
+            if replay is None and mem.trim_async_pool() and tl is not None:
+                tl.vram_change(now, dev.index, mem.used, None, 0, pc)
             pc += 1
         else:  # pragma: no cover - Plan.from_dict rejects unknown ops
             raise RuntimeError(f"unknown step op {op!r}")
