@@ -504,8 +504,9 @@ class Analyzer:
         if kind.startswith("unknown") and len(self.circuits) == 1:  # the one PCE it used
             kind = CIRCUIT_KINDS.get(next(iter(self.circuits)), kind)
         job.kind = kind
-        expected = {"porep": 10, "snapdeals": 16}.get(kind, n)
-        if not job.failed and job.partitions_done >= expected and job.last_end is not None:
+        # done: every partition it started came back (cuzk starts all of a job's
+        # partitions' synthesis at once, so the log names them all)
+        if not job.failed and job.partitions_done == n and n and job.last_end is not None:
             self.done_n += 1
             t = float(job.last_end) + 1000.0 * self.run_offsets.get(job.run, 0.0)
             self.done_first = t if self.done_first is None else min(self.done_first, t)

@@ -64,7 +64,7 @@ gpu_workers_per_device = {workers}
 cached = ["porep"]
 [variant]
 prestage = "{prestage}"
-pool_release_threshold = "{'max' if prestage != 'off' else '0 B'}"
+pool_release_threshold = "{"max" if prestage != "off" else "0 B"}"
 [[workload]]
 kind = "porep"
 count = 3
@@ -93,8 +93,10 @@ def test_model_log_calibrates_back_to_the_known_profile(tmp_path, prestage, work
     out = tmp_path / "fitted.toml"
     r = runner.invoke(app, ["calibrate", str(log), "--base", "rtx5070ti", "-o", str(out)])
     assert r.exit_code == 0, r.output
-    fitted, truth, base = load_profile(str(out)), load_profile(str(known)), load_profile(
-        "rtx5070ti"
+    fitted, truth, base = (
+        load_profile(str(out)),
+        load_profile(str(known)),
+        load_profile("rtx5070ti"),
     )
     for key in KNOWN:
         got, want = cost_at(fitted, key), cost_at(truth, key)
@@ -118,8 +120,17 @@ def test_scenario_from_log_replays_the_observed_seconds_per_proof(tmp_path):
     write_scenario_log(result, scn, str(log))
     out = tmp_path / "replay.toml"
     r = runner.invoke(
-        app, ["scenario-from-log", str(log), "-o", str(out), "--profile", str(known),
-              "--vram", "16 GiB"]
+        app,
+        [
+            "scenario-from-log",
+            str(log),
+            "-o",
+            str(out),
+            "--profile",
+            str(known),
+            "--vram",
+            "16 GiB",
+        ],
     )
     assert r.exit_code == 0, r.output
     replay = load_scenario(out)
@@ -130,3 +141,84 @@ def test_scenario_from_log_replays_the_observed_seconds_per_proof(tmp_path):
     assert again.seconds_per_proof == pytest.approx(result.seconds_per_proof, rel=0.02)
     r = runner.invoke(app, ["run", str(out)])
     assert "predicted" in r.stdout and "against [expect]" in r.stdout
+
+
+def test_a_log_with_only_the_mutex_lines_calibrates_the_whole_section(tmp_path):
+    """What gpu-run writes for our prover (TIMELINE, pre_lock, mutex_held): one factor
+    for the kernels of the GPU section; a replay then predicts the logged s/proof."""
+    raw = tomllib.loads((resources.files("cuzk_sim.profiles") / "rtx5070ti.toml").read_text())
+    for entry in raw["kernel"].values():  # the truth: every kernel twice as slow as the base
+        ms = float(entry["time"].split()[0]) * (1000 if entry["time"].endswith(" s") else 1)
+        entry["time"] = f"{ms * 2.0} ms"
+    truth = tmp_path / "truth.toml"
+    truth.write_text(dumps(raw))
+    text = f"""
+seed = 2
+profile = "{truth}"
+[hardware]
+gpus = 1
+host_cores = 1024
+[engine.gpus]
+gpu_workers_per_device = 1
+[engine.pce]
+cached = ["porep"]
+[plan]
+gpu_prover = {{ domain_log2 = 24 }}
+[[workload]]
+kind = "porep"
+count = 3
+partitions = 4
+"""
+    s_path = tmp_path / "ours.toml"
+    s_path.write_text(text)
+    scn = load_scenario(s_path)
+    result = simulate(scn, record=True)
+    log = tmp_path / "full.log"
+    write_scenario_log(result, scn, str(log))
+    keep = ("TIMELINE,", "pre_lock_cpu_ms", "mutex_held_ms", " INFO ")
+    only = tmp_path / "mutex-only.log"
+    only.write_text(
+        "".join(x for x in log.read_text().splitlines(True) if any(k in x for k in keep))
+    )
+    out = tmp_path / "fit.toml"
+    r = runner.invoke(
+        app,
+        [
+            "calibrate",
+            str(only),
+            "--base",
+            "rtx5070ti",
+            "--scenario",
+            str(s_path),
+            "--kind",
+            "porep",
+            "-o",
+            str(out),
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    fitted = tomllib.loads(out.read_text())
+    assert "mutex_held_ms (the whole GPU section" in fitted["kernel"]["ntt"]["source"]
+    replay = tmp_path / "replay.toml"
+    r = runner.invoke(
+        app,
+        [
+            "scenario-from-log",
+            str(only),
+            "--kind",
+            "porep",
+            "--profile",
+            str(out),
+            "--plan-from",
+            str(s_path),
+            "-o",
+            str(replay),
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    predicted = simulate(load_scenario(replay)).seconds_per_proof
+    base_scn = text.replace(str(truth), "rtx5070ti")
+    (tmp_path / "base.toml").write_text(base_scn)
+    with_base = simulate(load_scenario(tmp_path / "base.toml")).seconds_per_proof
+    assert predicted == pytest.approx(result.seconds_per_proof, rel=0.02)
+    assert abs(with_base / result.seconds_per_proof - 1) > 0.05  # the base alone was off
