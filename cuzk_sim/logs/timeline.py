@@ -110,6 +110,25 @@ class Stat:
             if j < RESERVOIR:
                 self.samples[j] = v
 
+    def extend(self, vals: list[float], lineno: int | None = None) -> None:
+        """Add many readings at once (a finished job's), in order."""
+        if not vals:
+            return
+        self.total += sum(vals)
+        self.sq += sum(v * v for v in vals)
+        self.lo = min(self.lo, min(vals))
+        self.hi = max(self.hi, max(vals))
+        if lineno is not None and len(self.lines) < 5:
+            self.lines.append(lineno)
+        room = RESERVOIR - len(self.samples)
+        if room >= len(vals):
+            self.samples.extend(vals)
+            self.n += len(vals)
+            return
+        for v in vals:
+            self.n += 1
+            self._keep(v)
+
     def merge(self, o: Stat) -> None:
         for v in o.samples:
             self.n += 1
@@ -222,7 +241,8 @@ class Job:
     failed: bool = False
     kind: str | None = None
     open: int = 0  # partitions of it not yet closed
-    stats: dict[str, Stat] = field(default_factory=dict)
+    values: dict[str, list[float]] = field(default_factory=dict)  # figure -> its readings
+    first_lines: dict[str, int] = field(default_factory=dict)  # figure -> first line
 
 
 @dataclass
@@ -499,8 +519,12 @@ class Analyzer:
     def _job_finished(self, job: Job) -> None:
         """A job with no open partition left: fold its statistics under its kind."""
         n = len(job.partitions_seen)
-        synth = job.stats.get("synth_ms")
-        kind = self.forced_kind or job.kind or kind_of(n, synth.mean if synth else None)
+        synth_v = job.values.get("synth_ms")
+        kind = (
+            self.forced_kind
+            or job.kind
+            or kind_of(n, sum(synth_v) / len(synth_v) if synth_v else None)
+        )
         if kind.startswith("unknown") and len(self.circuits) == 1:  # the one PCE it used
             kind = CIRCUIT_KINDS.get(next(iter(self.circuits)), kind)
         job.kind = kind
@@ -512,8 +536,8 @@ class Analyzer:
             self.done_first = t if self.done_first is None else min(self.done_first, t)
             self.done_last = t if self.done_last is None else max(self.done_last, t)
         ks = self.kind_stats.setdefault(kind, {})
-        for name, st in job.stats.items():
-            ks.setdefault(name, Stat()).merge(st)
+        for name, vals in job.values.items():
+            ks.setdefault(name, Stat()).extend(vals, job.first_lines.get(name))
         self.jobs_per_kind[kind] = self.jobs_per_kind.get(kind, 0) + 1
         if len(self.jobs_kept) < self.keep:
             self.jobs_kept.append(
@@ -542,7 +566,12 @@ class Analyzer:
         if job is None:
             self.orphan_stats.setdefault(name, Stat()).add(v, lineno)
             return
-        job.stats.setdefault(name, Stat()).add(v, lineno)
+        vals = job.values.get(name)
+        if vals is None:
+            job.values[name] = [v]
+            job.first_lines[name] = lineno
+        else:
+            vals.append(v)
 
     # --- C++ timing lines ---
 
@@ -555,8 +584,12 @@ class Analyzer:
 
     def _timing(self, r: Record) -> None:
         f = r.fields
-        slot = next((SLOT_OF_KEY[k] for k in f if k in SLOT_OF_KEY), None)
-        if slot is None:
+        slot = None
+        for k in f:
+            slot = SLOT_OF_KEY.get(k)
+            if slot is not None:
+                break
+        else:
             return
         sec = self._attribute(slot, r)
         for key, v in f.items():
