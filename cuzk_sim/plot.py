@@ -190,7 +190,8 @@ def write_plot(result: SimResult, path: str, window: tuple[float, float] | None 
     ax_lanes.set_yticks(range(len(lanes)), lanes, fontsize=7)
     ax_lanes.set_ylim(len(lanes) - 0.5, -0.5)
     ax_lanes.set_xlabel("simulated time (s)")
-    ax_lanes.set_xlim(x0, end if end > x0 else x0 + 1)
+    span = end - x0 if end > x0 else 1.0
+    ax_lanes.set_xlim(x0 - 0.005 * span, x0 + 1.015 * span)  # markers at the ends stay whole
     # --- legends and title ---
     handles = [Patch(color=colours[n], label=n) for n in layers if n in colours]
     handles += [
@@ -212,6 +213,6 @@ def write_plot(result: SimResult, path: str, window: tuple[float, float] | None 
         f"{width:.3g} s bucket), host RAM, worker lanes{note}",
         fontsize=10,
     )
-    fig.tight_layout(rect=(0, 0.05, 1, 0.97))
+    fig.tight_layout(rect=(0, 0.07, 1, 0.97))
     fig.savefig(path, dpi=100)
     plt.close(fig)

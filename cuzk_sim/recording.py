@@ -215,7 +215,7 @@ class Timeline:
     buckets: int = 1500
     window: tuple[float, float] | None = None  # plot only this (seconds)
     detail: tuple[float, float] | None = (0.0, math.inf)  # kernels, copies, locks here
-    max_detail_spans: int = 200_000
+    max_detail_spans: int = 100_000
     vram: dict[int, Buckets] = field(default_factory=dict)
     host: Buckets = field(init=False)
     pinned: Buckets = field(init=False)
@@ -368,6 +368,8 @@ def simulate_recorded(
         unmerged = {
             k: compile_plan(p, scenario.profile, merge=False) for k, p in scenario.plans.items()
         }
+    for dev in {w.device.index: w.device for w in sim.workers}.values():
+        timeline.resync(0.0, dev.memory)  # the CUDA context, before any allocation
     spans = sim.spans = _Spans(sim, timeline, merged, unmerged)
     if timeline.detail is not None and timeline.detail[0] <= 0:
         spans.detail(True)
