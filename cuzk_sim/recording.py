@@ -102,8 +102,9 @@ class Buckets:
             prev = self.data.get(self.cur)
             if prev is not None and before is not None:
                 prev.end_parts = before()
-            elif self.cur < 0 and i > 0 and before is not None:  # the state the window opens on
-                self.data[0] = Bucket(self.last, before(), self.last, before())
+            elif self.cur < 0 and i > 0 and self.fixed:  # the state the window opens on
+                parts_then = before() if before is not None else None
+                self.data[0] = Bucket(self.last, parts_then, self.last, parts_then)
         b = self.data.get(i)
         if b is None:
             self.data[i] = Bucket(value, parts() if parts else None, value)
@@ -114,20 +115,28 @@ class Buckets:
         self.cur = i
         self.last = value
 
-    def set_peak(self, t: float, value: float, parts: dict[str, float] | None) -> None:
-        """A peak seen without a state change (a replayed critical section's)."""
+    def set_peak(
+        self,
+        t: float,
+        value: float,
+        parts: dict[str, float] | None,
+        now_parts: Callable[[], dict[str, float]],
+    ) -> None:
+        """A peak seen without a state change (a replayed critical section's);
+        now_parts(): the (unchanged) breakdown, to close the bucket before."""
         i = self.index(t)
         if i is None:
             return
+        if i != self.cur:
+            prev = self.data.get(self.cur)
+            if prev is not None:
+                prev.end_parts = now_parts()
         b = self.data.get(i)
         if b is None:
-            self.data[i] = b = Bucket(value, parts, self.last)
-            if i != self.cur:
-                prev = self.data.get(self.cur)
-                b.end_parts = prev.end_parts if prev is not None else None
-                self.cur = i
+            self.data[i] = Bucket(value, parts, self.last)
         elif value > b.peak:
             b.peak, b.peak_parts = value, parts
+        self.cur = i
 
     def series(self, until: float, now_parts: dict | None = None) -> list[tuple[float, Bucket]]:
         """(bucket start time, bucket) for every bucket up to `until`; an empty bucket
@@ -312,7 +321,7 @@ class Timeline:
 
     def replayed_peak(self, t: float, dev: int, peak: tuple) -> None:
         _, used, parts = peak
-        self._device(dev).set_peak(t, used, parts)
+        self._device(dev).set_peak(t, used, parts, lambda: self._parts(dev))
 
     # --- reading it back ---
 
@@ -331,10 +340,20 @@ def parse_window(text: str, option: str) -> tuple[float, float]:
     lo, sep, hi = text.partition("..")
     if not sep:
         raise InputError(f"{option} {text!r}: expected START..END, e.g. 2h..3h")
+
+    def seconds(part: str) -> float:
+        part = part.strip()
+        try:
+            return float(part)  # a bare number: seconds
+        except ValueError:
+            return parse_duration(part)
+
     try:
-        t0, t1 = parse_duration(lo.strip()), parse_duration(hi.strip())
+        t0, t1 = seconds(lo), seconds(hi)
     except UnitError as e:
         raise InputError(f"{option} {text!r}: {e}") from None
+    if not (math.isfinite(t0) and math.isfinite(t1) and t0 >= 0):
+        raise InputError(f"{option} {text!r}: START and END must be finite times >= 0")
     if not t1 > t0:
         raise InputError(f"{option} {text!r}: END must be after START")
     return t0, t1

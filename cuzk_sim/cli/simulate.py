@@ -102,7 +102,7 @@ def run(
         str | None,
         typer.Option(
             "--trace-window",
-            help="Trace only this interval (with every kernel, copy and lock), e.g. 2h..2h10m.",
+            help="Trace only this interval (with every kernel, copy and lock), e.g. 2h..2.1h.",
         ),
     ] = None,
     overrides: Annotated[
