@@ -363,14 +363,21 @@ def simulate_recorded(
     scenario: Scenario,
     timeline: Timeline,
     progress: Callable[[float, float], None] | None = None,
+    *,
+    jitter: float = 0.0,
+    replica: int = 0,
 ) -> SimResult:
     """Run a scenario on the fast path with a Timeline; inside the timeline's detail
     window (and up to its span budget) the model records every step as a full recording
-    does (plans unmerged, every span)."""
+    does (plans unmerged, every span). jitter, replica: as cuzk_sim.runner.simulate."""
     from cuzk_sim.model.engine import Simulation
+    from cuzk_sim.model.jitter import Jitter
     from cuzk_sim.model.worker import compile_plan
 
-    merged = {k: compile_plan(p, scenario.profile) for k, p in scenario.plans.items()}
+    noise = Jitter(jitter, scenario.config.seed, replica)
+    merged = {
+        k: compile_plan(p, scenario.profile, merge=not noise) for k, p in scenario.plans.items()
+    }
     sim = Simulation(
         scenario.name,
         scenario.config,
@@ -379,6 +386,7 @@ def simulate_recorded(
         scenario.profile,
         False,
         timeline=timeline,
+        jitter=noise,
     )
     timeline.workers = tuple(w.name for w in sim.workers)
     timeline.synthesizers = scenario.config.synthesis_concurrency

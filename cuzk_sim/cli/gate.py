@@ -63,12 +63,13 @@ def gate(
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdicts as JSON.")] = False,
 ) -> None:
     """Fail on a predicted OOM nobody expected or a seconds-per-proof regression."""
-    from cuzk_sim.cli.simulate import check_output_path, scenario_files
+    from cuzk_sim.cli.simulate import check_output_path
     from cuzk_sim.expectations import check_expectations
     from cuzk_sim.gate import BaselineEntry, GateRow, baseline_document, gate_row, load_baseline
     from cuzk_sim.result import SimResult
     from cuzk_sim.runner import simulate
     from cuzk_sim.scenario import load_scenario
+    from cuzk_sim.scenario.files import scenario_files
 
     tol = _tolerance(tolerance)
     try:

@@ -24,6 +24,7 @@ from cuzk_sim.model.allocator import NEVER, DeviceMemory
 from cuzk_sim.model.cores import HostCores
 from cuzk_sim.model.gpu import Device
 from cuzk_sim.model.host import HostMemory, PceCache
+from cuzk_sim.model.jitter import Jitter, replica_seed
 from cuzk_sim.model.mutex import Mutex
 from cuzk_sim.model.worker import EXCLUSIVE_SCOPES, CompiledPlan, Worker, execute_plan
 from cuzk_sim.plans.circuits import CircuitShape
@@ -113,6 +114,7 @@ class Simulation:
     events: int = 0
     leaks: int = 0
     sections: dict[tuple, tuple] = field(default_factory=dict)  # critical sections learnt
+    jitter: Jitter = field(default_factory=Jitter)  # timing noise of this replica (model/jitter.py)
     # a bounded recording for plots and traces on the fast path (cuzk_sim/recording.py):
     # partition/synthesis spans and bucketed VRAM, host RAM and CPU-thread series
     timeline: Timeline | None = None
@@ -191,7 +193,9 @@ class Simulation:
         self.unfinished = 0
         self.done_times: list[tuple[str, str, float]] = []
         self.arrivals_open = len(cfg.arrivals)
-        self.rng = random.Random(cfg.seed)
+        # Poisson arrivals: the scenario's seed (replica 0) or one stream per replica
+        replica = self.jitter.replica
+        self.rng = random.Random(cfg.seed if replica == 0 else replica_seed(cfg.seed, replica))
         self.stopped_at_oom = False
         self.partitions_ok = 0
         self.partitions_failed = 0
@@ -213,7 +217,7 @@ class Simulation:
     def _arrive(self, a: Arrivals) -> Generator:
         env = self.env
         if a.start_s:
-            yield env.timeout(a.start_s)
+            yield env.timeout(self.jitter.scale(a.start_s))
         shape = self.shapes[a.kind]
         for i in itertools.count():
             if a.count is not None and i >= a.count:
@@ -226,7 +230,7 @@ class Simulation:
             if a.every_s:
                 gap = self.rng.expovariate(1 / a.every_s) if a.poisson else a.every_s
                 self.events += 1
-                yield env.timeout(gap)
+                yield env.timeout(self.jitter.scale(gap))
         self.arrivals_open -= 1
         self._maybe_finish()
 
@@ -240,20 +244,28 @@ class Simulation:
             asked = env.now
             yield self.ram.reserve("synthesis", proof.id, proof.partitions * shape.host_bytes)
             self.ram_wait_s += env.now - asked  # metrics.py: synthesizers waiting on RAM
-            yield from self.pce.ensure(env, self.ram, proof.kind, self.log)
+            if shape.pce:
+                yield from self.pce.ensure(env, self.ram, proof.kind, self.log)
             rounds = math.ceil(proof.partitions / cfg.max_parallel_synthesis)
-            seconds = self.profile.cpu_seconds(
-                "synthesis", shape.constraints, f"synthesis of {proof.kind}"
-            )
+            seconds = shape.synthesis_s
+            if seconds is None:
+                seconds = self.profile.cpu_seconds(
+                    "synthesis", shape.constraints, f"synthesis of {proof.kind}"
+                )
             t0 = env.now
             if self.cores_shared:  # each round: its partitions in parallel, sharing cores
                 left = proof.partitions
                 for _ in range(rounds):
                     now_parts = min(left, cfg.max_parallel_synthesis)
                     left -= now_parts
-                    yield self.cores.run(seconds, now_parts * self.profile.synthesis_threads)
+                    yield self.cores.run(
+                        self.jitter.scale(seconds), now_parts * self.profile.synthesis_threads
+                    )
             else:
-                yield env.timeout(rounds * seconds)
+                if self.jitter:
+                    yield env.timeout(sum(self.jitter.scale(seconds) for _ in range(rounds)))
+                else:
+                    yield env.timeout(rounds * seconds)
                 self.cores.work_s += proof.partitions * seconds * self.profile.synthesis_threads
             self.events += 4
             self.synth_busy_s += env.now - t0  # metrics.py: synthesizer busy time

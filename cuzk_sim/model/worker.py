@@ -56,6 +56,7 @@ class CompiledPlan:
 
 
 EXCLUSIVE_SCOPES = ("device", "global", "process")
+JITTERED_OPS = ("kernel", "copy", "cpu")  # the durations timing jitter perturbs
 
 
 def is_host_memory(s: Step) -> bool:
@@ -385,6 +386,11 @@ def execute_plan(
     w.t_ready = env.now
     w.streams = {}
     steps, seconds, labels = cp.steps, cp.seconds, cp.labels
+    if sim.jitter:  # this execution's durations: each kernel, copy and CPU step perturbed
+        scale = sim.jitter.scale
+        seconds = tuple(
+            scale(t) if s.op in JITTERED_OPS else t for s, t in zip(steps, seconds, strict=True)
+        )
     pc, n = 0, len(steps)
     exclusive = False  # holding a mutex that makes this worker alone on its device's memory
     replay: tuple | None = None  # the memory state this critical section is known to end in

@@ -265,3 +265,48 @@ def test_msm_chunk_reaches_the_plan(tmp_path):
     points = dict(plan.buffers())
     assert points["msm_h.points"] == 4096 * 96  # one chunk of G1 affine points, 96 B each
     assert points["msm_b_g2.points"] == 4096 * 192
+
+
+def _freed_before_the_msms(plan: Plan, buffer: str) -> bool:
+    """Is `buffer` freed before the first MSM kernel of the plan?"""
+    first_msm = next(i for i, s in enumerate(plan.steps) if getattr(s, "kind", "") == "msm_g1")
+    free = next(i for i, s in enumerate(plan.steps) if isinstance(s, Free) and s.buffer == buffer)
+    return free < first_msm
+
+
+def test_flipping_a_prover_flags_default_changes_what_the_gate_replays(monkeypatch):
+    """`[plan] gpu_prover` takes its defaults from ProverFlags itself: with free_bc_early's
+    default flipped, the gate scenario that does not state it replays a plan that keeps
+    d_bc (2 x 2^27 x 32 B = 8 GiB) through the MSMs, and the gate sees the peak grow."""
+    gate_file = GATE / "ours-h200-2workers.toml"
+    assert "free_bc_early" not in gate_file.read_text()  # the scenario relies on the default
+    before = load_scenario(gate_file)
+    assert _freed_before_the_msms(before.plans["porep"], "d_bc")
+    peak_before = simulate(before).peak_vram_bytes[0]
+
+    @dataclasses.dataclass(frozen=True)
+    class Flipped(prover.ProverFlags):
+        free_bc_early: bool = False
+
+    monkeypatch.setattr(prover, "ProverFlags", Flipped)
+    after = load_scenario(gate_file)
+    plan = after.plans["porep"]
+    assert plan.meta["flags"]["free_bc_early"] is False
+    assert not _freed_before_the_msms(plan, "d_bc")
+    assert dict(plan.buffers())["d_bc"] == 2 * 2**27 * 32
+    assert simulate(after).peak_vram_bytes[0] > peak_before
+    result = runner.invoke(app, ["gate", str(gate_file), "--baseline", str(GATE / "baseline.json")])
+    assert "peak VRAM on gpu0" in result.output  # the gate reports the growth
+
+
+def test_a_new_prover_flag_is_a_scenario_key_without_a_schema_edit(tmp_path, monkeypatch):
+    @dataclasses.dataclass(frozen=True)
+    class WithNewFlag(prover.ProverFlags):
+        scratch_bytes: int = 0  # a size flag: its key is `scratch`, a size text
+
+    monkeypatch.setattr(prover, "ProverFlags", WithNewFlag)
+    table = '{ domain_log2 = 16, scratch = "3 MiB" }'
+    plan = load_scenario(scenario(tmp_path, table)).plans["porep"]
+    assert plan.meta["flags"]["scratch_bytes"] == 3 * MIB
+    with pytest.raises(InputError, match=r"plan.gpu_prover.scratch: "):
+        load_scenario(scenario(tmp_path, "{ domain_log2 = 16, scratch = 3 }"))
