@@ -332,20 +332,27 @@ def plan_prover(scenario: Any) -> str | None:
     return None
 
 
+VRAM_SAME = 0.05  # VRAM within 5 % is the same card (vendor GiB vs nvidia-smi's total)
+
+
 def profile_warnings(scenario: Any) -> list[str]:
     """One line per way the profile does not fit the scenario: another card (hardware.card
     or hardware.vram differs from the profile's card) or another prover than the plan's."""
     prof: Profile = scenario.profile
     hw = scenario.spec.hardware
     out: list[str] = []
-    card = getattr(hw, "card", None)
+    card = getattr(hw, "card", None)  # hardware.card: a preset of cuzk_sim/cards.py
     where = f"profile {prof.name} ({prof.source})"
-    if card and _card_key(str(card)) not in (_card_key(prof.gpu_model), _card_key(prof.name)):
-        out.append(
-            f"hardware.card = {card!r} but {where} was measured on {prof.gpu_model}: "
-            "its timings are that card's"
-        )
-    elif hw.vram is not None and parse_size(hw.vram) != prof.vram:
+    if card:
+        from cuzk_sim.cards import card as preset
+
+        c = preset(str(card))
+        if c.profile != prof.name and _card_key(c.model) != _card_key(prof.gpu_model):
+            out.append(
+                f"hardware.card = {card!r} ({c.model}) but {where} was measured on "
+                f"{prof.gpu_model}: its timings are that card's"
+            )
+    if hw.vram is not None and abs(parse_size(hw.vram) - prof.vram) > VRAM_SAME * prof.vram:
         from cuzk_sim.units import format_size
 
         out.append(

@@ -94,3 +94,15 @@ def test_profile_show_lists_every_figure_with_its_basis():
     assert "fitted" in result.output and "assumed" in result.output
     bad = runner.invoke(app, ["profile", "show", "no-such-card"])
     assert bad.exit_code == 2 and "no-such-card" in bad.output
+
+
+def test_warns_when_hardware_card_is_not_the_profiles_card():
+    from cuzk_sim.scenario.schema import Hardware
+
+    if "card" not in Hardware.model_fields:
+        pytest.skip("hardware.card is not in the scenario schema yet (cuzk_sim/cards.py)")
+    path = SCENARIOS / "phase9-single-worker.toml"
+    scn = load_scenario(path, {"hardware.card": "rtx4090", "hardware.vram": "16 GiB"})
+    assert any("hardware.card = 'rtx4090'" in w for w in profile_warnings(scn))
+    scn = load_scenario(path, {"hardware.card": "rtx5070ti"})
+    assert profile_warnings(scn) == []
