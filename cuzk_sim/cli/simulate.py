@@ -33,11 +33,16 @@ def scenario_files(paths: list[Path]) -> list[Path]:
     """Scenario TOML files: files as given, folders searched recursively (scenarios/gate/),
     without the sweep specs found there."""
     from cuzk_sim.sweep.spec import is_sweep_spec
+    from cuzk_sim.validation.spec import is_validation_spec
 
     files: list[Path] = []
     for p in paths:
-        if p.is_dir():  # sweep specs (scenarios/sweeps/) are not scenarios: skipped
-            files += [f for f in sorted(p.rglob("*.toml")) if not is_sweep_spec(f)]
+        if p.is_dir():  # sweep and validation specs are not scenarios: skipped
+            files += [
+                f
+                for f in sorted(p.rglob("*.toml"))
+                if not is_sweep_spec(f) and not is_validation_spec(f)
+            ]
         elif p.is_file():
             files.append(p)
         else:

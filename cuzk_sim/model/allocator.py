@@ -14,6 +14,10 @@ request takes the smallest free chunk that fits and splits off the rest; a freed
 merges with free neighbours of the same cudaMalloc segment; when cudaMalloc fails, every
 segment that is entirely free is released (`free_all_blocks`) and the malloc retried.
 A segment with one live chunk stays reserved whole: that is the fragmentation modelled.
+Each segment is one cudaMalloc of the request's 512-B-rounded size, and cudaMalloc takes
+device memory in 2 MiB granules: a segment costs its size rounded up to 2 MiB, the slack
+belonging to no chunk (measured on the H200: the real pipeline's peaks equal this to the
+byte on every run that fits, docs/validation.md).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from cuzk_sim.plan import Allocator
 
 CUDA_GRANULE = 2 * 2**20  # cudaMalloc / pool rounding of large allocations
 CACHING_ROUND = 512  # CuPy's memory pool rounds to 512 B
+CACHING_SEGMENT_GRANULE = CUDA_GRANULE  # each new segment is a cudaMalloc: 2 MiB granules
 NEVER = 2**64 - 1  # UINT64_MAX release threshold: the pool never gives bytes back
 
 
@@ -61,6 +66,8 @@ class DeviceMemory:
     caching_idle: list[tuple[int, int, int]] = field(default_factory=list)
     caching_idle_bytes: int = 0
     caching_next_segment: int = 0
+    caching_slack: int = 0  # granule rounding of the segments: reserved, in no chunk
+    caching_segment_slack: dict[int, int] = field(default_factory=dict)
     live: dict[tuple[str, str], LiveBuffer] = field(default_factory=dict)
     peak_used: int = 0
     reserved: int = 0  # everything but the context, kept up to date by every operation
@@ -82,7 +89,7 @@ class DeviceMemory:
     def check_ledger(self) -> None:
         """The O(1) counter equals the sum of its parts (an invariant for tests)."""
         parts = self.sync_live + self.async_live + self.async_idle
-        parts += self.caching_live + self.caching_idle_bytes
+        parts += self.caching_live + self.caching_idle_bytes + self.caching_slack
         if parts != self.reserved or min(self.sync_live, self.async_live, self.async_idle) < 0:
             raise RuntimeError(f"gpu{self.device}: ledger out of balance")
         chunks = [c for seg in self.caching_segments.values() for c in seg]
@@ -138,15 +145,19 @@ class DeviceMemory:
             self.caching_idle_bytes -= size
             self.caching_live += size
             return size, (sid, offset)
-        if size > self.free and idle:
+        segment = round_up(size, CACHING_SEGMENT_GRANULE)
+        if segment > self.free and idle:
             self._release_free_segments()
-        if size > self.free:
+        if segment > self.free:
             return None
         sid = self.caching_next_segment
         self.caching_next_segment += 1
         self.caching_segments[sid] = [[0, size, 1]]
         self.caching_live += size
-        self.reserved += size
+        self.reserved += segment
+        if segment > size:
+            self.caching_slack += segment - size
+            self.caching_segment_slack[sid] = segment - size
         return size, (sid, 0)
 
     def _release_free_segments(self) -> None:
@@ -157,7 +168,9 @@ class DeviceMemory:
                 del self.caching_segments[sid]
                 self.caching_idle.remove((size, sid, 0))
                 self.caching_idle_bytes -= size
-                self.reserved -= size
+                slack = self.caching_segment_slack.pop(sid, 0)
+                self.caching_slack -= slack
+                self.reserved -= size + slack
 
     def _free_chunk(self, chunk: tuple[int, int]) -> None:
         """Mark a chunk free and merge it with free neighbours of its segment."""
@@ -232,6 +245,7 @@ class DeviceMemory:
             self.caching_idle_bytes,
             self.caching_next_segment,
             self.reserved,
+            tuple(sorted(self.caching_segment_slack.items())),
             frozenset(self.live),
         )
 
@@ -246,8 +260,11 @@ class DeviceMemory:
             self.caching_idle_bytes,
             self.caching_next_segment,
             self.reserved,
+            slack,
             _,
         ) = snap
+        self.caching_segment_slack = dict(slack)
+        self.caching_slack = sum(self.caching_segment_slack.values())
         self.caching_segments = {sid: [list(c) for c in chunks] for sid, chunks in segments}
         self.caching_idle = sorted(
             (c[1], sid, c[0]) for sid, chunks in segments for c in chunks if not c[2]
@@ -299,6 +316,7 @@ class DeviceMemory:
             "cuda_context": self.context,
             "async_pool_idle": self.async_idle,
             "caching_pool_idle": self.caching_idle_bytes,
+            "caching_pool_granule_slack": self.caching_slack,
         }
         out["(device)"] = {k: v for k, v in held.items() if v}
         return out
