@@ -139,8 +139,36 @@ class SignedShape:
             "segments": 4 * self.sets * self.segments * jw,
             "tree": 4 * self.sets * max(1, self.segments // TREE_FAN_IN) * jw,
             "windows": 4 * self.sets * jw,
-            "result": 4 * POINT_WORDS[self.group],
+            "result": 4 * jw,  # Jacobian; jacobian_to_affine on the host
         }
+
+
+def jacobian_to_affine(group: Group, words: np.ndarray) -> np.ndarray:
+    """Affine Montgomery limbs (as the unsigned MSM returns) of a Jacobian Montgomery point:
+    one inversion in Python ints instead of a serial chain of products in one GPU thread."""
+    from cuzk_sim.reference.field import Q
+
+    from .encoding import FQ_MONT, FQ_MONT_INV, ints_to_limbs, limbs_to_ints
+
+    k = 1 if group == "g1" else 2
+    v = [c * FQ_MONT_INV % Q for c in limbs_to_ints(words.reshape(3 * k, 12))]
+    x, y, z = v[:k], v[k : 2 * k], v[2 * k :]
+    if not any(z):
+        return np.zeros(POINT_WORDS[group], dtype=np.uint32)
+
+    def mul(a: list[int], b: list[int]) -> list[int]:  # Fq or Fq2 = Fq[u]/(u^2 + 1)
+        if k == 1:
+            return [a[0] * b[0] % Q]
+        return [(a[0] * b[0] - a[1] * b[1]) % Q, (a[0] * b[1] + a[1] * b[0]) % Q]
+
+    if k == 1:
+        zi = [pow(z[0], -1, Q)]
+    else:
+        norm = pow((z[0] * z[0] + z[1] * z[1]) % Q, -1, Q)
+        zi = [z[0] * norm % Q, -z[1] * norm % Q]
+    zi2 = mul(zi, zi)
+    coords = mul(x, zi2) + mul(y, mul(zi2, zi))
+    return ints_to_limbs([c * FQ_MONT % Q for c in coords], 12).reshape(-1)
 
 
 def default_algo() -> MsmAlgo:
@@ -333,10 +361,10 @@ def _msm_signed(
         mark.collect()
 
     dev.kernel(stage, f"msm_{group}", n, run)
-    out = dev.copy_dtoh(f"{stage}.result", bufs["result"], POINT_WORDS[group])
+    out = dev.copy_dtoh(f"{stage}.result", bufs["result"], shape.jacobian_words)
     for name in reversed(list(bufs)):
         dev.free(f"{stage}.{name}")
-    return out
+    return None if out is None else jacobian_to_affine(group, out)
 
 
 def _msm_unsigned(

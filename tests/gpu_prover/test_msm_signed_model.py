@@ -162,3 +162,31 @@ def test_signed_shape_by_hand():
     p = SignedShape.of("g1", 1 << 20, precomputed=True)
     assert (p.c, p.windows, p.sets, p.buckets) == (20, 13, 1, 1 << 19)
     assert p.table_bytes() == 13 * (1 << 20) * 96
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_jacobian_result_made_affine_on_the_host_matches_py_ecc(group):
+    """The signed MSM returns X, Y, Z (Montgomery); jacobian_to_affine must give the affine
+    limbs of X / Z^2, Y / Z^3 (py_ecc's normalize as the oracle), and (0, 0) for Z = 0."""
+    import py_ecc.optimized_bls12_381 as bls
+    from cuzk_sim.gpu import encoding
+    from cuzk_sim.gpu.msm import jacobian_to_affine
+    from cuzk_sim.reference.field import Q
+
+    rng = random.Random(5)
+    g1 = group == "g1"
+    gen, to_limbs = (bls.G1, encoding.g1_to_limbs) if g1 else (bls.G2, encoding.g2_to_limbs)
+
+    def coords(e):
+        return [int(e.n)] if g1 else [int(c) for c in e.coeffs]
+
+    for _ in range(3):
+        P = bls.multiply(gen, rng.randrange(1, R))
+        x, y = bls.normalize(P)
+        z = bls.FQ(rng.randrange(1, Q)) if g1 else bls.FQ2([rng.randrange(Q), rng.randrange(Q)])
+        jac = coords(x * z * z) + coords(y * z * z * z) + coords(z)
+        words = encoding.ints_to_limbs([c * encoding.FQ_MONT % Q for c in jac], 12).reshape(-1)
+        assert (jacobian_to_affine(group, words) == to_limbs([P]).reshape(-1)).all()
+    one = encoding.FQ_MONT
+    inf = [one, one, 0] if g1 else [one, 0, one, 0, 0, 0]
+    assert not jacobian_to_affine(group, encoding.ints_to_limbs(inf, 12).reshape(-1)).any()
