@@ -28,7 +28,7 @@ from cuzk_sim.reference.types import Proof, ProvingKey
 
 from . import encoding
 from .device import AllocatorName, Device, Mode
-from .msm import POINT_WORDS, msm
+from .msm import MSM_ALGOS, POINT_WORDS, MsmAlgo, msm
 from .ntt import DeviceTables, domain_tables, tables_bytes
 
 FR_BYTES = 32
@@ -50,8 +50,13 @@ class ProverFlags:
     margin_bytes: int = 512 << 20
     allocator: AllocatorName = "caching"
     msm_chunk: int | None = None  # upload key points and run each MSM in chunks of this many
+    msm_algo: MsmAlgo = "signed"  # gpu/msm.py: signed digits, balanced (or the unsigned one)
 
     def __post_init__(self) -> None:
+        if self.msm_algo not in MSM_ALGOS:
+            raise ValueError(
+                f"ProverFlags.msm_algo must be one of {MSM_ALGOS}, got {self.msm_algo!r}"
+            )
         if self.msm_chunk is not None and (
             not isinstance(self.msm_chunk, int) or self.msm_chunk < 1
         ):
@@ -278,7 +283,9 @@ def partition(
                 m = min(chunk, count - start)
                 host = data.key_points[stage][start : start + m] if data else None
                 dev.copy_htod(f"upload_{stage}_points", d_p, host, 4 * words * m)
-                partials.append(msm(dev, stage, group, d_p, scalars, m, offset + 8 * start))
+                partials.append(
+                    msm(dev, stage, group, d_p, scalars, m, offset + 8 * start, algo=flags.msm_algo)
+                )
             results[stage] = partials
             dev.free(f"{stage}.points")
         dev.free("d_witness")

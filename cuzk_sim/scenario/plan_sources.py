@@ -21,10 +21,12 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from cuzk_sim.input_errors import InputError, from_validation, key_path
+from cuzk_sim.input_files import MAX_JSON_BYTES
 from cuzk_sim.plan import Plan, PlanError
 from cuzk_sim.plans.circuits import SHAPES, CircuitShape
 from cuzk_sim.plans.cuzk import CuzkVariant, build_partition_plan
 from cuzk_sim.plans.gpu_prover import gpu_prover_plan
+from cuzk_sim.reference.formats.files import read_limited
 from cuzk_sim.scenario.flags import build_flags, flags_model
 from cuzk_sim.scenario.schema import GpuProverShape, PlanHost, PlanSource, ScenarioFile
 from cuzk_sim.units import parse_duration, parse_size
@@ -59,8 +61,8 @@ def _replayed_plan(src: PlanSource, source: str, base: Path | None) -> Plan:
     plan_path = Path(src.file)
     if base is not None and not plan_path.is_absolute():
         plan_path = base / plan_path
-    try:
-        return Plan.from_json(plan_path.read_text(), str(plan_path))
+    try:  # a regular file only, read up to a byte limit (never /dev/zero for ever)
+        return Plan.from_json(read_limited(plan_path, MAX_JSON_BYTES).decode(), str(plan_path))
     except FileNotFoundError:
         raise InputError(f"{source}: plan.file: no such file {plan_path}") from None
     except (OSError, UnicodeDecodeError) as e:
