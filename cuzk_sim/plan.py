@@ -13,7 +13,7 @@ names a `fallback` label; execution then continues after the matching `label` st
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from cuzk_sim.plan_analysis import PlanAnalysis, analyze
@@ -171,40 +171,17 @@ class Plan:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "<plan>") -> Plan:
-        if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
-            raise PlanError(f"{source}: expected an object with a list 'steps'")
-        steps = []
-        for i, raw in enumerate(data["steps"]):
-            if not isinstance(raw, dict) or raw.get("op") not in STEP_TYPES:
-                raise PlanError(
-                    f"{source}: steps[{i}].op must be one of {sorted(STEP_TYPES)}, "
-                    f"got {raw.get('op') if isinstance(raw, dict) else raw!r}"
-                )
-            step_cls = STEP_TYPES[raw["op"]]
-            known = {f.name for f in fields(step_cls)}
-            unknown = set(raw) - known
-            if unknown:
-                raise PlanError(
-                    f"{source}: steps[{i}] ({raw['op']}): unknown field(s) "
-                    f"{sorted(unknown)}; known: {sorted(known)}"
-                )
-            try:
-                steps.append(step_cls(**raw))
-            except TypeError as e:
-                raise PlanError(f"{source}: steps[{i}] ({raw['op']}): {e}") from None
-        plan = cls(
-            name=str(data.get("name", source)), steps=tuple(steps), meta=dict(data.get("meta", {}))
-        )
-        plan.validate(source)
-        return plan
+        """Validated by the plan file schema (cuzk_sim.plan_json): PlanError names the
+        step and field."""
+        from cuzk_sim.plan_json import plan_from_dict
+
+        return plan_from_dict(data, source)
 
     @classmethod
     def from_json(cls, text: str, source: str = "<plan>") -> Plan:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise PlanError(f"{source}: not JSON: {e}") from None
-        return cls.from_dict(data, source)
+        from cuzk_sim.plan_json import plan_from_json
+
+        return plan_from_json(text, source)
 
     def validate(self, source: str = "<plan>") -> None:
         """Static checks: sizes non-negative, labels defined once, every jump target exists

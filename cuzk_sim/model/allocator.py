@@ -26,6 +26,10 @@ is a parameter, not code:
   free neighbours of the same cudaMalloc segment; when cudaMalloc fails, every segment
   that is entirely free is released (`free_all_blocks`) and the malloc retried. A
   segment with one live chunk stays reserved whole: that is the fragmentation modelled.
+  Each new segment is one cudaMalloc, which takes device memory in 2 MiB granules: a
+  segment costs its size rounded up to `segment_granule`, the slack in no chunk (measured
+  on the H200: the real pipeline's peaks equal this to the byte on every run that fits,
+  docs/validation.md).
 
 `DeviceMemory` holds the ledger, one allocator of each kind, the live buffers by
 (owner, buffer), and frees queued at a future time (`free_at` / `settle`).
@@ -85,6 +89,7 @@ class SyncAllocator:
     name: ClassVar[str] = "sync"
     idle_label: ClassVar[str | None] = None
     gives_back_on_sync = False
+    slack = 0  # the granule rounding is charged to the buffer itself
 
     def __init__(
         self, ledger: Ledger, granularity: int | None = None, release_threshold: int = NEVER
@@ -127,6 +132,7 @@ class AsyncPool:
 
     name: ClassVar[str] = "async"
     idle_label: ClassVar[str | None] = "async_pool_idle"
+    slack = 0  # the granule rounding is charged to the buffer itself
 
     def __init__(
         self, ledger: Ledger, granularity: int | None = None, release_threshold: int = NEVER
@@ -193,6 +199,9 @@ class CachingPool:
         self.segments: dict[int, list[list[int]]] = {}
         self.free_chunks: list[tuple[int, int, int]] = []
         self.next_segment = 0
+        self.segment_granule = CUDA_GRANULE  # each segment is a cudaMalloc
+        self.segment_slack: dict[int, int] = {}  # segment -> its granule rounding
+        self.slack = 0  # reserved by the segments' rounding, in no chunk
 
     def try_alloc(self, nbytes: int) -> tuple[int, object] | None:
         """The smallest free chunk that fits, split; else a new segment; if cudaMalloc
@@ -213,14 +222,18 @@ class CachingPool:
             self.idle -= size
             self.live += size
             return size, (sid, offset)
-        if size > self.ledger.free and idle:
+        segment = round_up(size, self.segment_granule)
+        if segment > self.ledger.free and idle:
             self._release_free_segments()
-        if not self.ledger.take(size):
+        if not self.ledger.take(segment):
             return None
         sid = self.next_segment
         self.next_segment += 1
         self.segments[sid] = [[0, size, 1]]
         self.live += size
+        if segment > size:
+            self.segment_slack[sid] = segment - size
+            self.slack += segment - size
         return size, (sid, 0)
 
     def _release_free_segments(self) -> None:
@@ -231,7 +244,9 @@ class CachingPool:
                 del self.segments[sid]
                 self.free_chunks.remove((size, sid, 0))
                 self.idle -= size
-                self.ledger.give(size)
+                slack = self.segment_slack.pop(sid, 0)
+                self.slack -= slack
+                self.ledger.give(size + slack)
 
     def release(self, charged: int, handle: object) -> None:
         """Mark the chunk free and merge it with free neighbours of its segment."""
@@ -261,10 +276,13 @@ class CachingPool:
 
     def state(self) -> tuple:
         segments = tuple((sid, tuple(map(tuple, c))) for sid, c in sorted(self.segments.items()))
-        return (self.live, segments, self.idle, self.next_segment)
+        slack = tuple(sorted(self.segment_slack.items()))
+        return (self.live, segments, self.idle, self.next_segment, slack)
 
     def restore(self, state: tuple) -> None:
-        self.live, segments, self.idle, self.next_segment = state
+        self.live, segments, self.idle, self.next_segment, slack = state
+        self.segment_slack = dict(slack)
+        self.slack = sum(self.segment_slack.values())
         self.segments = {sid: [list(c) for c in chunks] for sid, chunks in segments}
         self.free_chunks = sorted(
             (c[1], sid, c[0]) for sid, chunks in segments for c in chunks if not c[2]
@@ -376,7 +394,7 @@ class DeviceMemory:
                 a.check()
             except RuntimeError as e:
                 raise RuntimeError(f"gpu{self.device}: {e}") from None
-        parts = sum(a.live + a.idle for a in self.allocators.values())
+        parts = sum(a.live + a.idle + a.slack for a in self.allocators.values())
         if parts != self.reserved:
             raise RuntimeError(f"gpu{self.device}: ledger out of balance")
 
@@ -469,6 +487,8 @@ class DeviceMemory:
         for a in self.allocators.values():
             if a.idle_label is not None:
                 held[a.idle_label] = a.idle
+            if a.slack:
+                held[f"{a.name}_pool_granule_slack"] = a.slack
         out["(device)"] = {k: v for k, v in held.items() if v}
         return out
 
