@@ -375,9 +375,10 @@ def simulate_recorded(
     from cuzk_sim.model.worker import compile_plan
 
     noise = Jitter(jitter, scenario.config.seed, replica)
-    merged = {
-        k: compile_plan(p, scenario.profile, merge=not noise) for k, p in scenario.plans.items()
-    }
+    # merged kernel runs keep their kernels (a span each in the detail window, a jitter
+    # factor each), so one compiled set serves inside and outside the window and a
+    # recording changes no number (model/compiled.py)
+    merged = {k: compile_plan(p, scenario.profile) for k, p in scenario.plans.items()}
     sim = Simulation(
         scenario.name,
         scenario.config,
@@ -391,10 +392,6 @@ def simulate_recorded(
     timeline.workers = tuple(w.name for w in sim.workers)
     timeline.synthesizers = scenario.config.synthesis_concurrency
     unmerged = merged
-    if timeline.detail is not None:
-        unmerged = {
-            k: compile_plan(p, scenario.profile, merge=False) for k, p in scenario.plans.items()
-        }
     for dev in {w.device.index: w.device for w in sim.workers}.values():
         timeline.resync(0.0, dev.memory)  # the CUDA context, before any allocation
     spans = sim.spans = _Spans(sim, timeline, merged, unmerged)
