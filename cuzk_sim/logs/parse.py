@@ -225,22 +225,20 @@ class LogParser:
         self._pending: Record | None = None  # a panic or terminate awaiting its message
         self.extra: list[Record] = []  # a second record of one line (rare): take it next
 
-    def feed(self, raw: bytes | str, lineno: int) -> Record | None:
-        """The record of this line, or None; see `extra` for a second one."""
+    def feed(self, raw: bytes, lineno: int) -> Record | None:
+        """The record of this line (bytes, as read from the file), or None; see `extra`
+        for a second one. The caller counts bytes (`counts.bytes`)."""
         c = self.counts
         c.lines += 1
-        if isinstance(raw, str):
-            raw = raw.encode("utf-8", "replace")
-        c.bytes += len(raw)
         if self._pending is None:
             if raw.startswith(b"TIMELINE,"):
-                rec = _timeline(raw.decode("utf-8", "replace").rstrip("\r\n"), lineno)
+                rec = _timeline(raw.decode("utf-8", "replace").rstrip(), lineno)
                 c.known += 1
                 if rec.kind == "malformed":
                     c.malformed += 1
                 return rec
             if raw.startswith(b"CUZK_TIMING: "):
-                text = raw.decode("utf-8", "replace").rstrip("\r\n")
+                text = raw.decode("utf-8", "replace").rstrip()
                 rec = _timing(text[13:], lineno, text)
                 c.known += 1
                 if rec.kind == "malformed":
@@ -337,6 +335,9 @@ def parse_lines(lines: Iterable[bytes | str], parser: LogParser | None = None) -
     """Records of the lines in order (line numbers from 1)."""
     p = parser or LogParser()
     for n, raw in enumerate(lines, 1):
+        if isinstance(raw, str):
+            raw = raw.encode("utf-8", "replace")
+        p.counts.bytes += len(raw)
         rec = p.feed(raw, n)
         if rec is not None:
             yield rec
