@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import tomllib
 from importlib import resources
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -76,7 +77,7 @@ count = 3
 
 def cost_at(profile, key: str) -> float:
     section, kind = key.split(".")
-    raw = tomllib.loads(open(profile.source).read())
+    raw = tomllib.loads(Path(profile.source).read_text())
     size = int(raw[section][kind]["size"])
     table = profile.kernels if section == "kernel" else profile.cpus
     return table[kind].seconds(size)
