@@ -414,6 +414,8 @@ def base_raw(name_or_path: str) -> tuple[dict, str]:
 def cuzk_plans(cfg: LoggedConfig, vram: int) -> dict[str, Plan]:
     variant = CuzkVariant(
         prestage=cfg.prestage,  # type: ignore[arg-type]
+        free_d_bc_after_ntt=cfg.memory_aware,
+        memory_aware_margin_bytes=512 << 20 if cfg.memory_aware else None,
         mutex_scope=cfg.mutex_scope,  # type: ignore[arg-type]
         b_g2_msm=cfg.b_g2_msm,  # type: ignore[arg-type]
     )

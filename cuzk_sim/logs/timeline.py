@@ -360,6 +360,7 @@ class Analyzer:
             self._prestage(r)
         elif k == "prestage_vram":
             self.last_prestage_vram = (r.lineno, r.text)
+            self.variant["prestage_vram"] = self.variant.get("prestage_vram", 0) + 1
         elif k == "engine_start":
             self._engine_start(r)
         elif k == "worker_started":
@@ -688,7 +689,10 @@ class Analyzer:
     def _prestage(self, r: Record) -> None:
         outcome = str(r.fields.get("prestage_setup"))
         self.variant[f"prestage_{outcome}"] = self.variant.get(f"prestage_{outcome}", 0) + 1
-        self._attribute("prestage", r)
+        sec = self._attribute("prestage", r)
+        if sec is not None:  # staged before or after taking the mutex?
+            where = "prestage_under" if "lock" in sec.slots else "prestage_outside"
+            self.variant[where] = self.variant.get(where, 0) + 1
         if outcome in ("fallback", "skip_vram"):
             err = r.fields.get("err")
             why = (

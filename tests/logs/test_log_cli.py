@@ -112,3 +112,37 @@ def test_calibrate_from_a_fixture_keeps_what_it_cannot_see(tmp_path):
     assert 'time = "45.0000 ms"' in text
     assert "kept from base rtx5070ti" in text  # e.g. msm_g2 and assemble
     assert "cpu.prep_msm" in r.stdout and "kernel.msm_g1" in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("scenario", "variant", "oom"),
+    [
+        (
+            "phase9-dual-worker-three-part-fix.toml",
+            {
+                "prestage": "under_mutex",
+                "free_d_bc_after_ntt": True,
+                "memory_aware_margin": "512 MiB",
+            },
+            False,
+        ),
+        ("phase9-dual-worker-prestage-outside-mutex.toml", {"prestage": "outside_mutex"}, True),
+        ("routing-all-to-gpu0.toml", {"routing": "device0"}, True),
+    ],
+)
+def test_the_incident_scenarios_replay_from_their_own_logs(tmp_path, scenario, variant, oom):
+    """Model run -> cuzk log -> scenario-from-log -> the same variant and verdict."""
+    import tomllib
+
+    from cuzk_sim.runner import simulate
+    from cuzk_sim.scenario import load_scenario
+
+    log, out = tmp_path / "m.log", tmp_path / "s.toml"
+    runner.invoke(app, ["run", str(ROOT / "scenarios" / scenario), "--log", str(log)])
+    original = load_scenario(ROOT / "scenarios" / scenario)
+    vram = original.spec.hardware.vram or "16 GiB"
+    r = runner.invoke(app, ["scenario-from-log", str(log), "-o", str(out), "--vram", vram])
+    assert r.exit_code == 0, r.output
+    written = tomllib.loads(out.read_text())["variant"]
+    assert {k: written[k] for k in variant} == variant
+    assert simulate(load_scenario(out)).oom == oom
