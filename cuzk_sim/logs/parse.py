@@ -155,19 +155,38 @@ def _timeline(line: str, lineno: int) -> Record:
         return Record(lineno, "malformed", line, {"why": f"unknown TIMELINE event {event!r}"})
     fields: dict[str, object] = {"ms": t, "event": event, "job": job}
     if len(parts) == 5:
-        for item in parts[4].split(","):
-            k, sep, v = item.partition("=")
-            if not sep:
-                if item and item != "monolithic":
-                    fields.setdefault("detail", item)
-            elif k in _TIMELINE_INTS:
-                try:
-                    fields[k] = int(v)
-                except ValueError:
-                    return Record(lineno, "malformed", line, {"why": f"{k}={v} is not an integer"})
-            else:
-                fields[k] = v
+        detail = _DETAILS.get(parts[4])
+        if detail is None:
+            detail = _detail(parts[4])
+            if isinstance(detail, str):
+                return Record(lineno, "malformed", line, {"why": detail})
+            if len(_DETAILS) >= CACHE_ENTRIES:
+                _DETAILS.clear()
+            _DETAILS[parts[4]] = detail
+        fields.update(detail)
     return Record(lineno, "timeline", line, fields)
+
+
+CACHE_ENTRIES = 4096  # distinct TIMELINE details remembered (they repeat: worker=0,partition=3)
+_DETAILS: dict[str, dict[str, object]] = {}
+
+
+def _detail(text: str) -> dict[str, object] | str:
+    """`worker=1,partition=3,gpu_ms=3750` as fields, or why it is malformed."""
+    out: dict[str, object] = {}
+    for item in text.split(","):
+        k, sep, v = item.partition("=")
+        if not sep:
+            if item and item != "monolithic":
+                out.setdefault("detail", item)
+        elif k in _TIMELINE_INTS:
+            try:
+                out[k] = int(v)
+            except ValueError:
+                return f"{k}={v} is not an integer"
+        else:
+            out[k] = v
+    return out
 
 
 def tracing_fields(rest: str) -> dict[str, str]:

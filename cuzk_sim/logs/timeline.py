@@ -75,6 +75,9 @@ FIGURES = (
 RESERVOIR = 4096  # samples kept per figure: the median is exact below this many
 
 
+FIGURE_SET = frozenset(FIGURES)
+
+
 @dataclass
 class Stat:
     """Running count / sum / sum of squares / min / max, a seeded reservoir of samples
@@ -185,7 +188,8 @@ class Partition:
     gpu: int | None = None
     timing: dict[str, int] = field(default_factory=dict)
     slots: set[str] = field(default_factory=set)
-    lines: list[tuple[int, str]] = field(default_factory=list)  # its TIMELINE lines (<= 8)
+    lines: list[tuple[int, str]] = field(default_factory=list)  # its GPU_START / GPU_END
+    jobrec: Job | None = None  # the job it belongs to
     outcome: str = "open"  # open | done | failed | unfinished
 
     def note(self, rec: Record) -> None:
@@ -398,7 +402,8 @@ class Analyzer:
             jk = (self.run, job)
             if jk not in self.jobs:
                 self.jobs[jk] = Job(self.run, job)
-            self.jobs[jk].open += 1
+            part.jobrec = self.jobs[jk]
+            part.jobrec.open += 1
         return part
 
     def _advance(self, t: int, lineno: int) -> None:
@@ -421,16 +426,17 @@ class Analyzer:
         return self.workers.get(worker, 0)
 
     def _timeline(self, r: Record) -> None:
-        f = r.fields
-        t, ev, job = int(f["ms"]), str(f["event"]), str(f["job"])
+        f = r.fields  # the parser made ms, worker, partition, synth_ms, gpu_ms ints
+        t, ev, job = f["ms"], f["event"], f["job"]
         p = f.get("partition")
-        p = int(p) if p is not None else None
         if self.first_ms is None:
             self.first_ms = t
-        self.last_ms = t if self.last_ms is None else max(self.last_ms, t)
+        if self.last_ms is None or t > self.last_ms:
+            self.last_ms = t
         self._advance(t, r.lineno)
         part = self._part(job, p)
-        part.note(r)
+        if ev == "GPU_START" or ev == "GPU_END":  # the lines findings cite
+            part.lines.append((r.lineno, r.text))
         jobrec = self.jobs[(self.run, job)]
         if jobrec.first_ms is None:
             jobrec.first_ms = t
@@ -444,7 +450,7 @@ class Analyzer:
             jobrec.synth_end = t if jobrec.synth_end is None else max(jobrec.synth_end, t)
             self.synth_active = max(self.synth_active - 1, 0)
             if "synth_ms" in f:
-                part.synth_ms = int(f["synth_ms"])
+                part.synth_ms = f["synth_ms"]
                 self._stat(part, "synth_ms", part.synth_ms, r.lineno)
         elif ev == "GPU_QUEUE":
             part.queued = t
@@ -455,11 +461,11 @@ class Analyzer:
             if part.queued is not None:
                 self.queue = max(self.queue - 1, 0)
                 self._stat(part, "queue_ms", t - part.queued, r.lineno)
-            part.worker = _int(f.get("worker"))
+            part.worker = f.get("worker")
             part.gpu = self._gpu_of(part.worker)
         elif ev == "GPU_START":
             part.start = t
-            part.worker = _int(f.get("worker"))
+            part.worker = f.get("worker")
             part.gpu = self._gpu_of(part.worker)
             part.outcome = "open"
             self.open_sections.append(part)
@@ -474,7 +480,7 @@ class Analyzer:
                 use.first = t
         elif ev == "GPU_END":
             part.end = t
-            part.gpu_ms = _int(f.get("gpu_ms"))
+            part.gpu_ms = f.get("gpu_ms")
             if part.gpu_ms is not None:
                 self._stat(part, "gpu_ms", part.gpu_ms, r.lineno)
             if part.start is not None:
@@ -558,12 +564,11 @@ class Analyzer:
             )
         self.jobs.pop((job.run, job.job), None)
 
-    def _stat(self, part: Partition | None, name: str, value: object, lineno: int) -> None:
-        v = float(value)  # type: ignore[arg-type]
+    def _stat(self, part: Partition | None, name: str, v: float, lineno: int) -> None:
         if part is None:
             self.orphan_stats.setdefault(name, Stat()).add(v, lineno)
             return
-        job = self.jobs.get((part.run, part.job))
+        job = part.jobrec
         if job is None:
             self.orphan_stats.setdefault(name, Stat()).add(v, lineno)
             return
@@ -593,12 +598,13 @@ class Analyzer:
         else:
             return
         sec = self._attribute(slot, r)
+        timing = sec.timing if sec is not None else None
         for key, v in f.items():
-            if key in ("gpu_tid", "num_circuits"):
+            if key == "gpu_tid" or key == "num_circuits":
                 continue
-            if sec is not None:
-                sec.timing[key] = int(v)  # type: ignore[arg-type]
-            if key in FIGURES:
+            if timing is not None:
+                timing[key] = v  # type: ignore[assignment]
+            if key in FIGURE_SET:
                 self._stat(sec, key, v, r.lineno)
         if slot == "b_g2":
             self.variant["b_g2_cpu"] = self.variant.get("b_g2_cpu", 0) + 1
