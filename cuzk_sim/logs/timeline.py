@@ -534,6 +534,10 @@ class Analyzer:
         )
         if kind.startswith("unknown") and len(self.circuits) == 1:  # the one PCE it used
             kind = CIRCUIT_KINDS.get(next(iter(self.circuits)), kind)
+        if kind.startswith("unknown"):  # our model and gpu-run name jobs <kind>-<n>
+            named = job.job.rsplit("-", 1)[0]
+            if named in CIRCUIT_KINDS.values():
+                kind = named
         job.kind = kind
         # done: every partition it started came back (cuzk starts all of a job's
         # partitions' synthesis at once, so the log names them all)
