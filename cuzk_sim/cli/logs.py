@@ -204,7 +204,8 @@ def calibrate(
         )
     console.print(t)
     if not fits:
-        console.print("no figure fitted: the log has none of the lines docs/logs.md lists")
+        why = "see the notes" if notes else "the log has none of the lines docs/logs.md lists"
+        console.print(f"no figure fitted ({why})")
     for n in notes:
         console.print(f"note: {n}")
     console.print("every other figure: kept from the base (its `source` says so)")
