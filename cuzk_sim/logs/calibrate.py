@@ -33,7 +33,8 @@ from pathlib import Path
 from cuzk_sim.calibration import BUNDLED, Cost, Profile, load_profile
 from cuzk_sim.input_errors import InputError
 from cuzk_sim.logs.scenario_out import LoggedConfig
-from cuzk_sim.logs.timeline import Analyzer, Stat
+from cuzk_sim.logs.stats import Stat
+from cuzk_sim.logs.timeline import Analyzer
 from cuzk_sim.plan import Copy, Cpu, Goto, Kernel, Label, Lock, Plan, Step, Unlock
 from cuzk_sim.plans.circuits import SHAPES
 from cuzk_sim.plans.cuzk import CuzkVariant, build_partition_plan

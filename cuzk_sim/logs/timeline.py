@@ -14,18 +14,15 @@ into running statistics; at most `keep` closed partitions are kept for the repor
 
 from __future__ import annotations
 
-import math
-import statistics
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from cuzk_sim.logs.findings import FindingBook
+from cuzk_sim.logs.findings import FindingBook, end_of_log_findings
 from cuzk_sim.logs.parse import Counts, Record
+from cuzk_sim.logs.stats import Stat
 
 KEEP_PARTITIONS = 2000
-SYNTHESIS_BOUND_SHARE = 0.15  # of a GPU's window idle, queue empty, synthesis running
-MUTEX_CONTENTION_SHARE = 0.5  # total mutex wait against total mutex held
 CIRCUIT_KINDS = {
     "porep-32g": "porep",
     "snap-deals-32g": "snapdeals",
@@ -72,101 +69,7 @@ FIGURES = (
 )
 
 
-RESERVOIR = 4096  # samples kept per figure: the median is exact below this many
-
-
 FIGURE_SET = frozenset(FIGURES)
-
-
-@dataclass
-class Stat:
-    """Running count / sum / sum of squares / min / max, a seeded reservoir of samples
-    (for the median), and the first lines the figure came from."""
-
-    n: int = 0
-    total: float = 0.0
-    sq: float = 0.0
-    lo: float = math.inf
-    hi: float = -math.inf
-    lines: list[int] = field(default_factory=list)
-    samples: list[float] = field(default_factory=list)
-    rng: int = 88172645463325252  # a 64-bit LCG state: the reservoir is deterministic
-
-    def add(self, v: float, lineno: int | None = None) -> None:
-        self.n += 1
-        self.total += v
-        self.sq += v * v
-        if v < self.lo:
-            self.lo = v
-        if v > self.hi:
-            self.hi = v
-        if lineno is not None and len(self.lines) < 5:
-            self.lines.append(lineno)
-        self._keep(v)
-
-    def _keep(self, v: float) -> None:
-        if len(self.samples) < RESERVOIR:
-            self.samples.append(v)
-        else:  # reservoir sampling with our own seeded generator
-            self.rng = (self.rng * 6364136223846793005 + 1442695040888963407) % (1 << 64)
-            j = (self.rng >> 16) % self.n
-            if j < RESERVOIR:
-                self.samples[j] = v
-
-    def extend(self, vals: list[float], lineno: int | None = None) -> None:
-        """Add many readings at once (a finished job's), in order."""
-        if not vals:
-            return
-        self.total += sum(vals)
-        self.sq += sum(v * v for v in vals)
-        self.lo = min(self.lo, min(vals))
-        self.hi = max(self.hi, max(vals))
-        if lineno is not None and len(self.lines) < 5:
-            self.lines.append(lineno)
-        room = RESERVOIR - len(self.samples)
-        if room >= len(vals):
-            self.samples.extend(vals)
-            self.n += len(vals)
-            return
-        for v in vals:
-            self.n += 1
-            self._keep(v)
-
-    def merge(self, o: Stat) -> None:
-        for v in o.samples:
-            self.n += 1
-            self._keep(v)
-        self.n += o.n - len(o.samples)
-        self.total += o.total
-        self.sq += o.sq
-        self.lo = min(self.lo, o.lo)
-        self.hi = max(self.hi, o.hi)
-        self.lines = sorted(self.lines + o.lines)[:5]
-
-    @property
-    def mean(self) -> float:
-        return self.total / self.n if self.n else math.nan
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.samples) if self.samples else math.nan
-
-    @property
-    def std(self) -> float:
-        if self.n < 2:
-            return 0.0
-        return math.sqrt(max(self.sq / self.n - self.mean**2, 0.0))
-
-    def to_dict(self) -> dict:
-        return {
-            "n": self.n,
-            "mean": self.mean if self.n else None,
-            "median": self.median if self.n else None,
-            "std": self.std,
-            "min": self.lo if self.n else None,
-            "max": self.hi if self.n else None,
-            "lines": self.lines,
-        }
 
 
 @dataclass
@@ -814,70 +717,8 @@ class Analyzer:
 
     def finish(self) -> Analyzer:
         self._close_all("unfinished", self.now_line)
-        self._end_findings()
+        end_of_log_findings(self)
         return self
-
-    def _end_findings(self) -> None:
-        if self.routed_to_gpu0():
-            others = sorted({g for g in self.workers.values() if g != 0})
-            ev = [self.worker_lines[w] for w in sorted(self.worker_lines) if self.workers[w] != 0][
-                :2
-            ]
-            ev += [self.cpp_gpus[0]]
-            self.book.add(
-                "routing_to_gpu0",
-                f"Workers were assigned to GPUs {sorted(set(self.workers.values()))}, but "
-                "the per-GPU lines of the C++ prover (d_a cache, pool threshold) name GPU 0 "
-                f"only: the GPU work of GPUs {others} ran on GPU 0 (gpu_index not passed "
-                "down), so those GPUs idle and GPU 0 carries every worker's buffers.",
-                ev,
-            )
-        for cid, (n, text) in self.pce_save_failed.items():
-            self.book.add(
-                "pce_save_failed",
-                f"The PCE of {cid} could not be saved to the param cache, so it is "
-                "re-extracted after every daemon restart (83 s and 14 GiB of host memory "
-                "for SnapDeals): make the param cache writable by the daemon's user.",
-                [(n, text)],
-            )
-        for cid, seen in self.pce_extracted.items():
-            if len(seen) > 1:
-                total = sum(ms_ for _, _, ms_ in seen) / 1000
-                self.book.add(
-                    "pce_reextracted",
-                    f"The PCE of {cid} was extracted {len(seen)} times in this log "
-                    f"({total:.0f} s in all); after the first it should load from disk.",
-                    [(n, t) for n, t, _ in seen],
-                )
-        if (
-            self.mutex_held.n >= 4
-            and self.mutex_wait.total >= MUTEX_CONTENTION_SHARE * self.mutex_held.total
-        ):
-            share = self.mutex_wait.total / max(self.mutex_held.total, 1)
-            self.book.add(
-                "mutex_contention",
-                f"Workers waited on the GPU mutex {self.mutex_wait.total / 1000:.1f} s in "
-                f"all, {share:.0%} of the {self.mutex_held.total / 1000:.1f} s it was held "
-                f"({self.mutex_wait.n} sections): the GPU section is the bottleneck, more "
-                "workers per GPU only queue behind it.",
-                [(self.worst_wait[1], self.worst_wait[2])],
-            )
-        for g, use in sorted(self.gpus.items()):
-            window = (use.last or 0) - (use.first or 0)
-            if (
-                window > 0
-                and use.starved_ms >= SYNTHESIS_BOUND_SHARE * window
-                and use.sections >= 2
-            ):
-                gap, before, after = use.longest_gap or (0.0, (0, ""), (0, ""))
-                self.book.add(
-                    "synthesis_bound",
-                    f"GPU {g} sat idle with an empty GPU queue while synthesis ran for "
-                    f"{use.starved_ms / 1000:.1f} s, {use.starved_ms / window:.0%} of its "
-                    f"{window / 1000:.1f} s of work (longest gap {gap / 1000:.1f} s): "
-                    "synthesis, not the GPU, sets the pace.",
-                    [x for x in (before, after) if x[0]],
-                )
 
     # --- results ---
 
