@@ -19,7 +19,6 @@ gives a table (`basis = { pinned = "assumed", pageable = "derived" }`).
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from cuzk_sim.input_errors import InputError, from_validation
+from cuzk_sim.input_files import MAX_TOML_BYTES, parse_toml, read_text
 from cuzk_sim.plan import CPU_KINDS, KERNEL_KINDS
 from cuzk_sim.units import (
     BandwidthText,
@@ -264,14 +264,8 @@ def load_profile(name_or_path: str, base: Path | None = None) -> Profile:
                 f"profile {name_or_path!r}: no such file and not a bundled profile "
                 f"(bundled: {', '.join(BUNDLED)})"
             )
-        try:
-            text, source = path.read_text(), str(path)
-        except (OSError, UnicodeDecodeError) as e:
-            raise InputError(f"profile {name_or_path!r}: cannot read it ({e})") from None
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"{source}: not valid TOML: {e}") from None
+        text, source = read_text(path, "profile", MAX_TOML_BYTES), str(path)  # bounded
+    raw = parse_toml(text, source)  # numbers in range: no inf, no 5,000-digit integers
     try:
         p = _ProfileIn.model_validate(raw)
     except ValidationError as e:

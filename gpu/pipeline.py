@@ -52,6 +52,7 @@ from .prover import (
 DeviceKind = Literal["real", "dry-run"]
 NEVER = 2**64 - 1
 MAX_VERIFY_LOG2 = 8  # reference proofs are computed by py_ecc: small domains only
+BALLAST_GRANULE = 2 << 20  # cudaMalloc's granule on the H200 (benchmarks/allocator_probe.py)
 CARD_SHORTFALL = 2 << 30  # a card this much smaller than hardware.vram - context still runs
 
 
@@ -761,8 +762,11 @@ class RealRun:
                     "context (the real context is larger): no ballast"
                 )
             self.ballast[g] = []
-            if free - want_free >= 2 << 20:
-                self.ballast[g].append(be.raw_malloc(g, free - want_free))
+            # cudaMalloc takes 2 MiB granules: round the ballast down, so that at least
+            # `want_free` stays free (less than 2 MiB more; `achieved_vram_bytes` says)
+            ballast = (free - want_free) // BALLAST_GRANULE * BALLAST_GRANULE
+            if ballast > 0:
+                self.ballast[g].append(be.raw_malloc(g, ballast))
             after = be.mem_info(g)[0]
             self.ballast_bytes[g] = free - after
             self.start_free[g] = after
@@ -1018,6 +1022,61 @@ class RealRun:
             host_budget_bytes=self.spec.host_budget,
             proof_done_times=list(self.done_times),
             spans=list(self.spans),
+            metrics=self._metrics(wall),
+        )
+
+    def _metrics(self, wall: float) -> Any:
+        """The model's metrics, from what a real run measures: proofs and latencies per
+        kind, and per device the share of the run inside GPU sections (lock holds; also
+        reported as compute utilization: an upper bound, kernels are not timed) and the
+        time workers waited for the lock. Host-side figures are 0 (not measured)."""
+        from cuzk_sim.metrics import DeviceMetrics, KindMetrics, RunMetrics, bottleneck, percentile
+
+        hours = wall / 3600 if wall > 0 else 0.0
+        done = {pid: at for pid, _, at in self.done_times}
+        kinds = []
+        for kind in sorted({p.kind for p in self.proofs}):
+            proofs = [p for p in self.proofs if p.kind == kind]
+            lat = sorted(done[p.id] - p.submitted_s for p in proofs if p.id in done)
+            failed = sum(p.failed for p in proofs)
+            kinds.append(
+                KindMetrics(
+                    kind, len(proofs), len(lat), failed,
+                    (len(lat) + failed) / hours if hours else 0.0,
+                    len(lat) / hours if hours else 0.0,
+                    percentile(lat, 50), percentile(lat, 95), lat[-1] if lat else None,
+                )
+            )  # fmt: skip
+        devices = []
+        waits = 0
+        wait_total = 0.0
+        for g in self._devices_used():
+            held = sum(s.end_s - s.start_s for s in self.spans if s.cat == "lock" and s.device == g
+                       and s.name.startswith("hold"))  # fmt: skip
+            wait = [s.end_s - s.start_s for s in self.spans if s.cat == "lock" and s.device == g
+                    and s.name.startswith("wait")]  # fmt: skip
+            waits += sum(w > 1e-4 for w in wait)
+            wait_total += sum(wait)
+            share = min(held / wall, 1.0) if wall > 0 else 0.0
+            devices.append(DeviceMetrics(g, share, {"HtoD": 0.0, "DtoH": 0.0}, share, sum(wait)))
+        gpu = sum(d.compute_utilization for d in devices) / len(devices) if devices else 0.0
+        verdict, evidence = bottleneck(gpu, 0.0, gpu, 0.0, 0.0, 0.0)
+        completed = sum(k.completed for k in kinds)
+        finished = completed + sum(k.failed for k in kinds)
+        return RunMetrics(
+            time_s=wall,
+            proofs_per_hour=finished / hours if hours else 0.0,
+            goodput_per_hour=completed / hours if hours else 0.0,
+            kinds=tuple(kinds),
+            devices=tuple(devices),
+            mutex_wait_s=wait_total,
+            mutex_waits=waits,
+            host_core_utilization=0.0,
+            synthesis_busy=0.0,
+            host_ram_wait=0.0,
+            fallbacks_taken=sum(not e.fatal for e in self.oom_events),
+            bottleneck=verdict,
+            evidence=f"gpu-run (GPU sections measured, host side not): {evidence}",
         )
 
     def details(self) -> dict[str, Any]:
@@ -1031,6 +1090,11 @@ class RealRun:
             "context_bytes": {str(g): b for g, b in self.context_real.items()},
             "ballast_bytes": {str(g): b for g, b in self.ballast_bytes.items()},
             "start_free_bytes": {str(g): b for g, b in self.start_free.items()},
+            # the card the run really had: free at start + the model's context (the ballast
+            # sets free memory in 2 MiB steps, so this is the scenario's vram + < 2 MiB)
+            "achieved_vram_bytes": {
+                str(g): b + self.spec.context for g, b in self.start_free.items()
+            },
             "leaked_bytes": {str(g): b for g, b in getattr(self, "leaks", {}).items()},
             "faults_injected": dict(self.faults.injected),
             "jobs": counts,

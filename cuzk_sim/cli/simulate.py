@@ -139,6 +139,11 @@ def run(
             check_output_path("--plot", plot, PLOT_SUFFIXES)
         if log:
             check_output_path("--log", log)
+        from cuzk_sim.outputs import check_distinct
+
+        check_distinct(
+            {k: p for k, p in (("--trace", trace), ("--plot", plot), ("--log", log)) if p}
+        )
         plot_window = parse_window(window, "--window") if window else None
         detail_window = parse_window(trace_window, "--trace-window") if trace_window else None
         changes = dict(parse_assignment(a) for a in overrides or [])

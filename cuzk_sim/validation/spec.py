@@ -119,28 +119,37 @@ def model_scenario(scn: Scenario) -> Scenario:
 
 
 def build_scenario(base_raw: dict, base_dir: Path, cfg: ConfigIn, where: str) -> Scenario:
-    from cuzk_sim.plans.gpu_prover import GpuProverSource, gpu_prover_plan
-
     raw = copy.deepcopy(base_raw)
     for dotted, value in cfg.set.items():
         _set_path(raw, dotted, value, where)
     raw["name"] = cfg.name
     scn = scenario_from_dict(raw, where, base_dir)
     if cfg.kinds:
-        base_src = (raw.get("plan") or {}).get("gpu_prover")
-        if base_src is None:
+        plan = raw.get("plan") or {}
+        if plan.get("gpu_prover") is None:
             raise InputError(f"{where}: kinds: the base scenario has no [plan] gpu_prover")
-        plans = dict(scn.plans)
+        plans, shapes = dict(scn.plans), dict(scn.shapes)
         for kind, over in cfg.kinds.items():
             if kind not in plans:
                 raise InputError(f"{where}: kinds.{kind}: no such kind in the workload")
-            try:
-                src = GpuProverSource.model_validate({**base_src, **over})
-            except ValidationError as e:
-                raise from_validation(f"{where}: kinds.{kind}", e) from None
-            plans[kind] = gpu_prover_plan(src, f"{where}: kinds.{kind}")
-        scn = dataclasses.replace(scn, plans=plans)
+            # the kind's own [plan]: resolved as a scenario of its own, so its plan and its
+            # host side come from the same code as any scenario's
+            one = copy.deepcopy(raw)
+            one["plan"] = {**plan, "gpu_prover": {**plan["gpu_prover"], **over}, "kinds": [kind]}
+            alone = scenario_from_dict(one, f"{where}: kinds.{kind}", base_dir)
+            plans[kind], shapes[kind] = alone.plans[kind], alone.shapes[kind]
+        scn = dataclasses.replace(scn, plans=plans, shapes=shapes)
     return model_scenario(scn)
+
+
+def is_validation_spec(path: Path) -> bool:
+    """A TOML file with a top-level `base` and `config` (and no `workload`) is a validation
+    spec, not a scenario: `check` and `gate` skip it when they search a folder."""
+    try:
+        raw = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False  # the scenario loader reports it
+    return "base" in raw and "config" in raw and "workload" not in raw
 
 
 def load_spec(path: str | Path) -> ValidationSpec:

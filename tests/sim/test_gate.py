@@ -139,7 +139,11 @@ def test_an_extra_alloc_in_the_critical_section_ooms_and_fails(tmp_path):
     result = gate(tmp_path, "--json")
     assert result.exit_code == 1, result.output
     row = json.loads(result.output)["rows"][0]
-    assert any(r.startswith("unexpected OOM: d_extra") for r in row["reasons"])
+    # the post-mortem's sentence, as `run` prints it
+    assert any(
+        r.startswith("unexpected OOM at t=") and "on gpu0" in r and "d_extra" in r
+        for r in row["reasons"]
+    )
     assert row["oom"] == "yes"
     assert row["seconds_per_proof"] is None
     assert any("no proof completed" in r for r in row["reasons"])

@@ -29,7 +29,7 @@ def _schema(d: dict) -> dict:
     return {k: (_keys(v) if k == "oom_events" else None) for k, v in d.items()}
 
 
-@pytest.mark.parametrize("vram", ["140 GiB", "401 MiB"])
+@pytest.mark.parametrize("vram", ["140 GiB", "1394 MiB"])
 def test_json_schema_equals_run_json(scenario_file, vram):
     path = scenario_file(vram=vram)
     real = runner.invoke(app, ["gpu-run", str(path), "--json", "--device", "dry-run"])
@@ -49,9 +49,10 @@ def _run(path: Path, faults: FaultPlan | None = None) -> RealRun:
 
 
 def test_on_oom_continue_fails_each_proof_and_the_workers_go_on(scenario_file):
-    # 401 MiB: 400 MiB context + less than one 2^10 partition's buffers -> every first
+    # 1394 MiB: the 1392.8 MiB context + 1.2 MiB, less than one 2^10 partition needs (2 MiB
+    # granules) -> every first
     # partition OOMs; its proof fails, the proof's 3 other partitions are dropped
-    run = _run(scenario_file(vram="401 MiB", workers=1, on_oom="continue"))
+    run = _run(scenario_file(vram="1394 MiB", workers=1, on_oom="continue"))
     res = run.result
     assert res.oom and not res.stopped_at_oom
     assert (res.proofs_failed, res.partitions_failed, res.proofs_completed) == (2, 2, 0)
@@ -61,7 +62,7 @@ def test_on_oom_continue_fails_each_proof_and_the_workers_go_on(scenario_file):
 
 
 def test_on_oom_stop_stops_the_run(scenario_file):
-    run = _run(scenario_file(vram="401 MiB", workers=1, on_oom="stop"))
+    run = _run(scenario_file(vram="1394 MiB", workers=1, on_oom="stop"))
     res = run.result
     assert res.oom and res.stopped_at_oom
     assert res.partitions_failed == 1 and res.partitions_completed == 0

@@ -64,9 +64,6 @@ def test_lock_scope_rewrite_leaves_device_plans_alone():
 )
 def test_bad_specs_name_the_key(tmp_path: Path, body: str, key: str):
     (tmp_path / "base.toml").write_text((VALIDATION / "base.toml").read_text())
-    (tmp_path / "h200-presynthesized.toml").write_text(
-        (VALIDATION / "h200-presynthesized.toml").read_text()
-    )
     spec = tmp_path / "spec.toml"
     spec.write_text(body)
     with pytest.raises(InputError, match=key.replace("[", r"\[").replace("]", r"\]")):
