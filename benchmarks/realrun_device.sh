@@ -45,8 +45,8 @@ fi
 if [[ " $WHAT " == *" faults "* ]]; then
   stamp faults
   timeout ${FAULT_TIMEOUT:-120} python3 -P -m cuzk_sim gpu-run scenarios/validation/faults.toml \
-    --verify --fault oom:random:0.01 --fault oom:msm_b_g2.points:0.1 --fault exception:0.01 \
-    --fault shrink:1:600MiB --fault-seed 1 --details "$W/faults.json" --log "$W/faults.log" \
+    --verify --fault oom:random:0.003 --fault oom:msm_b_g2.points:0.05 --fault exception:0.003 \
+    --fault shrink:1:654MiB --fault-seed 1 --details "$W/faults.json" --log "$W/faults.log" \
     > "$W/logs/faults.txt" 2>&1; stamp "faults rc=$?"
 fi
 stamp done
