@@ -1128,6 +1128,19 @@ class RealRun:
         }
 
 
+def gpu_missing() -> str | None:
+    """Why the real device cannot run here (no CuPy, no CUDA device), or None."""
+    try:
+        import cupy
+    except ImportError as e:
+        return f"CuPy cannot be imported ({e})"
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # CUDARuntimeError without a driver
+        return f"no CUDA device ({type(e).__name__}: {e})"
+    return None if n > 0 else "no CUDA device"
+
+
 def backend_for(device: DeviceKind, spec: RunSpec, card_vram: int | None = None) -> Backend:
     """The backend of `device`; a dry-run card has the scenario's size (card_vram: another)."""
     if device == "real":

@@ -16,8 +16,10 @@ segment that is entirely free is released (`free_all_blocks`) and the malloc ret
 A segment with one live chunk stays reserved whole: that is the fragmentation modelled.
 Each segment is one cudaMalloc of the request's 512-B-rounded size, and cudaMalloc takes
 device memory in 2 MiB granules: a segment costs its size rounded up to 2 MiB, the slack
-belonging to no chunk (measured on the H200: the real pipeline's peaks equal this to the
-byte on every run that fits, docs/validation.md).
+belonging to no chunk (measured on the H200: with it the real pipeline's peaks equal the
+model's to the byte on 32 of the grid's 49 runs that fit, within 4 MiB on the others;
+docs/validation.md). The driver packs allocations of at most 1 MiB into shared 2 MiB
+pages; the model charges them a whole granule each (over by at most 4 MiB there).
 """
 
 from __future__ import annotations
