@@ -158,5 +158,6 @@ def test_cuzk_log_reads_back_with_the_logs_command(scenario_file, tmp_path):
         app, ["gpu-run", str(scenario_file()), "--device", "dry-run", "--log", str(log)]
     )
     assert r.exit_code == 0, r.output
-    out = runner.invoke(app, ["logs", str(log)]).output  # the logs parser reads it as cuzk's
-    assert "0 malformed" in out and "2 GPU worker(s), 8 partition(s)" in out
+    d = json.loads(runner.invoke(app, ["logs", str(log), "--json"]).stdout)  # read as cuzk's
+    assert not d["malformed"] and d["engine_starts"] == 1
+    assert (d["partitions_total"], d["proofs_done"]) == (8, 2)  # 2 proofs of 4 partitions
