@@ -183,6 +183,8 @@ def calibrate(
             f.provenance.split(": ", 1)[-1][:70],
         )
     console.print(t)
+    if not fits:
+        console.print("no figure fitted: the log has none of the lines docs/logs.md lists")
     for n in notes:
         console.print(f"note: {n}")
     console.print("every other figure: kept from the base (its `source` says so)")
@@ -197,6 +199,14 @@ def scenario_from_log(
     vram: Annotated[
         str | None,
         typer.Option("--vram", help="The card's VRAM (the log does not say; default: profile's)."),
+    ] = None,
+    plan_from: Annotated[
+        Path | None,
+        typer.Option(
+            "--plan-from",
+            help="Copy this scenario's [plan] table (a log of our own "
+            "pipeline: gpu-run; default: the cuzk plan).",
+        ),
     ] = None,
     kind: KindOpt = None,
 ) -> None:
@@ -221,6 +231,8 @@ def scenario_from_log(
         if not Path(profile).is_absolute() and Path(profile).is_file():
             prof = str(Path(profile).resolve())
         doc = scenario_doc(cfg, [str(p) for p in paths], prof, vram, output.stem)
+        if plan_from is not None:
+            doc["plan"] = plan_table(plan_from)
         output.write_text(dumps(doc, header="Written by cuzk-sim scenario-from-log"))
         load_scenario(output)  # what we wrote must load
     except InputError as e:
@@ -235,6 +247,23 @@ def scenario_from_log(
         + (f"{spp:.2f} s/proof ([expect] holds it +-5 %)" if spp else "no s/proof")
     )
     typer.echo(f"replay: cuzk-sim run {output}    gate: cuzk-sim check {output}")
+
+
+def plan_table(scenario: Path) -> dict:
+    """The [plan] table of a scenario, a plan file's path made absolute."""
+    import tomllib
+
+    try:
+        raw = tomllib.loads(scenario.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise InputError(f"--plan-from {scenario}: cannot read it as TOML ({e})") from None
+    plan = raw.get("plan")
+    if not isinstance(plan, dict):
+        raise InputError(f"--plan-from {scenario}: it has no [plan] table")
+    plan = dict(plan)
+    if isinstance(plan.get("file"), str) and not Path(plan["file"]).is_absolute():
+        plan["file"] = str((scenario.parent / plan["file"]).resolve())
+    return plan
 
 
 def register(app: typer.Typer) -> None:

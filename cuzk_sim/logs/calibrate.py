@@ -68,6 +68,7 @@ class PlanSections:
     tail: list[Kernel]
     prep: list[Cpu]
     b_g2: list[Cpu]
+    held: list[Step]  # everything between the lock and the unlock (kernels and copies)
 
 
 def main_path(plan: Plan) -> list[Step]:
@@ -110,6 +111,11 @@ def plan_sections(plan: Plan) -> PlanSections:
         msm_h=[path[h]] if isinstance(path[h], Kernel) else [],
         batch=[s for s in after if s.kind.startswith("batch_add")],
         tail=[s for s in after if s.kind in ("msm_g1", "msm_g2")],
+        held=[
+            s
+            for s in path[lock + 1 : unlock]
+            if isinstance(s, Kernel) or (isinstance(s, Copy) and s.stream == "compute")
+        ],
         prep=[s for s in path if isinstance(s, Cpu) and s.kind == "prep_msm"],
         b_g2=[s for s in path if isinstance(s, Cpu) and s.kind == "msm_g2_cpu"],
     )
@@ -321,6 +327,42 @@ class Calibrator:
                                 ba,
                             ),
                         )
+        self._fit_section(kind, sec)
+
+    def _fit_section(self, kind: str, sec: PlanSections) -> None:
+        """Without per-phase lines (a log of our own pipeline, an older binary), the
+        mutex-held time still times the whole GPU section: one factor for every kernel
+        kind in it, when no finer line priced any of them (copies at the base's rate)."""
+        held = self.stat(kind, "mutex_held_ms")
+        kernels = [s for s in sec.held if isinstance(s, Kernel)]
+        kinds = sorted({s.kind for s in kernels})
+        done = {f.key for f in self.fits}
+        if held is None or not kinds or any(f"kernel.{k}" in done for k in kinds):
+            return
+        b = self.base
+        copies = sum(b.copy_seconds(s.bytes, s.pinned) for s in sec.held if isinstance(s, Copy))
+        fixed = sum(b.kernels[s.kind].fixed for s in kernels)
+        var = sum(_var(b.kernels[s.kind], s.size) for s in kernels)
+        k = (_reading(held) / 1000 - copies - fixed) / var if var else 0.0
+        if k <= 0:
+            self.notes.append(
+                f"mutex_held_ms (median {held.median:.0f} ms) is not longer than the GPU "
+                f"section's copies and fixed costs ({(copies + fixed) * 1e3:.1f} ms at the "
+                "base's rates): kernel figures kept"
+            )
+            return
+        for kk in kinds:
+            self._add(
+                f"kernel.{kk}",
+                b.kernels[kk],
+                k,
+                self.prov(
+                    "CUZK_TIMING mutex_held_ms (the whole GPU section; one factor for "
+                    f"{', '.join(kinds)})",
+                    held,
+                    f"; minus {copies * 1e3:.1f} ms of copies at the base's rate",
+                ),
+            )
 
 
 def _two_point(

@@ -34,9 +34,12 @@ class Finding:
     sentence: str
     evidence: list[tuple[int, str]] = field(default_factory=list)
     occurrences: int = 1
+    anchor: int | None = None  # the line that dates it (an OOM: the panic, not the context)
 
     @property
     def first_line(self) -> int:
+        if self.anchor is not None:
+            return self.anchor
         return min((n for n, _ in self.evidence), default=1 << 62)
 
     def to_dict(self) -> dict:
@@ -57,13 +60,19 @@ class FindingBook:
         self.by_id: dict[str, Finding] = {}
 
     def add(
-        self, fid: str, sentence: str, evidence: list[tuple[int, str]], count: bool = True
+        self,
+        fid: str,
+        sentence: str,
+        evidence: list[tuple[int, str]],
+        count: bool = True,
+        anchor: int | None = None,
     ) -> Finding:
         """count=False: more evidence of an occurrence already counted (the ERROR line
-        that follows a panic)."""
+        that follows a panic). anchor: the line that dates the first occurrence, when the
+        evidence starts with context (the d_a cache line before an OOM)."""
         f = self.by_id.get(fid)
         if f is None:
-            f = self.by_id[fid] = Finding(fid, FINDING_SEVERITY[fid], sentence)
+            f = self.by_id[fid] = Finding(fid, FINDING_SEVERITY[fid], sentence, anchor=anchor)
         elif count:
             f.occurrences += 1
         have = {n for n, _ in f.evidence}

@@ -48,6 +48,15 @@ class _Line:
     text: str
     timeline: bool = False
 
+    @property
+    def opens(self) -> bool:
+        """A line that starts something: at one instant, what ends prints first (cuzk
+        prints mutex_held before it unlocks, the next holder its pre_lock after)."""
+        return any(m in self.text for m in _OPENING)
+
+
+_OPENING = ("pre_lock_cpu_ms", ",GPU_PICKUP,", ",GPU_START,", ",SYNTH_START,", "prestage_setup")
+
 
 def _ms(a: float, b: float) -> int:
     return emit.ms(b - a)
@@ -181,7 +190,7 @@ def cuzk_log_lines(
             continue
     for proof, _kind, t in result.proof_done_times:
         add(t, emit.proof_assembled(w.when(t), proof, 0, 0, 0))
-    lines.sort(key=lambda x: (x.t, x.seq))
+    lines.sort(key=lambda x: (x.t, x.opens, x.seq))
     return [x.text for x in lines]
 
 

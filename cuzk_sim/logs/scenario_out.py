@@ -15,14 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cuzk_sim.logs.timeline import Analyzer
+from cuzk_sim.logs.timeline import CIRCUIT_KINDS, Analyzer
 
-CIRCUIT_KINDS = {
-    "porep-32g": "porep",
-    "snap-deals-32g": "snapdeals",
-    "window-post-32g": "window_post",
-    "winning-post-32g": "winning_post",
-}
 MAX_WORKLOAD_ENTRIES = 200
 QUEUED_WITHIN_MS = 50
 
@@ -102,9 +96,10 @@ def _workload(a: Analyzer) -> list[dict]:
             for s in starts
         )
         total = max(a.jobs_per_kind.get(kind, len(jobs)), len(jobs))
-        parts = max(j["partitions"] for j in jobs)
-        entry: dict = {"kind": kind}
         default_parts = {"porep": 10, "snapdeals": 16}.get(kind, 1)
+        complete = [j["partitions"] for j in jobs if not j["failed"] and j["partitions_done"]]
+        parts = max(complete) if complete else default_parts  # a failed job saw only some
+        entry: dict = {"kind": kind}
         if parts != default_parts:
             entry["partitions"] = parts
         if queued:

@@ -24,6 +24,14 @@ from cuzk_sim.logs.findings import FindingBook
 from cuzk_sim.logs.parse import Counts, Record
 
 KEEP_PARTITIONS = 2000
+SYNTHESIS_BOUND_SHARE = 0.15  # of a GPU's window idle, queue empty, synthesis running
+MUTEX_CONTENTION_SHARE = 0.5  # total mutex wait against total mutex held
+CIRCUIT_KINDS = {
+    "porep-32g": "porep",
+    "snap-deals-32g": "snapdeals",
+    "window-post-32g": "window_post",
+    "winning-post-32g": "winning_post",
+}
 MAX_MALFORMED = 50
 
 # a CUZK_TIMING key -> the slot of a GPU section it fills (one line per slot per call)
@@ -101,6 +109,25 @@ class Stat:
             j = (self.rng >> 16) % self.n
             if j < RESERVOIR:
                 self.samples[j] = v
+
+    def extend(self, vals: list[float], lineno: int | None = None) -> None:
+        """Add many readings at once (a finished job's), in order."""
+        if not vals:
+            return
+        self.total += sum(vals)
+        self.sq += sum(v * v for v in vals)
+        self.lo = min(self.lo, min(vals))
+        self.hi = max(self.hi, max(vals))
+        if lineno is not None and len(self.lines) < 5:
+            self.lines.append(lineno)
+        room = RESERVOIR - len(self.samples)
+        if room >= len(vals):
+            self.samples.extend(vals)
+            self.n += len(vals)
+            return
+        for v in vals:
+            self.n += 1
+            self._keep(v)
 
     def merge(self, o: Stat) -> None:
         for v in o.samples:
@@ -214,7 +241,8 @@ class Job:
     failed: bool = False
     kind: str | None = None
     open: int = 0  # partitions of it not yet closed
-    stats: dict[str, Stat] = field(default_factory=dict)
+    values: dict[str, list[float]] = field(default_factory=dict)  # figure -> its readings
+    first_lines: dict[str, int] = field(default_factory=dict)  # figure -> first line
 
 
 @dataclass
@@ -228,8 +256,9 @@ class GpuUse:
     last: int | None = None
     sections: int = 0
     held_ms: float = 0.0  # sum of mutex_held_ms
-    longest_starve: tuple[float, int, int] = (0.0, 0, 0)  # ms, line before, line after
-    idle_since: tuple[int, int] | None = None  # (ms, line) the GPU went idle
+    # the longest idle gap: ms, (line, text) where it began, (line, text) where it ended
+    longest_gap: tuple[float, tuple[int, str], tuple[int, str]] | None = None
+    idle_since: tuple[int, tuple[int, str]] | None = None  # (ms, line) the GPU went idle
 
 
 def kind_of(partitions: int, synth_ms: float | None) -> str:
@@ -299,6 +328,7 @@ class Analyzer:
         self.variant: dict[str, int] = {}  # counts of prestage outcomes, b_g2 on cpu, ...
         self.jobs_kept: list[dict] = []
         self.jobs_per_kind: dict[str, int] = {}
+        self.circuits: set[str] = set()  # PCE circuit ids named in the log
         self.run_offsets: dict[int, float] = {0: 0.0}  # run -> seconds after the first start
 
     # --- feeding ---
@@ -348,7 +378,9 @@ class Analyzer:
             )
         elif k == "pce_loaded":
             self.pce_loaded.add(str(r.fields.get("circuit_id", "?")))
-        elif k == "rayon_threads":
+        if k.startswith("pce_") and "circuit_id" in r.fields:
+            self.circuits.add(str(r.fields["circuit_id"]))
+        if k == "rayon_threads":
             self.rayon_threads = _int(r.fields.get("rayon_threads"))
         elif k == "memory_budget":
             self.budget_gib = _int(r.fields.get("total_budget_gib"))
@@ -433,8 +465,8 @@ class Analyzer:
             use = self.gpus.setdefault(part.gpu, GpuUse())
             if use.active == 0 and use.idle_since is not None:
                 gap = t - use.idle_since[0]
-                if gap > use.longest_starve[0] and self.synth_active > 0:
-                    use.longest_starve = (gap, use.idle_since[1], r.lineno)
+                if use.longest_gap is None or gap > use.longest_gap[0]:
+                    use.longest_gap = (gap, use.idle_since[1], (r.lineno, r.text))
             use.active += 1
             use.sections += 1
             if use.first is None:
@@ -455,9 +487,11 @@ class Analyzer:
             use.active = max(use.active - 1, 0)
             use.last = part.end if part.end is not None else self.now
             if use.active == 0:
-                use.idle_since = (self.now, lineno)
-        if self.holding.get(part.gpu or 0) is part:
-            del self.holding[part.gpu or 0]
+                end_line = part.line_of("GPU_END") or (lineno, "")
+                use.idle_since = (self.now, end_line)
+        for g, holder in list(self.holding.items()):
+            if holder is part:
+                del self.holding[g]
         part.outcome = outcome
         if part.end is None:
             part.end = self.now
@@ -485,18 +519,25 @@ class Analyzer:
     def _job_finished(self, job: Job) -> None:
         """A job with no open partition left: fold its statistics under its kind."""
         n = len(job.partitions_seen)
-        synth = job.stats.get("synth_ms")
-        kind = self.forced_kind or job.kind or kind_of(n, synth.mean if synth else None)
+        synth_v = job.values.get("synth_ms")
+        kind = (
+            self.forced_kind
+            or job.kind
+            or kind_of(n, sum(synth_v) / len(synth_v) if synth_v else None)
+        )
+        if kind.startswith("unknown") and len(self.circuits) == 1:  # the one PCE it used
+            kind = CIRCUIT_KINDS.get(next(iter(self.circuits)), kind)
         job.kind = kind
-        expected = {"porep": 10, "snapdeals": 16}.get(kind, n)
-        if not job.failed and job.partitions_done >= expected and job.last_end is not None:
+        # done: every partition it started came back (cuzk starts all of a job's
+        # partitions' synthesis at once, so the log names them all)
+        if not job.failed and job.partitions_done == n and n and job.last_end is not None:
             self.done_n += 1
             t = float(job.last_end) + 1000.0 * self.run_offsets.get(job.run, 0.0)
             self.done_first = t if self.done_first is None else min(self.done_first, t)
             self.done_last = t if self.done_last is None else max(self.done_last, t)
         ks = self.kind_stats.setdefault(kind, {})
-        for name, st in job.stats.items():
-            ks.setdefault(name, Stat()).merge(st)
+        for name, vals in job.values.items():
+            ks.setdefault(name, Stat()).extend(vals, job.first_lines.get(name))
         self.jobs_per_kind[kind] = self.jobs_per_kind.get(kind, 0) + 1
         if len(self.jobs_kept) < self.keep:
             self.jobs_kept.append(
@@ -525,7 +566,12 @@ class Analyzer:
         if job is None:
             self.orphan_stats.setdefault(name, Stat()).add(v, lineno)
             return
-        job.stats.setdefault(name, Stat()).add(v, lineno)
+        vals = job.values.get(name)
+        if vals is None:
+            job.values[name] = [v]
+            job.first_lines[name] = lineno
+        else:
+            vals.append(v)
 
     # --- C++ timing lines ---
 
@@ -538,8 +584,12 @@ class Analyzer:
 
     def _timing(self, r: Record) -> None:
         f = r.fields
-        slot = next((SLOT_OF_KEY[k] for k in f if k in SLOT_OF_KEY), None)
-        if slot is None:
+        slot = None
+        for k in f:
+            slot = SLOT_OF_KEY.get(k)
+            if slot is not None:
+                break
+        else:
             return
         sec = self._attribute(slot, r)
         for key, v in f.items():
@@ -562,8 +612,8 @@ class Analyzer:
         elif slot == "held":
             self.mutex_held.add(int(f.get("mutex_held_ms", 0)), r.lineno)  # type: ignore[arg-type]
             if sec is not None:
-                g = sec.gpu or 0
-                self.gpus.setdefault(g, GpuUse()).held_ms += int(f["mutex_held_ms"])  # type: ignore[arg-type]
+                g = self._physical_gpu(sec)
+                self.gpus.setdefault(sec.gpu or 0, GpuUse()).held_ms += int(f["mutex_held_ms"])  # type: ignore[arg-type]
                 if self.holding.get(g) is sec:
                     del self.holding[g]
         elif slot == "ntt":
@@ -709,6 +759,7 @@ class Analyzer:
             + ".",
             ev,
             count=count,
+            anchor=r.lineno,
         )
         for part in list(self.open_sections):  # the panic unwinds an open section
             if part.gpu == gpu and len(self.open_sections) == 1:
@@ -784,7 +835,10 @@ class Analyzer:
                     f"({total:.0f} s in all); after the first it should load from disk.",
                     [(n, t) for n, t, _ in seen],
                 )
-        if self.mutex_held.n >= 4 and self.mutex_wait.total >= 0.5 * self.mutex_held.total:
+        if (
+            self.mutex_held.n >= 4
+            and self.mutex_wait.total >= MUTEX_CONTENTION_SHARE * self.mutex_held.total
+        ):
             share = self.mutex_wait.total / max(self.mutex_held.total, 1)
             self.book.add(
                 "mutex_contention",
@@ -796,19 +850,19 @@ class Analyzer:
             )
         for g, use in sorted(self.gpus.items()):
             window = (use.last or 0) - (use.first or 0)
-            if window > 0 and use.starved_ms >= 0.25 * window and use.sections >= 2:
-                gap, before, after = use.longest_starve
+            if (
+                window > 0
+                and use.starved_ms >= SYNTHESIS_BOUND_SHARE * window
+                and use.sections >= 2
+            ):
+                gap, before, after = use.longest_gap or (0.0, (0, ""), (0, ""))
                 self.book.add(
                     "synthesis_bound",
                     f"GPU {g} sat idle with an empty GPU queue while synthesis ran for "
                     f"{use.starved_ms / 1000:.1f} s, {use.starved_ms / window:.0%} of its "
                     f"{window / 1000:.1f} s of work (longest gap {gap / 1000:.1f} s): "
                     "synthesis, not the GPU, sets the pace.",
-                    [
-                        x
-                        for x in ((before, "(GPU idle from here)"), (after, "(GPU busy again)"))
-                        if x[0]
-                    ],
+                    [x for x in (before, after) if x[0]],
                 )
 
     # --- results ---

@@ -25,8 +25,8 @@ from cuzk_sim.model.cores import HostCores
 from cuzk_sim.model.gpu import Device
 from cuzk_sim.model.host import HostMemory, PceCache
 from cuzk_sim.model.jitter import Jitter, replica_seed
-from cuzk_sim.model.mutex import Mutex
-from cuzk_sim.model.worker import EXCLUSIVE_SCOPES, CompiledPlan, Worker, execute_plan
+from cuzk_sim.model.machine import Machine
+from cuzk_sim.model.worker import CompiledPlan, FastLayer, FastPaths, Worker, execute_plan
 from cuzk_sim.plans.circuits import CircuitShape
 from cuzk_sim.result import OomEvent, SimResult, Span
 
@@ -69,18 +69,15 @@ class EngineConfig:
     duration_s: float | None = None
     seed: int = 0
     arrivals: tuple[Arrivals, ...] = ()
+    # allocator -> rounding in bytes (e.g. a measured cudaMallocAsync granule); () = the
+    # defaults of model/allocator.py (2 MiB for sync and async, 512 B for caching)
+    allocator_granularity: tuple[tuple[str, int], ...] = ()
 
 
 def plan_cpu_demand(cp: CompiledPlan) -> float:
-    """The most threads one worker running this plan can ask for at once: the sum of its
-    CPU steps' threads — unbounded when a helper-thread CPU step is not joined by a later
-    `sync` on its stream (it could still run beside the worker's next partitions)."""
-    steps = cp.steps
-    helpers = [(i, s.stream) for i, s in enumerate(steps) if s.op == "cpu" and s.stream != "host"]
-    for i, stream in helpers:
-        if not any(t.op == "sync" and t.stream == stream for t in steps[i + 1 :]):
-            return math.inf
-    return sum(s.threads for s in steps if s.op == "cpu")
+    """The most threads one worker running this plan can ask for at once
+    (plan_analysis: unbounded when a helper-thread CPU step is never joined)."""
+    return cp.analysis.cpu_demand if cp.analysis is not None else math.inf
 
 
 @dataclass
@@ -111,8 +108,6 @@ class Simulation:
     spans: list[Span] = field(default_factory=list)
     samples: list[tuple[float, int, int]] = field(default_factory=list)
     lines: list[tuple[float, str]] = field(default_factory=list)
-    events: int = 0
-    leaks: int = 0
     sections: dict[tuple, tuple] = field(default_factory=dict)  # critical sections learnt
     jitter: Jitter = field(default_factory=Jitter)  # timing noise of this replica (model/jitter.py)
     # a bounded recording for plots and traces on the fast path (cuzk_sim/recording.py):
@@ -120,14 +115,22 @@ class Simulation:
     timeline: Timeline | None = None
     synth_busy_s: float = 0.0  # metrics.py: seconds synthesizers spent synthesizing
     ram_wait_s: float = 0.0  # metrics.py: seconds synthesizers waited on the RAM budget
+    fast: FastPaths = field(default_factory=FastPaths)  # speed-ups allowed (model/fast.py)
 
     def __post_init__(self) -> None:
         cfg, env = self.config, self.env
         self.devices = [
-            Device(i, DeviceMemory(i, cfg.vram, release_threshold=cfg.pool_release_threshold))
+            Device(
+                i,
+                DeviceMemory(
+                    i,
+                    cfg.vram,
+                    release_threshold=cfg.pool_release_threshold,
+                    granularity=dict(cfg.allocator_granularity),
+                ),
+            )
             for i in range(cfg.gpus)
         ]
-        self.mutexes: dict[tuple, Mutex] = {}
         self.workers: list[Worker] = []
         for d in cfg.devices or range(cfg.gpus):
             routed = self.devices[0 if cfg.routing == "device0" else d]
@@ -143,6 +146,11 @@ class Simulation:
         self.cores = HostCores(
             env, cfg.host_cores, samples=tl.core_sink() if tl else [] if self.record else None
         )
+        # what plan execution may touch; the simulation itself is its recorder (spans,
+        # samples, log lines, OOM events, `record`, `timeline`), which recording.py swaps
+        # and switches during a run
+        self.machine = Machine(env, self.ram, self.cores, self, self.jitter)
+        self.mutexes = self.machine.mutexes
         # Can the CPU work ever ask for more cores than the host has? If not, every task
         # runs at full speed and workers price CPU steps arithmetically (exact); else each
         # CPU task goes through the processor-sharing model.
@@ -155,7 +163,10 @@ class Simulation:
             * self.profile.synthesis_threads
         )
         plan_demand = max((plan_cpu_demand(cp) for cp in self.plans.values()), default=0)
-        self.cores_shared = synth_demand + len(self.workers) * plan_demand > cfg.host_cores
+        self.cores_shared = (
+            not self.fast.arithmetic_cpu
+            or synth_demand + len(self.workers) * plan_demand > cfg.host_cores
+        )
         self.pce = PceCache(
             extract_seconds=lambda k: self.profile.pce_extract.seconds(self.shapes[k].constraints),
             load_seconds=self.profile.pce_load,
@@ -169,25 +180,10 @@ class Simulation:
         slots = cfg.synthesis_concurrency * (cfg.synthesis_lookahead + 1)
         self.lookahead = simpy.Container(env, capacity=slots, init=slots)
         self.stop = env.event()
-        # no yields inside critical sections when every plan keeps device memory under its
-        # mutex (exact then; a trace wants the wake-ups for its VRAM samples)
-        # (a per-device mutex excludes a device's others only if each device's workers are
-        # exactly the workers assigned to it: not so when routing sends all to device 0)
-        # (and only if every plan takes the same one mutex: under two, two workers can be
-        # in sections at once, and a worker must yield at a lock to see another's hold)
-        one_to_one = all(w.assigned == w.device.index for w in self.workers)
-        section_mutexes = {
-            (s.mutex, s.scope == "device")
-            for cp in self.plans.values()
-            for s in cp.steps
-            if s.op == "lock" and s.scope in EXCLUSIVE_SCOPES
-        }
-        self.exclusive = (
-            not self.record
-            and one_to_one
-            and len(section_mutexes) <= 1
-            and all(cp.exclusive for cp in self.plans.values())
+        self.layer = FastLayer.for_run(
+            self.fast, self.plans.values(), self.workers, self.record, self.sections
         )
+        self.exclusive = self.layer.stamping  # critical sections run without wake-ups
         self.seq = itertools.count()
         self.proofs: list[Proof] = []
         self.unfinished = 0
@@ -200,17 +196,30 @@ class Simulation:
         self.partitions_ok = 0
         self.partitions_failed = 0
 
-    # --- helpers the worker uses ---
+    # --- what the machine holds, by the names other code reads ---
+
+    @property
+    def cores_shared(self) -> bool:
+        return self.machine.cores_shared
+
+    @cores_shared.setter
+    def cores_shared(self, shared: bool) -> None:
+        self.machine.cores_shared = shared
+
+    @property
+    def events(self) -> int:
+        return self.machine.events
+
+    @events.setter
+    def events(self, n: int) -> None:
+        self.machine.events = n
+
+    @property
+    def leaks(self) -> int:
+        return self.machine.leaks
 
     def log(self, line: str, t: float | None = None) -> None:
         self.lines.append((self.env.now if t is None else t, line))
-
-    def mutex(self, name: str, scope: str, device: int) -> Mutex:
-        key = (name, device) if scope == "device" else (name,)
-        m = self.mutexes.get(key)
-        if m is None:
-            m = self.mutexes[key] = Mutex(name if len(key) == 1 else f"{name}@gpu{device}")
-        return m
 
     # --- processes ---
 
@@ -289,7 +298,9 @@ class Simulation:
             if not proof.failed:
                 t0 = env.now
                 label = f"{proof.id}/{p}"
-                ok = yield from execute_plan(self, w, self.plans[proof.kind], label)
+                ok = yield from execute_plan(
+                    self.machine, w, self.plans[proof.kind], label, self.layer
+                )
                 if self.record or self.timeline is not None:
                     self.spans.append(Span(w.name, w.device.index, label, "partition", t0, env.now))
                 if ok:

@@ -38,7 +38,8 @@ def check_run_bounds(spec: ScenarioFile, source: str) -> None:
             assert spec.duration is not None and w.every is not None  # schema checked
             every = parse_duration(w.every)
             span = max(parse_duration(spec.duration) - parse_duration(w.start), 0.0)
-            total += math.inf if every == 0 and span > 0 else span / every if every else 0
+            # no gap: arrivals at one instant for ever (even when the span is 0 s)
+            total += math.inf if every == 0 else span / every
             key = f"workload[{i}].every"
         if total > MAX_PROOFS:
             raise InputError(

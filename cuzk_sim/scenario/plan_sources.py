@@ -20,11 +20,13 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from cuzk_sim.input_errors import InputError, from_validation
+from cuzk_sim.input_errors import InputError, from_validation, key_path
+from cuzk_sim.input_files import MAX_JSON_BYTES
 from cuzk_sim.plan import Plan, PlanError
 from cuzk_sim.plans.circuits import SHAPES, CircuitShape
 from cuzk_sim.plans.cuzk import CuzkVariant, build_partition_plan
 from cuzk_sim.plans.gpu_prover import gpu_prover_plan
+from cuzk_sim.reference.formats.files import read_limited
 from cuzk_sim.scenario.flags import build_flags, flags_model
 from cuzk_sim.scenario.schema import GpuProverShape, PlanHost, PlanSource, ScenarioFile
 from cuzk_sim.units import parse_duration, parse_size
@@ -54,13 +56,13 @@ def partition_plans(
 
 def _replayed_plan(src: PlanSource, source: str, base: Path | None) -> Plan:
     if src.gpu_prover is not None:
-        return _gpu_prover(src.gpu_prover, f"{source}: plan.gpu_prover", source)
+        return gpu_prover_plan_of(src.gpu_prover, source)
     assert src.file is not None  # the schema checks that there is exactly one source
     plan_path = Path(src.file)
     if base is not None and not plan_path.is_absolute():
         plan_path = base / plan_path
-    try:
-        return Plan.from_json(plan_path.read_text(), str(plan_path))
+    try:  # a regular file only, read up to a byte limit (never /dev/zero for ever)
+        return Plan.from_json(read_limited(plan_path, MAX_JSON_BYTES).decode(), str(plan_path))
     except FileNotFoundError:
         raise InputError(f"{source}: plan.file: no such file {plan_path}") from None
     except (OSError, UnicodeDecodeError) as e:
@@ -69,9 +71,11 @@ def _replayed_plan(src: PlanSource, source: str, base: Path | None) -> Plan:
         raise InputError(f"{source}: plan.file: {e}") from None
 
 
-def _gpu_prover(raw: dict, key: str, source: str) -> Plan:
-    """`[plan] gpu_prover`: GpuProverShape's keys plus the keys of the prover's ProverFlags
-    as it is now (flags.py), validated and turned into the dry run's inputs."""
+def gpu_prover_plan_of(raw: dict, source: str, at: tuple = ("plan", "gpu_prover")) -> Plan:
+    """The replayed plan of a `[plan] gpu_prover` table `raw`: GpuProverShape's keys plus
+    the keys of the prover's ProverFlags as it is now (flags.py). Errors name `source` and
+    the table's key path `at` (another file format may hold such a table elsewhere)."""
+    key = f"{source}: {key_path(at)}"
     try:
         from cuzk_sim.gpu import prover
     except ImportError as e:
@@ -79,7 +83,7 @@ def _gpu_prover(raw: dict, key: str, source: str) -> Plan:
     try:
         keys = flags_model(prover.ProverFlags, GpuProverShape).model_validate(raw)
     except ValidationError as e:
-        raise from_validation(source, e, prefix=("plan", "gpu_prover")) from None
+        raise from_validation(source, e, prefix=at) from None
     except TypeError as e:  # ProverFlags is no dataclass any more
         raise InputError(f"{key}: the prover's ProverFlags changed: {e}") from None
     n = 1 << keys.domain_log2

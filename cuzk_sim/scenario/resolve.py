@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ from pydantic import ValidationError
 
 from cuzk_sim.calibration import Profile, load_profile
 from cuzk_sim.input_errors import InputError, from_validation
+from cuzk_sim.input_files import load_toml
 from cuzk_sim.model.engine import EngineConfig
 from cuzk_sim.plan import Plan
 from cuzk_sim.plans.circuits import CircuitShape
@@ -43,14 +43,7 @@ def load_scenario(path: str | Path, overrides: Mapping[str, Any] | None = None) 
     cuzk_sim.overrides) change keys of the file before validation."""
     path = Path(path)
     source = str(path)
-    try:
-        raw = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputError(f"{source}: no such scenario file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{source}: cannot read the scenario file ({e})") from None
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"{source}: not valid TOML: {e}") from None
+    raw = load_toml(path, "scenario file")  # a regular file, bounded, numbers in range
     if overrides:
         from cuzk_sim.overrides import apply_overrides
 

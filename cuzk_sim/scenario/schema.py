@@ -11,15 +11,28 @@ below), and `[plan] gpu_prover` from our prover's `ProverFlags` (plus the shape 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 from cuzk_sim.plans.cuzk import CuzkVariant
 from cuzk_sim.scenario.flags import flags_model
 from cuzk_sim.units import DurationText, SizeText, parse_duration, parse_size
 
 ProofKind = Literal["porep", "snapdeals", "window_post", "winning_post"]
+
+# Upper limits on counts (sizes and durations are bounded in units.py): far above any real
+# engine, finite so a typo (2147483648 synthesizers) is one line, not gigabytes of processes
+MAX_CONCURRENCY = 1024  # synthesizers, lookahead, parallel syntheses
+MAX_THREADS = 65_536  # as hardware.host_cores
+Text = Annotated[str, StringConstraints(max_length=1000)]
 
 
 class _Strict(BaseModel):
@@ -37,24 +50,35 @@ def _size_or(word: str) -> Callable[[str], str]:
     return check
 
 
+def _known_card(v: str | None) -> str | None:
+    if v is not None:
+        from cuzk_sim.cards import card
+
+        card(v)  # an InputError (a ValueError) listing the presets and close names
+    return v
+
+
 class Hardware(_Strict):
     gpus: int = Field(1, ge=1, le=64)
-    vram: SizeText | None = None  # default: the profile's card
+    card: str | None = None  # a preset of cuzk_sim/cards.py: sets vram (unless given)
+    vram: SizeText | None = None  # default: the card's, else the profile's card
     context_overhead: SizeText | None = None  # default: the profile's constant
     host_ram: SizeText = "512 GiB"
     host_cores: int | None = Field(None, ge=1, le=65536)  # default: the profile's host
 
+    _card = field_validator("card")(_known_card)
+
 
 class GpusSection(_Strict):
     gpu_workers_per_device: int = Field(2, ge=1, le=64)
-    devices: list[int] = []
-    gpu_threads: int = Field(32, ge=0)  # groth16_pool threads (B_G2 MSM); 0 = all cores
+    devices: list[int] = Field([], max_length=64)
+    gpu_threads: int = Field(32, ge=0, le=MAX_THREADS)  # groth16_pool (B_G2 MSM); 0 = all cores
 
 
 class PipelineSection(_Strict):
-    synthesis_lookahead: int = Field(1, ge=0)
-    synthesis_concurrency: int = Field(1, ge=1)
-    max_parallel_synthesis: int = Field(18, ge=1)
+    synthesis_lookahead: int = Field(1, ge=0, le=MAX_CONCURRENCY)
+    synthesis_concurrency: int = Field(1, ge=1, le=MAX_CONCURRENCY)
+    max_parallel_synthesis: int = Field(18, ge=1, le=MAX_CONCURRENCY)
 
 
 class MemorySection(_Strict):
@@ -96,8 +120,8 @@ class GpuProverShape(_Strict):
 
     domain_log2: int = Field(ge=1, le=31)  # FFT domain 2^k (production: 27)
     reduction: Literal["bellman", "snarkjs"] = "bellman"
-    num_vars: int | None = Field(None, ge=2)  # m + 1 wires; default: the domain size
-    num_public: int = Field(1, ge=0)  # l
+    num_vars: int | None = Field(None, ge=2, le=2**40)  # m + 1 wires; default: 2^domain_log2
+    num_public: int = Field(1, ge=0, le=2**40)  # l
     # dry run only: the free bytes a memory-aware allocation sees; default: none given, the
     # replayed plan carries both branches and the model's free memory picks one
     assume_free: SizeText | None = None
@@ -140,11 +164,11 @@ class Workload(_Strict):
 class Expect(_Strict):
     oom: bool | None = None
     seconds_per_proof: tuple[str, str] | None = None  # [lo, hi]
-    first_oom_buffer: str | None = None
+    first_oom_buffer: Text | None = None
     first_oom_where: Literal["device", "host"] | None = None
-    log_contains: list[str] = []
-    proofs_failed: int | None = None
-    pce_extractions: int | None = None
+    log_contains: list[Text] = Field([], max_length=1000)
+    proofs_failed: int | None = Field(None, ge=0, le=2**40)
+    pce_extractions: int | None = Field(None, ge=0, le=2**40)
 
     @field_validator("seconds_per_proof")
     @classmethod
@@ -157,18 +181,19 @@ class Expect(_Strict):
 
 
 class ScenarioFile(_Strict):
-    name: str | None = None
-    description: str = ""
-    seed: int = 0
+    name: Text | None = None
+    description: str = Field("", max_length=100_000)
+    seed: int = Field(0, ge=0, le=2**64 - 1)
     on_oom: Literal["stop", "continue"] = "stop"
     profile: str = "rtx5070ti"
     duration: DurationText | None = None
-    restarts: list[DurationText] = []  # daemon restarts (the in-memory PCE is lost)
+    # daemon restarts (the in-memory PCE is lost)
+    restarts: list[DurationText] = Field([], max_length=10_000)
     hardware: Hardware = Hardware()
     engine: Engine = Engine()
     variant: Variant = Variant()  # type: ignore[valid-type]
     plan: PlanSource | None = None
-    workload: list[Workload] = Field(min_length=1)
+    workload: list[Workload] = Field(min_length=1, max_length=1000)
     expect: Expect | None = None
 
     @model_validator(mode="after")

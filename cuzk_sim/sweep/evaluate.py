@@ -31,6 +31,9 @@ METRIC_COLUMNS = (
     "proofs_submitted",
     "proofs_completed",
     "proofs_failed",
+    "goodput_per_hour",
+    "goodput_per_hour_by_kind",
+    "bottleneck",
     "peak_vram_bytes",
     "vram_total_bytes",
     "headroom_bytes",
@@ -122,7 +125,11 @@ def result_columns(result) -> dict[str, Any]:
     total = {str(d): b for d, b in sorted(result.vram_total_bytes.items())}
     headroom = min((total[d] - peak.get(d, 0) for d in total), default=None)
     smallest = min(total.values(), default=0)
+    m = result.metrics
     return {
+        "goodput_per_hour": m.goodput_per_hour if m is not None else None,
+        "goodput_per_hour_by_kind": {k.kind: k.goodput_per_hour for k in m.kinds} if m else None,
+        "bottleneck": m.bottleneck if m is not None else None,
         "oom": result.oom,
         "first_oom_buffer": first.buffer if first else None,
         "first_oom_where": first.where if first else None,
@@ -148,12 +155,8 @@ def _card_name(raw: dict[str, Any]) -> str | None:
 
 
 def _replicas(scenario, task: Task):
-    try:
-        from cuzk_sim.replicas import run_replicas
-    except ImportError:
-        raise InputError(
-            "--replicas: this build has no timing jitter (cuzk_sim.replicas is missing)"
-        ) from None
+    from cuzk_sim.replicas import run_replicas
+
     return run_replicas(scenario, task.replicas, task.jitter)
 
 

@@ -114,9 +114,7 @@ def write_heatmap(spec: SweepSpec, rows: list[dict], summary: dict, path: Path) 
             ax.set_ylabel(_short(ya.path))
         else:
             ax.set_yticks([])
-        ax.set_title(
-            ", ".join(f"{_short(k)}={v}" for k, v in fixed.items()) or spec.name, fontsize=8
-        )
+        ax.set_title(", ".join(f"{_short(k)}={v}" for k, v in fixed.items()), fontsize=8)
     if spp:
         from matplotlib.cm import ScalarMappable
 

@@ -105,16 +105,6 @@ class SweepSpec:
         return next((a for a in self.axes if a.path == path), None)
 
 
-def is_sweep_spec(path: Path) -> bool:
-    """A TOML file with a top-level `base` and `axes` (or `search`) is a sweep spec, not a
-    scenario: `check` and `gate` skip it when they search a folder (scenarios/sweeps/)."""
-    try:
-        raw = tomllib.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return False  # the scenario loader reports it
-    return "base" in raw and ("axes" in raw or "search" in raw) and "workload" not in raw
-
-
 def load_sweep(path: str | Path) -> SweepSpec:
     """Read and validate a sweep spec; every problem is one InputError line naming the
     spec file and key path (or the base scenario file and its key path)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cuzk_sim.calibration import Cost, Profile
 from cuzk_sim.model.engine import Arrivals, EngineConfig, Simulation
+from cuzk_sim.model.fast import FastPaths
 from cuzk_sim.model.worker import compile_plan
 from cuzk_sim.plan import CPU_KINDS, KERNEL_KINDS, Plan
 from cuzk_sim.plans.circuits import CircuitShape
@@ -47,6 +48,7 @@ def run_plan(
     profile: Profile | None = None,
     host_ram_budget: int = 10**6,
     force_shared: bool = False,
+    fast=None,
     **cfg,
 ):
     shape = CircuitShape("toy", 10, 4, partitions, 2, 1)
@@ -64,13 +66,15 @@ def run_plan(
         **cfg,
     )
     profile = profile or toy_profile()
+    fast = fast or FastPaths()
     sim = Simulation(
         "test",
         config,
-        {"toy": compile_plan(plan, profile, merge=not record)},
+        {"toy": compile_plan(plan, profile, merge=fast.merge_kernels)},
         {"toy": shape},
         profile,
         record,
+        fast=fast,
     )
     if force_shared:  # price CPU steps through processor sharing even with cores to spare
         sim.cores_shared = True

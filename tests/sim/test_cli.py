@@ -89,9 +89,9 @@ def test_scenario_paths_are_relative_to_the_scenario(tmp_path):
 def test_bundled_scenarios_fast_and_traced_agree():
     from test_properties import assert_same_run
 
-    from cuzk_sim.cli.simulate import scenario_files
     from cuzk_sim.runner import simulate
     from cuzk_sim.scenario import load_scenario
+    from cuzk_sim.scenario.files import scenario_files
 
     for path in scenario_files([SCENARIOS]):  # gate/ too; not the sweep specs in sweeps/
         scn = load_scenario(path)

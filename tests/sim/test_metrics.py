@@ -152,3 +152,32 @@ def test_run_table_shows_failures_next_to_seconds_per_proof():
     path = SCENARIOS / "phase9-dual-worker-prestage-outside-mutex.toml"
     result = CliRunner().invoke(app, ["run", str(path)])
     assert "bottleneck" in result.output
+
+
+def test_the_metric_keys_are_documented():
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "simulator.md").read_text()
+    result = CliRunner().invoke(
+        app, ["run", str(SCENARIOS / "phase9-single-worker.toml"), "--json"]
+    )
+    data = json.loads(result.stdout)
+    keys = (
+        "proofs_per_hour",
+        "goodput_per_hour",
+        "kinds",
+        "devices",
+        "mutex_wait_s",
+        "mutex_waits",
+        "host_core_utilization",
+        "synthesis_busy",
+        "host_ram_wait",
+        "fallbacks_taken",
+        "bottleneck",
+        "bottleneck_evidence",
+        "warnings",
+    )
+    for key in keys:
+        assert key in data and f"`{key}`" in docs, key
+    for key in data["kinds"]["porep"]:
+        assert f"`{key}`" in docs, key
+    for key in data["devices"]["0"]:
+        assert f"`{key}`" in docs, key

@@ -86,7 +86,14 @@ def test_cli_writes_every_file_and_reports_resume(tmp_path, small_spec_path):
     out = tmp_path / "out"
     result = runner.invoke(app, ["sweep", str(small_spec_path), "--out", str(out), "--jobs", "1"])
     assert result.exit_code == 0, result.output
-    for name in ("results.json", "results.csv", "summary.json", "heatmap.png", "frontier.png"):
+    for name in (
+        "results.json",
+        "results.csv",
+        "summary.json",
+        "summary.md",
+        "heatmap.png",
+        "frontier.png",
+    ):
         assert (out / name).stat().st_size > 0, name
     assert (out / "heatmap.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "18 configurations" in result.output and "max safe workers" in result.output
