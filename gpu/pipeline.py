@@ -292,11 +292,11 @@ class LedgerBackend(Backend):
 
     def pools(self, gpu: int) -> dict[str, int]:
         m = self.memory[gpu]
-        return {"caching_pool_idle": m.caching_idle_bytes, "async_pool_idle": m.async_idle}
+        return {"caching_pool_idle": m.caching.idle, "async_pool_idle": m.async_pool.idle}
 
     def used_by_buffers(self, gpu: int) -> int:
         m = self.memory[gpu]
-        return m.sync_live + m.async_live + m.caching_live
+        return sum(a.live for a in m.allocators.values())
 
 
 @dataclass

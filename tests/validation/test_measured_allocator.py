@@ -12,12 +12,12 @@ def test_caching_segment_costs_whole_2_mib_granules():
     mem = DeviceMemory(0, total=100 * MIB)
     buf = mem.try_alloc("w", "x", 3 * MIB, "caching")  # by hand: 3 MiB -> 4 MiB of VRAM
     assert buf is not None and buf.bytes == 3 * MIB  # the chunk is what CuPy asked for
-    assert mem.free == 96 * MIB and mem.caching_slack == 1 * MIB
+    assert mem.free == 96 * MIB and mem.caching.slack == 1 * MIB
     mem.check_ledger()
     mem.release("w", "x")
     assert mem.free == 96 * MIB  # cached by the pool, slack included
-    mem._release_free_segments()
-    assert mem.free == 100 * MIB and mem.caching_slack == 0
+    mem.caching._release_free_segments()
+    assert mem.free == 100 * MIB and mem.caching.slack == 0
     mem.check_ledger()
 
 
