@@ -9,14 +9,22 @@ recorded state for regression detection, not a claim about real hardware.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cuzk_sim.expectations import Check
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.input_errors import InputError, from_validation
+from cuzk_sim.input_files import load_json
+from cuzk_sim.plan import Plan
+from cuzk_sim.plan_diff import BufferLife, diff_plans
+from cuzk_sim.report import post_mortem
 from cuzk_sim.result import SimResult
+from cuzk_sim.units import MAX_DURATION_S, MAX_SIZE_BYTES
 
 BASELINE_NOTE = (
     "Model figures of the current prover for regression detection (cuzk-sim gate); "
@@ -44,70 +52,114 @@ class BaselineEntry:
     seconds_per_proof: float | None  # None: no proof completed (e.g. a known OOM)
     oom: bool
     peak_vram_bytes: dict[int, int] | None = None  # by device; optional in the file
+    plans: dict[str, list[BufferLife]] | None = None  # buffer lives by kind; optional
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True)
+
+
+class _LifeIn(_Strict):
+    model_config = ConfigDict(strict=True, extra="forbid")
+    buffer: str
+    bytes: Annotated[int, Field(ge=0, le=MAX_SIZE_BYTES)]
+    memory: str
+    allocated_after: str
+    freed_after: str | None
+    locks_at_alloc: list[str]
+    locks_at_free: list[str]
+
+
+class _EntryIn(_Strict):  # extra keys (source, first_oom_buffer) are informative
+    seconds_per_proof: Annotated[float, Field(gt=0, le=MAX_DURATION_S)] | None = None
+    oom: bool
+    peak_vram_bytes: dict[str, Annotated[int, Field(ge=0, le=MAX_SIZE_BYTES)]] | None = None
+    plans: dict[str, list[_LifeIn]] | None = None
+
+
+class _BaselineIn(_Strict):
+    scenarios: dict[str, _EntryIn]
 
 
 def load_baseline(path: Path) -> dict[str, BaselineEntry]:
     """Baseline entries by scenario name; an InputError names the file and the key."""
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputError(
-            f"{path}: no such baseline file (create it with --update-baseline)"
-        ) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: cannot read the baseline ({e})") from None
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}: not JSON: {e}") from None
-    scenarios = data.get("scenarios") if isinstance(data, dict) else None
-    if not isinstance(scenarios, dict):
+    if not path.exists():
+        raise InputError(f"{path}: no such baseline file (create it with --update-baseline)")
+    data = load_json(path, "baseline file")
+    if not isinstance(data, dict) or not isinstance(data.get("scenarios"), dict):
         raise InputError(f"{path}: scenarios: expected an object keyed by scenario name")
+    try:
+        doc = _BaselineIn.model_validate(data)
+    except ValidationError as e:
+        raise from_validation(str(path), e) from None
     out: dict[str, BaselineEntry] = {}
-    for name, entry in scenarios.items():
-        spp = entry.get("seconds_per_proof") if isinstance(entry, dict) else "missing"
-        oom = entry.get("oom") if isinstance(entry, dict) else None
-        if spp is not None and (
-            isinstance(spp, bool) or not isinstance(spp, int | float) or not spp > 0
-        ):
-            raise InputError(
-                f"{path}: scenarios.{name}.seconds_per_proof: expected a positive number "
-                f"or null, got {spp!r}"
-            )
-        if not isinstance(oom, bool):
-            raise InputError(f"{path}: scenarios.{name}.oom: expected true or false, got {oom!r}")
-        peaks = entry.get("peak_vram_bytes")
+    for name, e in doc.scenarios.items():
         try:
-            peak = None if peaks is None else {int(d): int(b) for d, b in peaks.items()}
-        except (AttributeError, TypeError, ValueError):
+            peaks = (
+                None
+                if e.peak_vram_bytes is None
+                else {int(d): b for d, b in e.peak_vram_bytes.items()}
+            )
+        except ValueError:
             raise InputError(
-                f"{path}: scenarios.{name}.peak_vram_bytes: expected an object "
-                f'{{"device": bytes}}, got {peaks!r}'
+                f"{path}: scenarios.{name}.peak_vram_bytes: expected device numbers as keys"
             ) from None
-        out[name] = BaselineEntry(None if spp is None else float(spp), oom, peak)
+        plans = None
+        if e.plans is not None:
+            plans = {
+                k: [BufferLife.from_dict(b.model_dump()) for b in v] for k, v in e.plans.items()
+            }
+        out[name] = BaselineEntry(e.seconds_per_proof, e.oom, peaks, plans)
     return out
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """One scenario for --update-baseline: what it ran and whether the gate passed it."""
+
+    source: str
+    result: SimResult
+    plans: dict[str, Plan]
+    passed: bool
+
+
 def baseline_document(
-    results: dict[str, tuple[str, SimResult]],
-    previous: dict[str, Any] | None,
-    command: str,
-) -> dict[str, Any]:
-    """The baseline JSON after an update: the entries of `results` (scenario name ->
-    (source file, result)) replace those of `previous`; other entries are kept."""
+    runs: dict[str, Recorded], previous: dict[str, Any] | None, command: str
+) -> tuple[dict[str, Any], list[str]]:
+    """The baseline JSON after an update, and what it kept. A passing run's entry replaces
+    the previous one; a failing run (an unexpected OOM, a broken expectation, a stall)
+    never replaces a recorded entry — its figures are not a state anyone accepted — so the
+    last good seconds_per_proof survives. Entries of scenarios not run are kept."""
+    from cuzk_sim.plan_diff import plan_record
+
     scenarios = dict((previous or {}).get("scenarios", {}))
-    for name, (source, r) in sorted(results.items()):
+    kept: list[str] = []
+    for name, run in sorted(runs.items()):
+        r = run.result
+        if not run.passed:
+            old = scenarios.get(name)
+            if old is not None:
+                spp = old.get("seconds_per_proof") if isinstance(old, dict) else None
+                figure = "no proof completed" if spp is None else f"{spp:.1f} s/proof"
+                kept.append(f"{name}: kept the previous entry ({figure}): this run failed")
+            else:
+                kept.append(f"{name}: not recorded: this run failed and there is no entry to keep")
+            continue
         scenarios[name] = {
-            "source": source,
+            "source": run.source,
             "seconds_per_proof": r.seconds_per_proof,
             "oom": r.oom,
             "first_oom_buffer": r.fatal_ooms[0].buffer if r.fatal_ooms else None,
             "peak_vram_bytes": {str(d): b for d, b in sorted(r.peak_vram_bytes.items())},
+            "plans": plan_record(run.plans),
         }
-    return {
+    doc = {
         "note": BASELINE_NOTE,
         "command": command,
         "recorded": datetime.now(UTC).strftime("%Y-%m-%d"),
         "scenarios": dict(sorted(scenarios.items())),
     }
+    return doc, kept
 
 
 @dataclass(frozen=True)
@@ -120,6 +172,8 @@ class GateRow:
     notes: tuple[str, ...] = ()  # worth knowing, not failures
     error: str = ""  # the scenario could not be loaded
     oom: str = ""  # "no", "yes (expected)" or "yes"
+    plan_diff: tuple[str, ...] = ()  # buffer changes against the baseline's plan record
+    source: str = ""  # the scenario file
 
     @property
     def passed(self) -> bool:
@@ -142,6 +196,8 @@ class GateRow:
             "reasons": list(self.reasons),
             "notes": list(self.notes),
             "error": self.error,
+            "plan_diff": list(self.plan_diff),
+            "source": self.source,
         }
 
 
@@ -152,16 +208,16 @@ def gate_row(
     expects_oom: bool,
     baseline: BaselineEntry | None,
     tolerance: float,
+    plans: dict[str, Plan] | None = None,
+    max_vram_growth: float | None = None,
 ) -> GateRow:
-    """The verdict for one scenario; `checks` are its [expect] results (may be empty)."""
+    """The verdict for one scenario; `checks` are its [expect] results (may be empty);
+    `plans` (what the scenario replayed) are diffed against the baseline's record;
+    `max_vram_growth`: fail when a device's peak VRAM grows by more than this fraction."""
     reasons: list[str] = []
     notes: list[str] = []
-    if result.oom and not expects_oom:
-        e = result.fatal_ooms[0]
-        reasons.append(
-            f"unexpected OOM: {e.buffer} ({e.requested_bytes / 2**30:.2f} GiB) on gpu"
-            f"{e.device} at t={e.time_s:.3f} s with {e.free_bytes / 2**30:.2f} GiB free"
-        )
+    if result.oom and not expects_oom:  # the post-mortem's own sentence (device or host)
+        reasons.append("unexpected " + post_mortem(result.fatal_ooms[0]).splitlines()[0])
     if result.stall and not any(c.key == "stalled" for c in checks):
         reasons.append(result.stall)
     for c in checks:
@@ -193,12 +249,23 @@ def gate_row(
     if baseline is not None and baseline.peak_vram_bytes:
         for dev, before in sorted(baseline.peak_vram_bytes.items()):
             now_peak = result.peak_vram_bytes.get(dev)
-            if now_peak is not None and before > 0 and now_peak > before * (1 + tolerance):
-                notes.append(
-                    f"peak VRAM on gpu{dev} {now_peak / 2**30:.2f} GiB is "
-                    f"{now_peak / before - 1:+.1%} against the baseline "
-                    f"{before / 2**30:.2f} GiB: less headroom (not a failure)"
-                )
+            if now_peak is None or before <= 0:
+                continue
+            growth = now_peak / before - 1
+            text = (
+                f"peak VRAM on gpu{dev} {now_peak / 2**30:.2f} GiB is {growth:+.1%} against "
+                f"the baseline {before / 2**30:.2f} GiB"
+            )
+            if max_vram_growth is not None and growth > max_vram_growth:
+                reasons.append(f"{text} (allowed: {max_vram_growth:+.1%}, --max-vram-growth)")
+            elif growth > tolerance:
+                notes.append(f"{text}: less headroom (not a failure)")
+    plan_diff: tuple[str, ...] = ()
+    if plans is not None and baseline is not None:
+        if baseline.plans is None:
+            notes.append("the baseline holds no plan record: no per-buffer diff")
+        else:
+            plan_diff = tuple(diff_plans(baseline.plans, plans))
     oom = "no" if not result.oom else "yes (expected)" if expects_oom else "yes"
     return GateRow(
         name,
@@ -208,4 +275,25 @@ def gate_row(
         tuple(reasons),
         tuple(notes),
         oom=oom,
+        plan_diff=plan_diff,
     )
+
+
+def baseline_text(doc: dict[str, Any]) -> str:
+    """The baseline as JSON text for review in a diff: indented, but each buffer life of a
+    plan record on one line (a plan of 50 buffers is 50 lines, not 500)."""
+    compact: list[str] = []
+    scenarios = {}
+    for name, entry in doc.get("scenarios", {}).items():
+        plans = entry.get("plans") if isinstance(entry, dict) else None
+        if isinstance(plans, dict):
+            marked = {}
+            for kind, lives in plans.items():
+                marked[kind] = []
+                for life in lives:
+                    marked[kind].append(f"\0{len(compact)}\0")
+                    compact.append(json.dumps(life, separators=(", ", ": ")))
+            entry = dict(entry, plans=marked)
+        scenarios[name] = entry
+    text = json.dumps(dict(doc, scenarios=scenarios), indent=2) + "\n"
+    return re.sub(r'"\\u0000(\d+)\\u0000"', lambda m: compact[int(m.group(1))], text)

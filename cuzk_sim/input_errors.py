@@ -21,8 +21,9 @@ def key_path(loc: tuple) -> str:
     return out or "(top level)"
 
 
-def from_validation(source: str, error: ValidationError) -> InputError:
-    """One line per problem: `file: key.path: what was expected`."""
+def from_validation(source: str, error: ValidationError, prefix: tuple = ()) -> InputError:
+    """One line per problem: `file: key.path: what was expected`; `prefix` is the key path
+    of the table that was validated on its own (e.g. ('plan', 'gpu_prover'))."""
     lines = []
     for e in error.errors():
         msg = e["msg"].removeprefix("Value error, ")
@@ -30,5 +31,5 @@ def from_validation(source: str, error: ValidationError) -> InputError:
             msg = "unknown key"
         elif e["type"] == "missing":
             msg = "required key is missing"
-        lines.append(f"{source}: {key_path(e['loc'])}: {msg}")
+        lines.append(f"{source}: {key_path(prefix + tuple(e['loc']))}: {msg}")
     return InputError("\n".join(lines))

@@ -1,17 +1,48 @@
-"""Short tables for people: one run, an OOM post-mortem, and the check summary."""
+"""Short tables for people: one run, an OOM post-mortem, and the check summary.
+
+Text that comes from the user (scenario names, expectations, buffer names) is escaped
+before it reaches rich, so `[/]` in a name prints as itself.
+"""
 
 from __future__ import annotations
 
+import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from cuzk_sim.expectations import Check
 from cuzk_sim.result import OomEvent, SimResult
 from cuzk_sim.units import format_size
 
+BOTTLENECK_NAMES = {
+    "synthesis": "synthesis-bound",
+    "gpu": "GPU-bound",
+    "copy": "copy-bound",
+    "mutex": "mutex-bound",
+    "host-ram": "host-RAM-bound",
+    "none": "nothing saturated",
+}
+
 
 def _spp(result: SimResult) -> str:
-    return "-" if result.seconds_per_proof is None else f"{result.seconds_per_proof:.1f}"
+    """Seconds per proof, never alone when proofs failed: it says nothing about the
+    failed ones (a configuration that fails most proofs can look fast)."""
+    if result.seconds_per_proof is None:
+        return "-"  # none completed: nothing to misread
+    spp = f"{result.seconds_per_proof:.1f}"
+    if result.proofs_failed:
+        finished = result.proofs_completed + result.proofs_failed
+        return f"{spp} ({result.proofs_failed} of {finished} failed)"
+    return spp
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}"
+
+
+def _latency(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}"
 
 
 def _peaks(result: SimResult) -> str:
@@ -22,7 +53,7 @@ def _peaks(result: SimResult) -> str:
 
 
 def run_table(result: SimResult) -> Table:
-    t = Table(title=f"scenario {result.scenario} (seed {result.seed})", show_header=False)
+    t = Table(title=f"scenario {escape(result.scenario)} (seed {result.seed})", show_header=False)
     t.add_row("OOM", "yes" if result.oom else "no")
     t.add_row("stalled (deadlock)", "[red]yes[/red]" if result.stalled else "no")
     t.add_row(
@@ -30,6 +61,38 @@ def run_table(result: SimResult) -> Table:
         f"{result.proofs_completed} / {result.proofs_failed} / {result.proofs_submitted}",
     )
     t.add_row("seconds per proof", _spp(result))
+    m = result.metrics
+    if m is not None:
+        t.add_row(
+            "proofs per hour (finished / goodput)",
+            f"{m.proofs_per_hour:.1f} / {m.goodput_per_hour:.1f} completed",
+        )
+        for k in m.kinds:
+            t.add_row(
+                f"  {escape(k.kind)}",
+                f"{k.completed} completed, {k.failed} failed, {k.goodput_per_hour:.1f}/h; "
+                f"latency p50 {_latency(k.latency_p50_s)} s, p95 {_latency(k.latency_p95_s)} s,"
+                f" max {_latency(k.latency_max_s)} s",
+            )
+        t.add_row(
+            "GPU utilization",
+            "\n".join(
+                f"gpu{d.device} compute {_pct(d.compute_utilization)}, "
+                f"HtoD {_pct(d.copy_utilization['HtoD'])}, "
+                f"DtoH {_pct(d.copy_utilization['DtoH'])}, mutex held {_pct(d.mutex_held)}"
+                for d in m.devices
+            )
+            or "-",
+        )
+        t.add_row("mutex wait", f"{m.mutex_wait_s:.1f} s over {m.mutex_waits} waits")
+        t.add_row(
+            "host",
+            f"cores {_pct(m.host_core_utilization)} busy, synthesizers "
+            f"{_pct(m.synthesis_busy)} busy, {_pct(m.host_ram_wait)} waiting on RAM",
+        )
+        t.add_row(
+            "bottleneck", f"[bold]{BOTTLENECK_NAMES[m.bottleneck]}[/bold]: {escape(m.evidence)}"
+        )
     t.add_row("peak VRAM", _peaks(result))
     t.add_row(
         "peak host RAM",
@@ -60,28 +123,33 @@ def post_mortem(event: OomEvent) -> str:
 
 
 def print_run(result: SimResult, console: Console) -> None:
+    for w in result.warnings:  # one line each, on stderr (the table stays parseable)
+        typer.echo(f"warning: {w}", err=True)
     console.print(run_table(result))
     if result.fatal_ooms:
-        console.print(post_mortem(result.fatal_ooms[0]))
+        console.print(post_mortem(result.fatal_ooms[0]), markup=False)
     if result.stall:
         console.print(result.stall, markup=False)
 
 
 def check_table(rows: list[tuple[str, SimResult | None, list[Check], str]]) -> Table:
     t = Table(title="cuzk-sim check")
-    for col in ("scenario", "result", "OOM", "s/proof", "peak VRAM", "expectations"):
+    width = max((len(name) for name, *_ in rows), default=8)
+    t.add_column("scenario", min_width=width, no_wrap=True)  # names are never cut
+    for col in ("result", "OOM", "s/proof", "peak VRAM", "expectations"):
         t.add_column(col)
     for name, result, checks, error in rows:
         if result is None:
-            t.add_row(name, "[red]ERROR[/red]", "-", "-", "-", error)
+            t.add_row(escape(name), "[red]ERROR[/red]", "-", "-", "-", escape(error))
             continue
         ok = all(c.passed for c in checks)
         detail = "; ".join(
-            f"{c.key}={c.expected}" + ("" if c.passed else f" [red](got {c.got})[/red]")
+            f"{escape(c.key)}={escape(c.expected)}"
+            + ("" if c.passed else f" [red](got {escape(c.got)})[/red]")
             for c in checks
         )
         t.add_row(
-            name,
+            escape(name),
             "[green]PASS[/green]" if ok else "[red]FAIL[/red]",
             "yes" if result.oom else "no",
             _spp(result),

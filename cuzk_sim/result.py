@@ -6,7 +6,11 @@ Plain frozen data, serialisable to JSON; the model fills it, reports read it.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cuzk_sim.metrics import RunMetrics
+    from cuzk_sim.recording import Timeline
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,13 @@ class SimResult:
     vram_samples: list[tuple[float, int, int]] = field(default_factory=list)  # t, dev, used
     host_samples: list[tuple[float, int, int]] = field(default_factory=list)  # t, used, pinned
     core_samples: list[tuple[float, float]] = field(default_factory=list)  # t, threads
+    # throughput, utilization and the bottleneck (cuzk_sim/metrics.py); None only for a
+    # result built by hand
+    metrics: RunMetrics | None = None
+    # the bounded recording for plots and traces (cuzk_sim/recording.py), when asked for
+    timeline: Timeline | None = None
+    # one line each: the profile does not price this card or this plan's prover
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def fatal_ooms(self) -> list[OomEvent]:
@@ -106,5 +117,7 @@ class SimResult:
             "pce_extractions": self.pce_extractions,
             "stalled": self.stalled,
             "stall": self.stall,
+            **(self.metrics.to_dict() if self.metrics is not None else {}),
+            "warnings": list(self.warnings),
             "log": [f"{t:.3f} {line}" for t, line in self.log[:log_lines]],
         }

@@ -4,6 +4,11 @@ Sizes are binary ("16 GiB", "4096 MiB") or decimal ("6 GB"); times take ns..h
 ("690 ms", "2 h"); bandwidths are a size per second ("24 GiB/s"). Every parser returns a
 plain number (bytes as int, seconds as float) and raises `UnitError` naming what it
 expected, so callers can prefix the file and key path.
+
+Every quantity has a stated upper limit (`MAX_SIZE_BYTES`, `MAX_DURATION_S`,
+`MAX_BANDWIDTH`): far beyond any card, host or run we model, but finite, so "1e999 GiB"
+is refused with one line instead of overflowing into infinity somewhere downstream, and
+simulated times stay where a float still resolves nanoseconds' worth of work.
 """
 
 from __future__ import annotations
@@ -40,6 +45,12 @@ TIME_UNITS: dict[str, float] = {
 _QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-zµ/]+)\s*$")
 
 
+MAX_SIZE_BYTES = 2**50  # 1 PiB: more than any VRAM, host RAM or buffer we model
+MAX_DURATION_S = 1e9  # about 31.7 years: longer than any run, arrival gap or step
+MAX_BANDWIDTH = float(2**50)  # 1 PiB/s
+MAX_QUANTITY_CHARS = 64
+
+
 class UnitError(ValueError):
     """A quantity that does not parse; the message says what was expected."""
 
@@ -47,6 +58,10 @@ class UnitError(ValueError):
 def _split(text: object, what: str, units: dict) -> tuple[float, str]:
     if isinstance(text, bool) or not isinstance(text, str):
         raise UnitError(f"expected {what} as a string with a unit, got {text!r}")
+    if len(text) > MAX_QUANTITY_CHARS:  # before the regex: its backtracking is quadratic
+        raise UnitError(
+            f"expected {what} of at most {MAX_QUANTITY_CHARS} characters, got {text[:40]!r}..."
+        )
     if text.strip().startswith("-"):
         raise UnitError(f"expected a non-negative {what}, got {text!r}")
     m = _QUANTITY.match(text)
@@ -54,7 +69,10 @@ def _split(text: object, what: str, units: dict) -> tuple[float, str]:
         raise UnitError(
             f"expected {what} like '{_example(what)}' (units: {', '.join(units)}), got {text!r}"
         )
-    return float(m.group(1)), m.group(2)
+    value = float(m.group(1))  # a float literal: never the int digit limit; may be inf
+    if not math.isfinite(value):
+        raise UnitError(f"expected a finite {what}, got {text!r}")
+    return value, m.group(2)
 
 
 def _example(what: str) -> str:
@@ -64,13 +82,19 @@ def _example(what: str) -> str:
 def parse_size(text: object) -> int:
     """Bytes in a size string; "16 GiB" -> 17179869184."""
     value, unit = _split(text, "size", SIZE_UNITS)
-    return int(round(value * SIZE_UNITS[unit]))
+    n = value * SIZE_UNITS[unit]
+    if not n <= MAX_SIZE_BYTES:  # also catches inf from a finite but huge value
+        raise UnitError(f"expected a size of at most 1 PiB (2^50 bytes), got {text!r}")
+    return int(round(n))
 
 
 def parse_duration(text: object) -> float:
     """Seconds in a duration string; "690 ms" -> 0.69."""
     value, unit = _split(text, "duration", TIME_UNITS)
-    return value * TIME_UNITS[unit]
+    seconds = value * TIME_UNITS[unit]
+    if not seconds <= MAX_DURATION_S:
+        raise UnitError(f"expected a duration of at most 1e9 s (about 31 years), got {text!r}")
+    return seconds
 
 
 def parse_bandwidth(text: object) -> float:
@@ -83,6 +107,8 @@ def parse_bandwidth(text: object) -> float:
     per_second = value * SIZE_UNITS[unit] / seconds
     if per_second <= 0 or not math.isfinite(per_second):
         raise UnitError(f"expected a positive bandwidth, got {text!r}")
+    if per_second > MAX_BANDWIDTH:
+        raise UnitError(f"expected a bandwidth of at most 1 PiB/s, got {text!r}")
     return per_second
 
 

@@ -6,12 +6,13 @@ Phases (stage names shared with the reference and the plan):
   compute_h   iNTT, coset NTT of a, b, c; pointwise (ab - c) / Z; coset iNTT (bellman),
               or ab - c on the odd coset of the 2n domain (snarkjs); d_bc freed
   msm_h, msm_a, msm_b_g1, msm_b_g2, msm_l   Pippenger on the GPU
-  assemble    A, B, C on the host (py_ecc), exactly as the reference
+  assemble    A, B, C on the host: the reference's own `assemble` (one implementation)
 With the same r and s the proof equals the reference's `prove(pk, w, r, s)` byte for byte.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,12 +22,12 @@ import numpy as np
 import py_ecc.optimized_bls12_381 as bls
 from cuzk_sim.reference.domain import Domain
 from cuzk_sim.reference.field import GENERATOR_BELLMAN, R
-from cuzk_sim.reference.prove import check_key_shape, check_witness, draw_scalar
+from cuzk_sim.reference.prove import assemble, check_key_shape, check_witness, draw_scalar
 from cuzk_sim.reference.qap import evaluate_matrices
 from cuzk_sim.reference.types import Proof, ProvingKey
 
 from . import encoding
-from .device import AllocatorName, Device, Mode, NotEnoughFreeMemory
+from .device import AllocatorName, Device, Mode
 from .msm import MSM_ALGOS, POINT_WORDS, MsmAlgo, msm
 from .ntt import DeviceTables, domain_tables, tables_bytes
 
@@ -35,6 +36,7 @@ MSM_STAGES = ("msm_h", "msm_a", "msm_b_g1", "msm_b_g2", "msm_l")
 # a dry-run plan holds one upload and one MSM per chunk; beyond this many chunks it is
 # too long to build or replay (msm_chunk = 1 at 2^27 would be 5 x 2^27 chunks)
 MAX_DRY_RUN_CHUNKS = 1 << 16
+PRESTAGE_DECLINED = "prestage_declined"  # where a memory-aware pre-stage falls back to
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,21 @@ class PartitionInput:
     key_points: dict[str, np.ndarray]
 
 
+@functools.lru_cache(maxsize=8)
+def _packed_tables(log_n: int, reduction: str) -> np.ndarray:
+    """The NTT tables of a 2^log_n domain, computed once per domain (host work that would
+    otherwise run inside the lock for every partition: 20 ms at 2^18)."""
+    domain = Domain(1 << log_n, reduction)
+    if reduction == "bellman":
+        g = GENERATOR_BELLMAN
+        zinv = pow(domain.vanishing_at(g), -1, R)
+    else:
+        g, zinv = domain.omega_2n, 1
+    tables = domain_tables(log_n, domain.omega, g, zinv).pack()
+    tables.setflags(write=False)
+    return tables
+
+
 def _compute_h(dev: Device, shape: PartitionShape, d_a: Any, d_bc: Any, d_tab: Any) -> None:
     """The NTT-H phase on d_a (a, then h) and d_bc (b | c)."""
     from . import ntt as gntt
@@ -220,37 +237,30 @@ def partition(
             stream=stream,
         )
 
-    prestaged = False
-    if flags.prestage:
+    def prestage() -> tuple[Any, Any]:
+        """Allocate and upload before the lock; memory-aware: only if free >= bytes + margin
+        (else the device frees what it got and falls back to `in_lock`)."""
         margin = flags.margin_bytes if flags.memory_aware else None
-        try:
-            d_a = dev.alloc("d_a", vec, margin=margin, note="prestage")
-            try:
-                d_bc = dev.alloc("d_bc", 2 * vec, margin=margin, note="prestage")
-            except NotEnoughFreeMemory:
-                dev.free("d_a")
-                raise
-            upload("upload", d_a, d_bc)
-            prestaged = True
-        except NotEnoughFreeMemory:
-            prestaged = False
-    with dev.locked():
-        if prestaged:
-            dev.sync("upload")
-        else:
-            d_a = dev.alloc("d_a", vec)
-            d_bc = dev.alloc("d_bc", 2 * vec)
-            upload("compute", d_a, d_bc)
+        d_a = dev.alloc("d_a", vec, margin=margin, note="prestage")
+        d_bc = dev.alloc("d_bc", 2 * vec, margin=margin, note="prestage")
+        upload("upload", d_a, d_bc)
+        dev.lock()
+        dev.sync("upload")
+        return d_a, d_bc
+
+    def in_lock() -> tuple[Any, Any]:
+        dev.lock()
+        d_a = dev.alloc("d_a", vec)
+        d_bc = dev.alloc("d_bc", 2 * vec)
+        upload("compute", d_a, d_bc)
+        return d_a, d_bc
+
+    with dev.critical_section():
+        d_a, d_bc = (
+            dev.attempt(PRESTAGE_DECLINED, prestage, in_lock) if flags.prestage else in_lock()
+        )
         d_tab = dev.alloc("d_ntt_tables", tables_bytes(shape.log_n))
-        tables = None
-        if dev.runs:
-            domain = Domain(n, shape.reduction)
-            if shape.reduction == "bellman":
-                g = GENERATOR_BELLMAN
-                zinv = pow(domain.vanishing_at(g), -1, R)
-            else:
-                g, zinv = domain.omega_2n, 1
-            tables = domain_tables(shape.log_n, domain.omega, g, zinv).pack()
+        tables = _packed_tables(shape.log_n, shape.reduction) if dev.runs else None
         dev.copy_htod("upload_ntt_tables", d_tab, tables, tables_bytes(shape.log_n))
         _compute_h(dev, shape, d_a, d_bc, d_tab)
         dev.free("d_ntt_tables")
@@ -295,30 +305,6 @@ def msm_results(raw: dict[str, list[np.ndarray | None]]) -> dict[str, Any]:
             acc = bls.add(acc, encoding.g2_from_limbs(v) if g2 else encoding.g1_from_limbs(v))
         out[stage] = acc
     return out
-
-
-def assemble(key: HostKey, res: dict[str, Any], r: int, s: int) -> Proof:
-    """A = alpha + msm_a + r delta; B = beta + msm_b + s delta; C = L + H + sA + rB1 - rs delta."""
-    add, mul = bls.add, bls.multiply
-    A = add(add(key.alpha_g1, res["msm_a"]), mul(key.delta_g1, r))
-    B2 = add(add(key.beta_g2, res["msm_b_g2"]), mul(key.delta_g2, s))
-    B1 = add(add(key.beta_g1, res["msm_b_g1"]), mul(key.delta_g1, s))
-    C = add(res["msm_l"], res["msm_h"])
-    C = add(C, mul(A, s))
-    C = add(C, mul(B1, r))
-    C = add(C, bls.neg(mul(key.delta_g1, r * s % R)))
-    return Proof(
-        _normalized(A, bls.Z1, bls.FQ),
-        _normalized(B2, bls.Z2, bls.FQ2),
-        _normalized(C, bls.Z1, bls.FQ),
-    )
-
-
-def _normalized(P: Any, inf: Any, field_cls: Any) -> Any:
-    if bls.is_inf(P):
-        return inf
-    x, y = bls.normalize(P)
-    return (x, y, field_cls.one())
 
 
 def prove_partition(
@@ -367,17 +353,31 @@ def prove(
 
 
 def dry_run_plan(
-    shape: PartitionShape, flags: ProverFlags = ProverFlags(), assume_free_bytes: int | None = None
+    shape: PartitionShape,
+    flags: ProverFlags = ProverFlags(),
+    assume_free_bytes: int | None = None,
+    both_branches: bool = False,
 ) -> Any:
-    """The plan this prover would execute for `shape`, without a GPU (no CuPy import)."""
+    """The plan this prover would execute for `shape`, without a GPU (no CuPy import).
+    `assume_free_bytes`: what memory-aware allocations see (None: enough); `both_branches`:
+    record both branches of a memory-aware pre-stage instead (decided at replay)."""
     _check_chunk_count(shape, flags)
-    dev = Device("dry-run", 0, flags.allocator, assume_free_bytes=assume_free_bytes)
+    dev = Device(
+        "dry-run",
+        0,
+        flags.allocator,
+        assume_free_bytes=assume_free_bytes,
+        both_branches=both_branches,
+    )
     dev.cpu("synthesis", "synthesis", shape.domain_size, lambda: None)
     partition(dev, shape, flags, None)
     dev.cpu("assemble", "assemble", 1, lambda: None)
     return dev.plan(
         f"gpu-prover-2^{shape.log_n}",
         domain_size=shape.domain_size,
+        num_vars=shape.num_vars,
+        num_public=shape.num_public,
+        h_len=shape.h_len,
         reduction=shape.reduction,
         flags=flags.__dict__,
     )

@@ -42,7 +42,17 @@ def _root(
 
 
 # Command modules, in the order their commands appear in --help.
-_COMMAND_MODULES = ("simulate", "gate", "groth16", "gpu_plan")
+_COMMAND_MODULES = (
+    "simulate",
+    "sweep",
+    "gate",
+    "profile",
+    "groth16",
+    "gpu_plan",
+    "gpu_run",
+    "validate",
+    "logs",
+)
 
 for _name in _COMMAND_MODULES:
     if importlib.util.find_spec(f"{__name__}.{_name}") is not None:

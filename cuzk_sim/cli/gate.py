@@ -2,16 +2,21 @@
 setups) and fail the build on an unexpected OOM, a broken expectation, or a throughput
 regression against the committed baseline.
 
-Exit codes: 0 pass; 1 a failure (table says which and why); 2 bad input (a scenario or the
-baseline cannot be read, a bad --tolerance).
+Exit codes: 0 pass; 1 a failure (table says which and why, with the per-buffer plan
+changes against the baseline); 2 bad input (a scenario or the baseline cannot be read, a bad
+option, an output that cannot be written or two outputs naming one file).
+Outputs (the baseline under --update-baseline, --junit) are written whole or not at all.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import time
+from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -20,22 +25,29 @@ from rich.table import Table
 
 from cuzk_sim.input_errors import InputError
 
+if TYPE_CHECKING:
+    from cuzk_sim.gate import GateRow, Recorded
+
 EXIT_FAIL = 1
 EXIT_BAD_INPUT = 2
 DEFAULT_PATHS = [Path("scenarios/gate")]
 
 
-def _tolerance(text: str) -> float:
+def _tolerance(text: str, option: str) -> float:
     from cuzk_sim.gate import parse_tolerance
 
     try:
         return parse_tolerance(text)
     except ValueError as e:
-        raise typer.BadParameter(str(e), param_hint="--tolerance") from None
+        raise typer.BadParameter(str(e), param_hint=option) from None
 
 
 def _seconds(v: float | None) -> str:
     return "-" if v is None else f"{v:.1f}"
+
+
+def _annotate_default() -> bool:
+    return os.environ.get("GITHUB_ACTIONS", "").lower() == "true"
 
 
 def gate(
@@ -53,29 +65,73 @@ def gate(
         str,
         typer.Option("--tolerance", help="Allowed slow-down: '5%' or 0.05."),
     ] = "5%",
+    max_vram_growth: Annotated[
+        str | None,
+        typer.Option(
+            "--max-vram-growth",
+            help="Fail when a device's peak VRAM grows by more than this against the "
+            "baseline ('2%' or 0.02); default: growth is a note, not a failure.",
+        ),
+    ] = None,
     update_baseline: Annotated[
         bool,
         typer.Option(
             "--update-baseline",
-            help="Record this run's figures in the baseline (OOMs and expectations still gate).",
+            help="Record this run's figures in the baseline (OOMs and expectations still "
+            "gate; a failing scenario keeps its previous entry).",
         ),
     ] = False,
+    junit: Annotated[
+        Path | None,
+        typer.Option("--junit", help="Also write JUnit XML: one testcase per scenario."),
+    ] = None,
+    annotations: Annotated[
+        bool | None,
+        typer.Option(
+            "--annotations/--no-annotations",
+            help="Print GitHub Actions '::error file=...::' lines for failures "
+            "(default: on when GITHUB_ACTIONS=true).",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdicts as JSON.")] = False,
 ) -> None:
     """Fail on a predicted OOM nobody expected or a seconds-per-proof regression."""
-    from cuzk_sim.cli.simulate import check_output_path, scenario_files
+    from cuzk_sim.ci_output import github_annotations, junit_xml
     from cuzk_sim.expectations import check_expectations
-    from cuzk_sim.gate import BaselineEntry, GateRow, baseline_document, gate_row, load_baseline
-    from cuzk_sim.result import SimResult
+    from cuzk_sim.gate import (
+        BaselineEntry,
+        GateRow,
+        Recorded,
+        baseline_document,
+        baseline_text,
+        gate_row,
+        load_baseline,
+    )
+    from cuzk_sim.input_files import load_json
+    from cuzk_sim.outputs import check_distinct, check_writable, write_all
+    from cuzk_sim.plan_diff import buffer_lives
     from cuzk_sim.runner import simulate
     from cuzk_sim.scenario import load_scenario
+    from cuzk_sim.scenario.files import scenario_files
 
-    tol = _tolerance(tolerance)
-    try:
+    tol = _tolerance(tolerance, "--tolerance")
+    vram_growth = (
+        None if max_vram_growth is None else _tolerance(max_vram_growth, "--max-vram-growth")
+    )
+    annotate = _annotate_default() if annotations is None else annotations
+    try:  # every output checked before any simulating
+        outputs: dict[str, Path] = {}
         if update_baseline:
-            check_output_path("--update-baseline (--baseline)", baseline)
+            outputs["--baseline (--update-baseline)"] = baseline
+        if junit is not None:
+            outputs["--junit"] = junit
+        for option, path in outputs.items():
+            check_writable(option, path)
+        check_distinct(outputs)
         files = scenario_files(paths or DEFAULT_PATHS)
         entries = {} if update_baseline and not baseline.exists() else load_baseline(baseline)
+        previous = load_json(baseline, "baseline file") if update_baseline and entries else None
     except InputError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None
@@ -84,52 +140,79 @@ def gate(
         raise typer.Exit(EXIT_BAD_INPUT)
 
     rows: list[GateRow] = []
-    ran: dict[str, tuple[str, SimResult]] = {}
+    ran: dict[str, Recorded] = {}
+    seconds: dict[str, float] = {}
     for f in files:
+        started = time.perf_counter()
         try:
             scn = load_scenario(f)
             result = simulate(scn)  # a step the profile cannot price is an InputError
         except InputError as e:
             msg = str(e) if str(e).startswith(str(f)) else f"{f}: {e}"
-            rows.append(GateRow(f.stem, None, None, None, (), (), msg))
+            rows.append(GateRow(f.stem, None, None, None, (), (), msg, source=str(f)))
             continue
         if scn.name in ran:  # the baseline is keyed by scenario name
-            msg = f"{f}: scenario name {scn.name!r} is also used by {ran[scn.name][0]}"
-            rows.append(GateRow(scn.name, None, None, None, (), (), msg))
+            msg = f"{f}: scenario name {scn.name!r} is also used by {ran[scn.name].source}"
+            rows.append(GateRow(scn.name, None, None, None, (), (), msg, source=str(f)))
             continue
         expect = scn.spec.expect
         checks = check_expectations(expect, result) if expect is not None else []
-        ran[scn.name] = (str(f), result)
+        plans = {w.kind: scn.plans[w.kind] for w in scn.spec.workload}
         current = (
-            BaselineEntry(result.seconds_per_proof, result.oom, dict(result.peak_vram_bytes))
+            BaselineEntry(
+                result.seconds_per_proof,
+                result.oom,
+                dict(result.peak_vram_bytes),
+                {k: buffer_lives(p) for k, p in plans.items()},
+            )
             if update_baseline
             else entries.get(scn.name)
         )
         expects_oom = expect is not None and expect.oom is True
-        rows.append(gate_row(scn.name, result, checks, expects_oom, current, tol))
+        row = gate_row(scn.name, result, checks, expects_oom, current, tol, plans, vram_growth)
+        if update_baseline and scn.name in entries and not row.passed:  # the diff that matters
+            row = replace(
+                row,
+                plan_diff=gate_row(
+                    scn.name, result, checks, expects_oom, entries[scn.name], tol, plans
+                ).plan_diff,
+            )
+        rows.append(replace(row, source=str(f)))
+        ran[scn.name] = Recorded(str(f), result, plans, row.passed)
+        seconds[scn.name] = time.perf_counter() - started
 
     errors = any(r.error for r in rows)
+    written: list[str] = []
+    kept: list[str] = []
+    files_out: dict[Path, bytes] = {}
     if update_baseline and ran and not errors:  # never record a partial run
-        previous = None
-        if baseline.exists():
-            previous = json.loads(baseline.read_text())
         words = [str(p) for p in paths or DEFAULT_PATHS]
         words += ["--baseline", str(baseline), "--tolerance", tolerance, "--update-baseline"]
         command = "cuzk-sim gate " + " ".join(shlex.quote(w) for w in words)
-        doc = baseline_document(ran, previous, command)
-        try:
-            baseline.write_text(json.dumps(doc, indent=2) + "\n")
-        except OSError as e:
-            typer.echo(f"error: cannot write the baseline: {e}", err=True)
-            raise typer.Exit(EXIT_BAD_INPUT) from None
+        doc, kept = baseline_document(ran, previous, command)
+        files_out[baseline] = baseline_text(doc).encode()
+        written.append(f"baseline written: {baseline}")
+    if junit is not None:
+        files_out[junit] = junit_xml(rows, seconds)
+        written.append(f"JUnit XML written: {junit}")
+    try:
+        write_all(files_out)  # all or nothing; a failed write leaves the old files whole
+    except OSError as e:
+        typer.echo(f"error: cannot write {e.filename}: {e.strerror or e}", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
 
+    if annotate:
+        for line in github_annotations(rows):
+            typer.echo(line, err=as_json)  # stdout, unless it must stay pure JSON
     if as_json:
         typer.echo(
             json.dumps(
                 {
                     "baseline": str(baseline),
                     "tolerance": tol,
-                    "updated_baseline": update_baseline,
+                    "max_vram_growth": vram_growth,
+                    "updated_baseline": update_baseline and bool(written) and not errors,
+                    "kept": kept,
                     "passed": all(r.passed for r in rows),
                     "rows": [r.to_dict() for r in rows],
                 },
@@ -137,40 +220,59 @@ def gate(
             )
         )
     else:
-        console = Console(width=160)
-        title = f"cuzk-sim gate (baseline {baseline}, tolerance {tol:.1%})"
-        table = Table(title=escape(title))
-        for col in ("scenario", "OOM", "baseline s/proof", "now s/proof", "delta", "verdict"):
-            table.add_column(col, justify="left" if col == "scenario" else "right")
-        for r in rows:
-            delta = "-" if r.delta is None else f"{r.delta:+.1%}"
-            style = "green" if r.passed else "bold red"
-            table.add_row(
-                escape(r.scenario),
-                r.oom or "-",
-                _seconds(r.baseline_s),
-                _seconds(r.now_s),
-                delta,
-                f"[{style}]{r.verdict}[/]",
-            )
-        console.print(table)
-        from cuzk_sim.report import post_mortem
-
-        for r in rows:
-            for line in ((r.error,) if r.error else ()) + r.reasons:
-                console.print(f"{escape(r.scenario)}: {escape(line)}", style="red")
-            if any(line.startswith("unexpected OOM") for line in r.reasons):
-                console.print(escape(post_mortem(ran[r.scenario][1].fatal_ooms[0])))
-            for line in r.notes:
-                console.print(f"{escape(r.scenario)}: {escape(line)}")
-        if update_baseline and ran and not errors:
-            console.print(f"baseline written: {escape(str(baseline))}")
-        elif update_baseline:
-            console.print("baseline NOT written: fix the errors above first", style="red")
+        _print_table(rows, ran, baseline, tol, kept, written, update_baseline, errors)
     if errors:
         raise typer.Exit(EXIT_BAD_INPUT)
     if not all(r.passed for r in rows):
         raise typer.Exit(EXIT_FAIL)
+
+
+def _print_table(
+    rows: list[GateRow],
+    ran: dict[str, Recorded],
+    baseline: Path,
+    tol: float,
+    kept: list[str],
+    written: list[str],
+    update_baseline: bool,
+    errors: bool,
+) -> None:
+    from cuzk_sim.report import post_mortem
+
+    console = Console(width=160)
+    title = f"cuzk-sim gate (baseline {baseline}, tolerance {tol:.1%})"
+    table = Table(title=escape(title))
+    for col in ("scenario", "OOM", "baseline s/proof", "now s/proof", "delta", "verdict"):
+        table.add_column(col, justify="left" if col == "scenario" else "right")
+    for r in rows:
+        delta = "-" if r.delta is None else f"{r.delta:+.1%}"
+        style = "green" if r.passed else "bold red"
+        table.add_row(
+            escape(r.scenario),
+            r.oom or "-",
+            _seconds(r.baseline_s),
+            _seconds(r.now_s),
+            delta,
+            f"[{style}]{r.verdict}[/]",
+        )
+    console.print(table)
+    for r in rows:
+        for line in ((r.error,) if r.error else ()) + r.reasons:
+            console.print(f"{escape(r.scenario)}: {escape(line)}", style="red")
+        if any(line.startswith("unexpected OOM") for line in r.reasons):
+            console.print(escape(post_mortem(ran[r.scenario].result.fatal_ooms[0])))
+        if r.plan_diff and not r.passed:
+            console.print(f"{escape(r.scenario)}: plan changes against the baseline:")
+            for line in r.plan_diff:
+                console.print(f"  {escape(line)}")
+        for line in r.notes:
+            console.print(f"{escape(r.scenario)}: {escape(line)}")
+    for line in kept:
+        console.print(escape(line), style="yellow")
+    for line in written:
+        console.print(escape(line))
+    if update_baseline and errors:
+        console.print("baseline NOT written: fix the errors above first", style="red")
 
 
 def register(app: typer.Typer) -> None:

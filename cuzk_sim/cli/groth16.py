@@ -75,14 +75,20 @@ def prove_command(
     ] = None,
 ) -> None:
     """Prove like `snarkjs groth16 prove <zkey> <wtns> <proof.json> <public.json>`."""
+    from cuzk_sim.input_errors import InputError
+    from cuzk_sim.outputs import check_distinct, check_writable, write_all
     from cuzk_sim.reference.formats import FormatError, read_wtns, read_zkey
-    from cuzk_sim.reference.formats.snarkjs_json import write_proof, write_public
+    from cuzk_sim.reference.formats.snarkjs_json import json_text, proof_to_json
     from cuzk_sim.reference.prove import prove as reference_prove
 
     if backend not in BACKENDS:
         _fail(f"--backend must be one of {', '.join(BACKENDS)}, got {backend!r}", EXIT_BAD_INPUT)
-    for output in (proof_json, public_json):
-        _check_writable(output)
+    try:  # before any work: an output that cannot be written, or one file named twice
+        check_writable("PROOF_JSON", proof_json)
+        check_writable("PUBLIC_JSON", public_json)
+        check_distinct({"PROOF_JSON": proof_json, "PUBLIC_JSON": public_json})
+    except InputError as e:
+        _fail(str(e), EXIT_BAD_INPUT)
     prove = gpu_prover() if backend == "gpu" else reference_prove
     try:
         pk = read_zkey(zkey)
@@ -104,20 +110,16 @@ def prove_command(
         if backend != "gpu":
             raise  # a bug in the reference prover: show it in full
         _fail(f"gpu prover failed: {type(e).__name__}: {e}", EXIT_NO)
-    try:
-        write_proof(proof_json, proof)
-        write_public(public_json, w[1 : 1 + pk.num_public])
+    public = [str(x) for x in w[1 : 1 + pk.num_public]]
+    try:  # both or neither: a failed write leaves the previous proof.json and public.json
+        write_all(
+            {
+                proof_json: json_text(proof_to_json(proof)).encode(),
+                public_json: json_text(public).encode(),
+            }
+        )
     except OSError as e:
-        _fail(f"{e.filename}: cannot write: {e.strerror}", EXIT_BAD_INPUT)
-
-
-def _check_writable(output: Path) -> None:
-    """Refuse an output that cannot be written before any proving work (exit 2)."""
-    if output.is_dir():
-        _fail(f"{output}: cannot write: is a directory", EXIT_BAD_INPUT)
-    folder = output.parent
-    if not folder.is_dir():
-        _fail(f"{output}: cannot write: folder {folder} does not exist", EXIT_BAD_INPUT)
+        _fail(f"{e.filename or proof_json}: cannot write: {e.strerror or e}", EXIT_BAD_INPUT)
 
 
 @group.command("verify")
@@ -132,6 +134,7 @@ def verify_command(
     from cuzk_sim.reference.formats import FormatError
     from cuzk_sim.reference.formats.errors import PointNotOnCurve
     from cuzk_sim.reference.formats.snarkjs_json import (
+        PublicCountMismatch,
         read_proof,
         read_public,
         read_verification_key,
@@ -139,16 +142,16 @@ def verify_command(
     from cuzk_sim.reference.verify import verify
 
     try:
-        vk = read_verification_key(verification_key)
         public = read_public(public_json)
-    except FormatError as e:
-        _fail(str(e), EXIT_BAD_INPUT)
-    if len(public) != vk.num_public:
+        # the count first: a key for another count is refused before its subgroup checks
+        vk = read_verification_key(verification_key, num_public=len(public))
+    except PublicCountMismatch as e:
         _fail(
-            f"{public_json}: {len(public)} public inputs, {verification_key} expects "
-            f"{vk.num_public}",
+            f"{public_json}: {len(public)} public inputs, {verification_key} expects {e.expected}",
             EXIT_BAD_INPUT,
         )
+    except FormatError as e:
+        _fail(str(e), EXIT_BAD_INPUT)
     try:
         proof = read_proof(proof_json)
     except PointNotOnCurve as e:  # well-formed but off the curve: snarkjs calls that invalid

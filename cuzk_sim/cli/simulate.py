@@ -8,6 +8,7 @@ any scenario that cannot be loaded, even if others mismatch).
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress, TaskID
 
 from cuzk_sim.input_errors import InputError
@@ -26,19 +28,6 @@ EXIT_BAD_INPUT = 2
 def _fail_input(e: InputError) -> typer.Exit:
     typer.echo(f"error: {e}", err=True)
     return typer.Exit(EXIT_BAD_INPUT)
-
-
-def scenario_files(paths: list[Path]) -> list[Path]:
-    """Scenario TOML files: files as given, folders searched recursively (scenarios/gate/)."""
-    files: list[Path] = []
-    for p in paths:
-        if p.is_dir():
-            files += sorted(p.rglob("*.toml"))
-        elif p.is_file():
-            files.append(p)
-        else:
-            raise InputError(f"{p}: no such file or folder")
-    return files
 
 
 class ProgressBar:
@@ -88,45 +77,229 @@ def run(
     ] = None,
     plot: Annotated[
         Path | None,
-        typer.Option("--plot", help="Write a plot (VRAM and Gantt): .png, .pdf or .svg."),
+        typer.Option(
+            "--plot", help="Write a plot (VRAM by buffer, host RAM, lanes): .png, .pdf or .svg."
+        ),
+    ] = None,
+    window: Annotated[
+        str | None,
+        typer.Option("--window", help="Plot only this interval of simulated time, e.g. 2h..3h."),
+    ] = None,
+    trace_window: Annotated[
+        str | None,
+        typer.Option(
+            "--trace-window",
+            help="Trace only this interval (with every kernel, copy and lock), e.g. 2h..2.1h.",
+        ),
+    ] = None,
+    overrides: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="Change a scenario key for this run, KEY.PATH=VALUE (repeatable), "
+            "e.g. --set hardware.vram='24 GiB' --set engine.gpus.gpu_workers_per_device=1.",
+        ),
+    ] = None,
+    replicas: Annotated[
+        int | None,
+        typer.Option(
+            "--replicas",
+            help="Run R replicas under --jitter; print the OOM probability, the buffers "
+            "that failed and s/proof percentiles.",
+        ),
+    ] = None,
+    jitter: Annotated[
+        str | None,
+        typer.Option(
+            "--jitter",
+            help="Timing noise on every kernel, copy, CPU and arrival duration, e.g. 5%.",
+        ),
+    ] = None,
+    log: Annotated[
+        Path | None,
+        typer.Option("--log", help="Write the run as a cuzk daemon log (docs/logs.md)."),
     ] = None,
 ) -> None:
-    """Simulate one scenario; exit 1 when it predicts an OOM or a deadlock/stall."""
+    """Simulate one scenario; exit 1 when it predicts an OOM or a deadlock/stall (with
+    --replicas: when any replica does)."""
+    from cuzk_sim.calibration import profile_warnings
+    from cuzk_sim.overrides import parse_assignment
+    from cuzk_sim.recording import Timeline, parse_window, simulate_recorded
     from cuzk_sim.report import print_run
     from cuzk_sim.runner import simulate
     from cuzk_sim.scenario import load_scenario
 
+    if replicas is not None or jitter is not None:
+        _run_replicas(scenario, as_json, trace, plot, replicas, jitter)
+        return
     try:
         if trace:
             check_output_path("--trace", trace)
         if plot:
             check_output_path("--plot", plot, PLOT_SUFFIXES)
-        scn = load_scenario(scenario)
+        if log:
+            check_output_path("--log", log)
+        from cuzk_sim.outputs import check_distinct
+
+        check_distinct(
+            {k: p for k, p in (("--trace", trace), ("--plot", plot), ("--log", log)) if p}
+        )
+        plot_window = parse_window(window, "--window") if window else None
+        detail_window = parse_window(trace_window, "--trace-window") if trace_window else None
+        changes = dict(parse_assignment(a) for a in overrides or [])
+        scn = load_scenario(scenario, changes or None)
         bar = ProgressBar(f"simulating {scn.name}") if sys.stderr.isatty() else None
         try:
-            result = simulate(scn, record=bool(trace or plot), progress=bar)
+            if trace or plot:  # a bounded recording, on the fast path
+                # detail (every kernel, copy, lock): the trace window, else from the start
+                # up to the span budget; for a plot alone only its window (mutex bars)
+                detail = detail_window or ((0.0, math.inf) if trace else plot_window)
+                timeline = Timeline(window=plot_window or detail_window, detail=detail)
+                result = simulate_recorded(scn, timeline, progress=bar)
+            else:
+                result = simulate(scn, record=bool(log), progress=bar)
+            # the daemon log wants every step: a full recording of its own when it
+            # comes with a plot or trace
+            log_result = simulate(scn, record=True) if log and (trace or plot) else result
         finally:
             if bar is not None:
                 bar.close()
     except InputError as e:
         raise _fail_input(e) from None
+    result.warnings = profile_warnings(scn)
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
         print_run(result, Console())
+        _print_expected_spp(scn, result.seconds_per_proof)
     try:
-        if trace:
-            from cuzk_sim.trace import write_chrome_trace
+        if log:
+            from cuzk_sim.logs.from_result import write_scenario_log
 
-            write_chrome_trace(result, str(trace))
+            write_scenario_log(log_result, scn, str(log))
+        if trace:
+            from cuzk_sim.trace import step_args, write_chrome_trace
+
+            write_chrome_trace(result, str(trace), step_args(scn.plans), detail_window)
         if plot:
             from cuzk_sim.plot import write_plot
 
-            write_plot(result, str(plot))
+            write_plot(result, str(plot), plot_window)
     except OSError as e:
         raise _fail_input(InputError(f"cannot write output: {e}")) from None
     if result.oom or result.stalled:
         raise typer.Exit(EXIT_MISMATCH)
+
+
+def _run_replicas(
+    scenario: Path,
+    as_json: bool,
+    trace: Path | None,
+    plot: Path | None,
+    replicas: int | None,
+    jitter: str | None,
+) -> None:
+    """`run --replicas R --jitter X%`: R jittered replicas (R = 1 and a trace or plot of
+    replica 0 allowed when only --jitter is given)."""
+    from cuzk_sim.replicas import parse_fraction, run_replicas
+    from cuzk_sim.report import print_run
+    from cuzk_sim.runner import simulate
+    from cuzk_sim.scenario import load_scenario
+
+    try:
+        fraction = parse_fraction(jitter) if jitter is not None else 0.0
+        if replicas is not None and (trace or plot):
+            raise InputError(
+                "--trace/--plot record one run: drop --replicas (with --jitter alone, "
+                "replica 0 is traced)"
+            )
+        if trace:
+            check_output_path("--trace", trace)
+        if plot:
+            check_output_path("--plot", plot, PLOT_SUFFIXES)
+        scn = load_scenario(scenario)
+        if replicas is None:  # one jittered run, reported like a plain one
+            if trace or plot:
+                from cuzk_sim.recording import Timeline, simulate_recorded
+
+                result = simulate_recorded(scn, Timeline(), jitter=fraction)
+            else:
+                result = simulate(scn, jitter=fraction)
+            report = None
+        else:
+            bar = ProgressBar(f"replicas of {scn.name}") if sys.stderr.isatty() else None
+            try:
+                report = run_replicas(scn, replicas, fraction, progress=bar)
+            finally:
+                if bar is not None:
+                    bar.close()
+    except InputError as e:
+        raise _fail_input(e) from None
+    if report is None:
+        if as_json:
+            typer.echo(json.dumps({**result.to_dict(), "jitter": fraction}, indent=2))
+        else:
+            print_run(result, Console())
+        try:
+            if trace:
+                from cuzk_sim.trace import write_chrome_trace
+
+                write_chrome_trace(result, str(trace))
+            if plot:
+                from cuzk_sim.plot import write_plot
+
+                write_plot(result, str(plot))
+        except OSError as e:
+            raise _fail_input(InputError(f"cannot write output: {e}")) from None
+        if result.oom or result.stalled:
+            raise typer.Exit(EXIT_MISMATCH)
+        return
+    if as_json:
+        typer.echo(json.dumps({"scenario": scn.name, **report.to_json()}, indent=2))
+    else:
+        _print_replicas(scn.name, report)
+    if report.oom_probability > 0 or report.stall_probability > 0:
+        raise typer.Exit(EXIT_MISMATCH)
+
+
+def _print_replicas(name: str, report) -> None:
+    from rich.markup import escape
+
+    def secs(v: float | None) -> str:
+        return "n/a (no proof completed)" if v is None else f"{v:.3f} s"
+
+    console = Console()
+    ooms = sum(r.oom for r in report.results)
+    console.print(
+        f"{escape(name)}: {report.replicas} replicas, jitter {report.jitter * 100:g} %",
+        highlight=False,
+    )
+    console.print(
+        f"  OOM probability    {report.oom_probability:.3f} ({ooms} of {report.replicas})",
+        highlight=False,
+    )
+    if report.stall_probability:
+        console.print(f"  stall probability  {report.stall_probability:.3f}", highlight=False)
+    for buf, n in report.buffer_counts.items():
+        console.print(f"  failed: {escape(buf)} in {n} replicas", highlight=False)
+    console.print(f"  s/proof p50        {secs(report.seconds_per_proof_p50)}", highlight=False)
+    console.print(f"  s/proof p95        {secs(report.seconds_per_proof_p95)}", highlight=False)
+
+
+def _print_expected_spp(scn, predicted: float | None) -> None:
+    """With an [expect] s/proof range (scenario-from-log writes the observed +-5 %): the
+    prediction against its midpoint."""
+    from cuzk_sim.units import parse_duration
+
+    rng = scn.spec.expect.seconds_per_proof if scn.spec.expect else None
+    if rng is None or predicted is None:
+        return
+    lo, hi = parse_duration(rng[0]), parse_duration(rng[1])
+    mid = (lo + hi) / 2
+    typer.echo(
+        f"predicted {predicted:.2f} s/proof against [expect] {lo:.2f}-{hi:.2f} (midpoint "
+        f"{mid:.2f}, {predicted / mid - 1:+.1%})"
+    )
 
 
 def check(
@@ -144,6 +317,8 @@ def check(
     from cuzk_sim.scenario import load_scenario
 
     try:
+        from cuzk_sim.scenario.files import scenario_files
+
         files = scenario_files(paths or [Path("scenarios")])
     except InputError as e:
         raise _fail_input(e) from None
@@ -170,12 +345,12 @@ def check(
     console = Console(width=160)
     console.print(check_table(rows))
     if skipped:
-        console.print(f"not checked (no \\[expect] table): {', '.join(skipped)}")
+        console.print(f"not checked (no \\[expect] table): {escape(', '.join(skipped))}")
     from cuzk_sim.report import post_mortem
 
     for name, result, checks, _ in rows:  # why an unexpected OOM happened
         if result is not None and result.oom and not all(c.passed for c in checks):
-            console.print(f"{name}:\n{post_mortem(result.fatal_ooms[0])}")
+            console.print(f"{name}:\n{post_mortem(result.fatal_ooms[0])}", markup=False)
     if unusable:  # bad input wins, as in `gate`: the table above names the file and key
         raise typer.Exit(EXIT_BAD_INPUT)
     if bad:

@@ -15,6 +15,13 @@ Between two changes of the running set the rate is constant, so the next complet
 plain arithmetic: one SimPy timeout per change, stale ones ignored by a generation count;
 while the host is not oversubscribed a new task only adds a timer when it ends first.
 Demand is counted in thousandths of a thread (integers: no rounding drift).
+
+Float time: at a large simulated time (1e8 s, where one float step is 15 ns) the timer's
+`now + wait` is rounded, so the clock brought up to date when it fires may fall short of
+the head task's end reading by more than DONE_EPS; a new timer of a wait shorter than
+half a float step then fires at the very same `now`, and so on forever. So a timer
+carries the reading it was set for, and when it fires the clock is taken to have reached
+that reading (it has, up to the rounding of `now`): every timer ends at least one task.
 """
 
 from __future__ import annotations
@@ -39,8 +46,10 @@ class HostCores:
     last: float = 0.0  # when `work_clock` was last brought up to date
     generation: int = 0
     timer_at: float | None = None  # when the live timer fires (None: no timer)
+    timer_reading: float = 0.0  # the work clock reading the live timer was set for
     peak_demand: float = 0.0  # threads
     samples: list[tuple[float, float]] | None = None  # (t, threads asked for) for a trace
+    work_s: float = 0.0  # thread-seconds of CPU work given to the host (metrics.py)
     _ids: itertools.count = field(default_factory=itertools.count)
 
     def __post_init__(self) -> None:
@@ -66,6 +75,7 @@ class HostCores:
         if seconds <= 0:
             ev.succeed(self.env.now)
             return
+        self.work_s += seconds * threads
         self._advance()
         was_full_speed = self.demand <= self._capacity
         milli = round(threads * MILLI)
@@ -96,7 +106,8 @@ class HostCores:
             self.timer_at = None
             return
         gen = self.generation
-        wait = max((self.tasks[0][0] - self.work_clock) / self.rate(), 0.0)
+        self.timer_reading = self.tasks[0][0]
+        wait = max((self.timer_reading - self.work_clock) / self.rate(), 0.0)
         self.timer_at = self.env.now + wait
         self.env.timeout(wait).callbacks.append(lambda _ev: self._on_timer(gen))
 
@@ -104,6 +115,8 @@ class HostCores:
         if gen != self.generation:  # the running set changed since: a newer timer rules
             return
         self._advance()
+        # the head task's end was the target; `now` may only have reached it up to rounding
+        self.work_clock = max(self.work_clock, self.timer_reading)
         tasks = self.tasks
         while tasks and tasks[0][0] - self.work_clock <= DONE_EPS:
             _, _, milli, ev = heapq.heappop(tasks)

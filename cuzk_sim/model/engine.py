@@ -15,7 +15,7 @@ import math
 import random
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import simpy
 
@@ -24,10 +24,14 @@ from cuzk_sim.model.allocator import NEVER, DeviceMemory
 from cuzk_sim.model.cores import HostCores
 from cuzk_sim.model.gpu import Device
 from cuzk_sim.model.host import HostMemory, PceCache
-from cuzk_sim.model.mutex import Mutex
-from cuzk_sim.model.worker import EXCLUSIVE_SCOPES, CompiledPlan, Worker, execute_plan
+from cuzk_sim.model.jitter import Jitter, replica_seed
+from cuzk_sim.model.machine import Machine
+from cuzk_sim.model.worker import CompiledPlan, FastLayer, FastPaths, Worker, execute_plan
 from cuzk_sim.plans.circuits import CircuitShape
 from cuzk_sim.result import OomEvent, SimResult, Span
+
+if TYPE_CHECKING:
+    from cuzk_sim.recording import Timeline
 from cuzk_sim.units import format_size
 
 
@@ -65,18 +69,15 @@ class EngineConfig:
     duration_s: float | None = None
     seed: int = 0
     arrivals: tuple[Arrivals, ...] = ()
+    # allocator -> rounding in bytes (e.g. a measured cudaMallocAsync granule); () = the
+    # defaults of model/allocator.py (2 MiB for sync and async, 512 B for caching)
+    allocator_granularity: tuple[tuple[str, int], ...] = ()
 
 
 def plan_cpu_demand(cp: CompiledPlan) -> float:
-    """The most threads one worker running this plan can ask for at once: the sum of its
-    CPU steps' threads — unbounded when a helper-thread CPU step is not joined by a later
-    `sync` on its stream (it could still run beside the worker's next partitions)."""
-    steps = cp.steps
-    helpers = [(i, s.stream) for i, s in enumerate(steps) if s.op == "cpu" and s.stream != "host"]
-    for i, stream in helpers:
-        if not any(t.op == "sync" and t.stream == stream for t in steps[i + 1 :]):
-            return math.inf
-    return sum(s.threads for s in steps if s.op == "cpu")
+    """The most threads one worker running this plan can ask for at once
+    (plan_analysis: unbounded when a helper-thread CPU step is never joined)."""
+    return cp.analysis.cpu_demand if cp.analysis is not None else math.inf
 
 
 @dataclass
@@ -107,17 +108,29 @@ class Simulation:
     spans: list[Span] = field(default_factory=list)
     samples: list[tuple[float, int, int]] = field(default_factory=list)
     lines: list[tuple[float, str]] = field(default_factory=list)
-    events: int = 0
-    leaks: int = 0
     sections: dict[tuple, tuple] = field(default_factory=dict)  # critical sections learnt
+    jitter: Jitter = field(default_factory=Jitter)  # timing noise of this replica (model/jitter.py)
+    # a bounded recording for plots and traces on the fast path (cuzk_sim/recording.py):
+    # partition/synthesis spans and bucketed VRAM, host RAM and CPU-thread series
+    timeline: Timeline | None = None
+    synth_busy_s: float = 0.0  # metrics.py: seconds synthesizers spent synthesizing
+    ram_wait_s: float = 0.0  # metrics.py: seconds synthesizers waited on the RAM budget
+    fast: FastPaths = field(default_factory=FastPaths)  # speed-ups allowed (model/fast.py)
 
     def __post_init__(self) -> None:
         cfg, env = self.config, self.env
         self.devices = [
-            Device(i, DeviceMemory(i, cfg.vram, release_threshold=cfg.pool_release_threshold))
+            Device(
+                i,
+                DeviceMemory(
+                    i,
+                    cfg.vram,
+                    release_threshold=cfg.pool_release_threshold,
+                    granularity=dict(cfg.allocator_granularity),
+                ),
+            )
             for i in range(cfg.gpus)
         ]
-        self.mutexes: dict[tuple, Mutex] = {}
         self.workers: list[Worker] = []
         for d in cfg.devices or range(cfg.gpus):
             routed = self.devices[0 if cfg.routing == "device0" else d]
@@ -126,8 +139,18 @@ class Simulation:
         for dev in {w.device.index: w.device for w in self.workers}.values():
             dev.memory.context = cfg.context_overhead  # one daemon process per device used
             dev.memory.peak_used = dev.memory.used
-        self.ram = HostMemory(env, cfg.host_ram_budget, samples=[] if self.record else None)
-        self.cores = HostCores(env, cfg.host_cores, samples=[] if self.record else None)
+        tl = self.timeline
+        self.ram = HostMemory(
+            env, cfg.host_ram_budget, samples=tl.host_sink() if tl else [] if self.record else None
+        )
+        self.cores = HostCores(
+            env, cfg.host_cores, samples=tl.core_sink() if tl else [] if self.record else None
+        )
+        # what plan execution may touch; the simulation itself is its recorder (spans,
+        # samples, log lines, OOM events, `record`, `timeline`), which recording.py swaps
+        # and switches during a run
+        self.machine = Machine(env, self.ram, self.cores, self, self.jitter)
+        self.mutexes = self.machine.mutexes
         # Can the CPU work ever ask for more cores than the host has? If not, every task
         # runs at full speed and workers price CPU steps arithmetically (exact); else each
         # CPU task goes through the processor-sharing model.
@@ -140,7 +163,10 @@ class Simulation:
             * self.profile.synthesis_threads
         )
         plan_demand = max((plan_cpu_demand(cp) for cp in self.plans.values()), default=0)
-        self.cores_shared = synth_demand + len(self.workers) * plan_demand > cfg.host_cores
+        self.cores_shared = (
+            not self.fast.arithmetic_cpu
+            or synth_demand + len(self.workers) * plan_demand > cfg.host_cores
+        )
         self.pce = PceCache(
             extract_seconds=lambda k: self.profile.pce_extract.seconds(self.shapes[k].constraints),
             load_seconds=self.profile.pce_load,
@@ -154,53 +180,53 @@ class Simulation:
         slots = cfg.synthesis_concurrency * (cfg.synthesis_lookahead + 1)
         self.lookahead = simpy.Container(env, capacity=slots, init=slots)
         self.stop = env.event()
-        # no yields inside critical sections when every plan keeps device memory under its
-        # mutex (exact then; a trace wants the wake-ups for its VRAM samples)
-        # (a per-device mutex excludes a device's others only if each device's workers are
-        # exactly the workers assigned to it: not so when routing sends all to device 0)
-        # (and only if every plan takes the same one mutex: under two, two workers can be
-        # in sections at once, and a worker must yield at a lock to see another's hold)
-        one_to_one = all(w.assigned == w.device.index for w in self.workers)
-        section_mutexes = {
-            (s.mutex, s.scope == "device")
-            for cp in self.plans.values()
-            for s in cp.steps
-            if s.op == "lock" and s.scope in EXCLUSIVE_SCOPES
-        }
-        self.exclusive = (
-            not self.record
-            and one_to_one
-            and len(section_mutexes) <= 1
-            and all(cp.exclusive for cp in self.plans.values())
+        self.layer = FastLayer.for_run(
+            self.fast, self.plans.values(), self.workers, self.record, self.sections
         )
+        self.exclusive = self.layer.stamping  # critical sections run without wake-ups
         self.seq = itertools.count()
         self.proofs: list[Proof] = []
         self.unfinished = 0
         self.done_times: list[tuple[str, str, float]] = []
         self.arrivals_open = len(cfg.arrivals)
-        self.rng = random.Random(cfg.seed)
+        # Poisson arrivals: the scenario's seed (replica 0) or one stream per replica
+        replica = self.jitter.replica
+        self.rng = random.Random(cfg.seed if replica == 0 else replica_seed(cfg.seed, replica))
         self.stopped_at_oom = False
         self.partitions_ok = 0
         self.partitions_failed = 0
 
-    # --- helpers the worker uses ---
+    # --- what the machine holds, by the names other code reads ---
+
+    @property
+    def cores_shared(self) -> bool:
+        return self.machine.cores_shared
+
+    @cores_shared.setter
+    def cores_shared(self, shared: bool) -> None:
+        self.machine.cores_shared = shared
+
+    @property
+    def events(self) -> int:
+        return self.machine.events
+
+    @events.setter
+    def events(self, n: int) -> None:
+        self.machine.events = n
+
+    @property
+    def leaks(self) -> int:
+        return self.machine.leaks
 
     def log(self, line: str, t: float | None = None) -> None:
         self.lines.append((self.env.now if t is None else t, line))
-
-    def mutex(self, name: str, scope: str, device: int) -> Mutex:
-        key = (name, device) if scope == "device" else (name,)
-        m = self.mutexes.get(key)
-        if m is None:
-            m = self.mutexes[key] = Mutex(name if len(key) == 1 else f"{name}@gpu{device}")
-        return m
 
     # --- processes ---
 
     def _arrive(self, a: Arrivals) -> Generator:
         env = self.env
         if a.start_s:
-            yield env.timeout(a.start_s)
+            yield env.timeout(self.jitter.scale(a.start_s))
         shape = self.shapes[a.kind]
         for i in itertools.count():
             if a.count is not None and i >= a.count:
@@ -213,7 +239,7 @@ class Simulation:
             if a.every_s:
                 gap = self.rng.expovariate(1 / a.every_s) if a.poisson else a.every_s
                 self.events += 1
-                yield env.timeout(gap)
+                yield env.timeout(self.jitter.scale(gap))
         self.arrivals_open -= 1
         self._maybe_finish()
 
@@ -224,23 +250,35 @@ class Simulation:
             proof: Proof = item.item
             shape = self.shapes[proof.kind]
             yield self.lookahead.get(1)
+            asked = env.now
             yield self.ram.reserve("synthesis", proof.id, proof.partitions * shape.host_bytes)
-            yield from self.pce.ensure(env, self.ram, proof.kind, self.log)
+            self.ram_wait_s += env.now - asked  # metrics.py: synthesizers waiting on RAM
+            if shape.pce:
+                yield from self.pce.ensure(env, self.ram, proof.kind, self.log)
             rounds = math.ceil(proof.partitions / cfg.max_parallel_synthesis)
-            seconds = self.profile.cpu_seconds(
-                "synthesis", shape.constraints, f"synthesis of {proof.kind}"
-            )
+            seconds = shape.synthesis_s
+            if seconds is None:
+                seconds = self.profile.cpu_seconds(
+                    "synthesis", shape.constraints, f"synthesis of {proof.kind}"
+                )
             t0 = env.now
             if self.cores_shared:  # each round: its partitions in parallel, sharing cores
                 left = proof.partitions
                 for _ in range(rounds):
                     now_parts = min(left, cfg.max_parallel_synthesis)
                     left -= now_parts
-                    yield self.cores.run(seconds, now_parts * self.profile.synthesis_threads)
+                    yield self.cores.run(
+                        self.jitter.scale(seconds), now_parts * self.profile.synthesis_threads
+                    )
             else:
-                yield env.timeout(rounds * seconds)
+                if self.jitter:
+                    yield env.timeout(sum(self.jitter.scale(seconds) for _ in range(rounds)))
+                else:
+                    yield env.timeout(rounds * seconds)
+                self.cores.work_s += proof.partitions * seconds * self.profile.synthesis_threads
             self.events += 4
-            if self.record:
+            self.synth_busy_s += env.now - t0  # metrics.py: synthesizer busy time
+            if self.record or self.timeline is not None:
                 self.spans.append(Span(f"synth{index}", -1, proof.id, "synthesis", t0, env.now))
             for p in range(proof.partitions):
                 self.partitions.put(
@@ -260,8 +298,10 @@ class Simulation:
             if not proof.failed:
                 t0 = env.now
                 label = f"{proof.id}/{p}"
-                ok = yield from execute_plan(self, w, self.plans[proof.kind], label)
-                if self.record:
+                ok = yield from execute_plan(
+                    self.machine, w, self.plans[proof.kind], label, self.layer
+                )
+                if self.record or self.timeline is not None:
                     self.spans.append(Span(w.name, w.device.index, label, "partition", t0, env.now))
                 if ok:
                     self.partitions_ok += 1
@@ -370,6 +410,8 @@ class Simulation:
         )
 
     def _result(self) -> SimResult:
+        from cuzk_sim.metrics import measure
+
         times = sorted(t for _, _, t in self.done_times)
         if len(times) >= 2:
             spp: float | None = (times[-1] - times[0]) / (len(times) - 1)
@@ -391,8 +433,8 @@ class Simulation:
             peak_host_bytes=self.ram.peak_used,
             host_budget_bytes=self.ram.budget,
             peak_core_demand=self.cores.peak_demand,
-            host_samples=self.ram.samples or [],
-            core_samples=self.cores.samples or [],
+            host_samples=self.ram.samples if self.timeline is None and self.ram.samples else [],
+            core_samples=self.cores.samples if self.timeline is None and self.cores.samples else [],
             vram_total_bytes={d.index: d.memory.total for d in self.devices},
             oom_events=self.oom_events,
             log=self.lines,
@@ -403,4 +445,6 @@ class Simulation:
             stall=self.stall,
             spans=self.spans,
             vram_samples=self.samples,
+            metrics=measure(self),
+            timeline=self.timeline,
         )

@@ -21,15 +21,23 @@ class Device:
     copy_free_at: dict[str, float] = field(
         default_factory=lambda: {"HtoD": 0.0, "DtoH": 0.0, "DtoD": 0.0}
     )
+    # busy-time accumulators for utilization (cuzk_sim/metrics.py): seconds of work issued
+    # to each engine. The worker's inlined compute hot path adds to compute_busy_s too.
+    compute_busy_s: float = 0.0
+    copy_busy_s: dict[str, float] = field(
+        default_factory=lambda: {"HtoD": 0.0, "DtoH": 0.0, "DtoD": 0.0}
+    )
 
     def run_compute(self, ready: float, seconds: float) -> tuple[float, float]:
         """Queue `seconds` of kernel work issued at `ready`; (start, end)."""
         start = ready if ready > self.compute_free_at else self.compute_free_at
         self.compute_free_at = end = start + seconds
+        self.compute_busy_s += seconds
         return start, end
 
     def run_copy(self, direction: str, ready: float, seconds: float) -> tuple[float, float]:
         free_at = self.copy_free_at[direction]
         start = ready if ready > free_at else free_at
         self.copy_free_at[direction] = end = start + seconds
+        self.copy_busy_s[direction] += seconds
         return start, end

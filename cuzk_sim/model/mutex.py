@@ -16,21 +16,37 @@ class Mutex:
     name: str
     owner: str | None = None
     waiters: deque[tuple[str, simpy.Event]] = field(default_factory=deque)
+    # accumulators for metrics.py: seconds held, seconds waited (summed over waiters),
+    # acquisitions that had to wait; times are the SimPy clock at acquire and release
+    held_s: float = 0.0
+    wait_s: float = 0.0
+    waits: int = 0
+    env: simpy.Environment | None = None
+    _since: float = 0.0
+    _asked: dict[str, float] = field(default_factory=dict)
 
     def acquire(self, env: simpy.Environment, who: str) -> simpy.Event | None:
         """None when taken at once; else an event that fires when `who` holds it."""
+        self.env = env
         if self.owner is None:
             self.owner = who
+            self._since = env.now
             return None
         ev = env.event()
         self.waiters.append((who, ev))
+        self._asked[who] = env.now
+        self.waits += 1
         return ev
 
     def release(self, who: str) -> None:
         if self.owner != who:
             raise RuntimeError(f"mutex {self.name!r}: {who} released it but {self.owner} holds it")
+        now = self.env.now if self.env is not None else 0.0
+        self.held_s += now - self._since
+        self._since = now
         if self.waiters:
             self.owner, ev = self.waiters.popleft()
+            self.wait_s += now - self._asked.pop(self.owner, now)
             ev.succeed()
         else:
             self.owner = None

@@ -31,6 +31,9 @@ class CircuitShape:
     a_fraction: float = 1.0  # A MSM points / constraints — estimate
     b_fraction: float = 0.5  # B (G1 and G2) MSM points / constraints — estimate
     tail_fraction: float = 0.15  # share of scalars that are neither 0 nor 1 — estimate
+    # the host side as a scenario states it (`[plan.host]`, cuzk_sim/scenario/plan_sources.py)
+    synthesis_s: float | None = None  # one partition's synthesis; None: profile x constraints
+    pce: bool = True  # the engine makes the kind's PCE available (load/extract) first
 
     @property
     def domain(self) -> int:

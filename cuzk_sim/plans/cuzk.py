@@ -60,11 +60,15 @@ Prestage = Literal["off", "outside_mutex", "under_mutex"]
 
 @dataclass(frozen=True)
 class CuzkVariant:
-    """The engine's variants (flags, not forks). Defaults: the Phase 8 engine."""
+    """The engine's variants (flags, not forks). Defaults: the Phase 8 engine.
+
+    A scenario's `[variant]` table is derived from these fields (cuzk_sim/scenario/flags.py:
+    same names and defaults, `_bytes` fields as sizes without the suffix); `b_g2_threads`
+    comes from `engine.gpus.gpu_threads` instead."""
 
     prestage: Prestage = "off"  # Phase 9 pre-staging, and where its allocation happens
     free_d_bc_after_ntt: bool = False  # fix: staged buffers die before the mutex is released
-    memory_aware_margin: int | None = None  # fix: cudaMemGetInfo check with this margin
+    memory_aware_margin_bytes: int | None = None  # fix: cudaMemGetInfo check, this margin
     mutex_scope: MutexScope = "device"  # one per device / one global for all / none
     d_a_cache: bool = True  # persistent per-GPU d_a (never freed)
     b_g2_msm: Literal["cpu", "gpu"] = "cpu"  # tail B_G2 MSM on a CPU thread or on the GPU
@@ -175,7 +179,7 @@ def build_partition_plan(shape: CircuitShape, variant: CuzkVariant, vram_bytes: 
     if variant.prestage == "off":
         steps += [lock, *original]
     else:
-        margin = variant.memory_aware_margin
+        margin = variant.memory_aware_margin_bytes
         staging: list[Step] = [
             Alloc(
                 "d_a_stage",

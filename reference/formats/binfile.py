@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import FormatError, at_byte
+from .files import read_limited
 
 HEADER_BYTES = 12  # magic, version, section count
 SECTION_HEADER_BYTES = 12  # type, size
+MAX_FILE_BYTES = 4 << 30  # 4 GiB: far beyond what the reference prover can use in memory
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,7 @@ def read_binfile(path: str | Path, magic: bytes, max_version: int) -> BinFile:
     """Read and index an iden3 binary file; sections may appear in any order."""
     path = str(path)
     try:
-        data = Path(path).read_bytes()
+        data = read_limited(path, MAX_FILE_BYTES)
     except OSError as e:
         raise FormatError(path, "open", f"cannot read file: {e.strerror or e}") from None
     if len(data) < HEADER_BYTES:

@@ -30,6 +30,7 @@ from ..curve import (
 from ..field import Q, R
 from ..types import Proof, VerifyingKey
 from .errors import FormatError, PointNotOnCurve, UnsupportedCurve
+from .files import read_limited, write_atomic
 
 CURVE = "bls12381"
 PROTOCOL = "groth16"
@@ -47,10 +48,7 @@ class _Doc:
 
     def load(self) -> Any:
         try:
-            size = Path(self.path).stat().st_size
-            if size > MAX_JSON_BYTES:
-                raise self.error("file", f"{size} bytes is more than {MAX_JSON_BYTES}")
-            text = Path(self.path).read_text(encoding="utf-8")
+            text = read_limited(self.path, MAX_JSON_BYTES).decode("utf-8")
         except OSError as e:
             raise self.error("open", f"cannot read file: {e.strerror or e}") from None
         except UnicodeDecodeError as e:
@@ -157,8 +155,13 @@ def g2_json(P: Any) -> list[list[str]]:
     return [[str(x0), str(x1)], [str(y0), str(y1)], ["1", "0"]]
 
 
+def json_text(obj: Any) -> str:
+    """The JSON text of a proof / public / vk object as we write it (snarkjs's indent)."""
+    return json.dumps(obj, indent=1) + "\n"
+
+
 def _write(path: str | Path, obj: Any) -> None:
-    Path(path).write_text(json.dumps(obj, indent=1) + "\n", encoding="utf-8")
+    write_atomic(path, json_text(obj).encode("utf-8"))
 
 
 # ---------------------------------------------------------------- proof.json
@@ -245,14 +248,28 @@ def write_verification_key(path: str | Path, vk: VerifyingKey) -> None:
     _write(path, verification_key_to_json(vk))
 
 
-def read_verification_key(path: str | Path) -> VerifyingKey:
-    """All points on their curves and in the order-r subgroup; nPublic must match IC."""
+class PublicCountMismatch(FormatError):
+    """The key takes a different number of public inputs than the caller has."""
+
+    def __init__(self, path: str, expected: int, got: int) -> None:
+        self.expected, self.got = expected, got
+        super().__init__(path, "IC", f"the key takes {expected} public inputs, got {got}")
+
+
+def read_verification_key(path: str | Path, num_public: int | None = None) -> VerifyingKey:
+    """All points on their curves and in the order-r subgroup; nPublic must match IC.
+
+    num_public: the public inputs the caller holds; a key for another count is refused
+    (PublicCountMismatch) before any point is parsed, so a hostile key with 10,000 IC
+    points costs nothing but the JSON parse."""
     doc = _Doc(str(path))
     obj = doc.load()
     doc.check_tags(obj)
     ic_list = doc.member(obj, "IC")
     if not isinstance(ic_list, list) or not ic_list:
         raise doc.error("IC", "expected a non-empty list of G1 points")
+    if num_public is not None and len(ic_list) - 1 != num_public:
+        raise PublicCountMismatch(doc.path, len(ic_list) - 1, num_public)
     if "nPublic" in obj:
         n_public = obj["nPublic"]
         if not isinstance(n_public, int) or n_public != len(ic_list) - 1:

@@ -14,6 +14,7 @@ from ..field import R
 from .binfile import read_binfile
 from .curves import KNOWN_SCALAR_FIELDS, N8_R, check_prime
 from .errors import FormatError, at_byte
+from .files import write_atomic
 
 MAGIC = b"wtns"
 HEADER, VALUES = 1, 2
@@ -62,4 +63,4 @@ def wtns_bytes(witness: Sequence[int]) -> bytes:
 
 
 def write_wtns(path: str | Path, witness: Sequence[int]) -> None:
-    Path(path).write_bytes(wtns_bytes(witness))
+    write_atomic(path, wtns_bytes(witness))

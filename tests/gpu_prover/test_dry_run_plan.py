@@ -188,3 +188,97 @@ def test_cli_gpu_plan_shows_the_memory_aware_fallback():
     assert bad.exit_code == 2 and "--assume-free-bytes" in bad.output
     bad = CliRunner().invoke(app, ["gpu-plan", "--domain-log2", "16", "--margin-bytes", "-1"])
     assert bad.exit_code == 2 and "--margin-bytes" in bad.output
+
+
+def _path(plan: Plan, refused: set[str]) -> list:
+    """The steps a worker executes along `plan` when the memory-aware allocations of the
+    buffers in `refused` are declined: jumps taken, labels and no-op frees (of a buffer
+    that is not live) dropped, the `fallback` field cleared. A plain walk by hand."""
+    import dataclasses
+
+    from cuzk_sim.plan import Goto, Label
+
+    at = {s.name: i for i, s in enumerate(plan.steps) if isinstance(s, Label)}
+    out, live, i = [], set(), 0
+    while i < len(plan.steps):
+        s = plan.steps[i]
+        i += 1
+        if isinstance(s, Goto):
+            i = at[s.label]
+        elif isinstance(s, Alloc) and s.fallback and s.buffer in refused:
+            i = at[s.fallback]
+        elif isinstance(s, Alloc):
+            live.add(s.buffer)
+            out.append(dataclasses.replace(s, fallback=None))
+        elif isinstance(s, Free):
+            if s.buffer in live:
+                live.discard(s.buffer)
+                out.append(s)
+        elif not isinstance(s, Label):
+            out.append(s)
+    return out
+
+
+@pytest.mark.parametrize("early", [True, False])
+def test_one_dry_run_records_both_branches_of_the_memory_aware_prestage(early):
+    """Each path through the both-branch plan is exactly the plan of a dry run whose
+    assumed free memory takes that path: enough; not enough for d_a + margin; enough for
+    d_a + margin (32 B x 2^12 + 512 MiB) but not for d_bc (twice that) + margin."""
+    shape = PartitionShape.synthetic(12)
+    flags = ProverFlags(prestage=True, pinned=True, memory_aware=True, free_bc_early=early)
+    both = dry_run_plan(shape, flags, both_branches=True)
+    d_a_plus_margin = 32 * 4096 + (512 << 20)
+    for refused, free in [
+        (set(), None),
+        ({"d_a", "d_bc"}, 0),
+        ({"d_bc"}, d_a_plus_margin),
+    ]:
+        one = dry_run_plan(shape, flags, assume_free_bytes=free)
+        assert not any(isinstance(s, Alloc) and s.fallback for s in one.steps)
+        assert _path(both, refused) == list(one.steps), refused
+    margin_allocs = [s for s in both.steps if isinstance(s, Alloc) and s.margin is not None]
+    assert [(s.buffer, s.fallback) for s in margin_allocs] == [
+        ("d_a", "prestage_declined"),
+        ("d_bc", "prestage_declined"),
+    ]
+    msm_h = [s for s in both.steps if isinstance(s, Kernel) and s.name == "msm_h"]
+    assert len(msm_h) == 1  # the branches join: the rest of the partition is recorded once
+
+
+def test_both_branches_only_where_an_allocation_is_memory_aware():
+    shape = PartitionShape.synthetic(12)
+    flags = ProverFlags(prestage=True)  # pre-stage, no margin: nothing can fall back
+    assert dry_run_plan(shape, flags, both_branches=True) == dry_run_plan(shape, flags)
+
+
+def test_attempt_refuses_branches_that_end_apart_and_a_run_with_both():
+    from cuzk_sim.gpu.device import Buffer
+
+    dev = Device("dry-run", both_branches=True)
+
+    def first() -> Buffer:
+        return dev.alloc("x", 64, margin=0)
+
+    def otherwise() -> Buffer:  # forgets x and allocates y: the paths would disagree
+        return dev.alloc("y", 64)
+
+    with pytest.raises(RuntimeError, match="'t': the branches end in different states"):
+        dev.attempt("t", first, otherwise)
+    with pytest.raises(ValueError, match="both_branches needs mode='dry-run'"):
+        Device("real", both_branches=True)
+
+
+def test_a_declined_attempt_frees_what_the_first_branch_allocated():
+    dev = Device("dry-run", assume_free_bytes=60)  # the dry run does not subtract
+
+    def first() -> str:
+        dev.alloc("a", 40, margin=0)  # 40 + 0 <= 60 free: allocated
+        dev.alloc("b", 80, margin=0)  # 80 + 0 > 60 free: declined
+        return "first"
+
+    assert dev.attempt("t", first, lambda: "otherwise") == "otherwise"
+    assert [(s.op, getattr(s, "buffer", None)) for s in dev.steps] == [
+        ("alloc", "a"),
+        ("free", "a"),
+    ]
+    assert dev.live == {}

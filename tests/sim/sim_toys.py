@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cuzk_sim.calibration import Cost, Profile
 from cuzk_sim.model.engine import Arrivals, EngineConfig, Simulation
+from cuzk_sim.model.fast import FastPaths
 from cuzk_sim.model.worker import compile_plan
 from cuzk_sim.plan import CPU_KINDS, KERNEL_KINDS, Plan
 from cuzk_sim.plans.circuits import CircuitShape
@@ -47,6 +48,7 @@ def run_plan(
     profile: Profile | None = None,
     host_ram_budget: int = 10**6,
     force_shared: bool = False,
+    fast=None,
     **cfg,
 ):
     shape = CircuitShape("toy", 10, 4, partitions, 2, 1)
@@ -64,14 +66,39 @@ def run_plan(
         **cfg,
     )
     profile = profile or toy_profile()
+    fast = fast or FastPaths()
     sim = Simulation(
         "test",
         config,
-        {"toy": compile_plan(plan, profile, merge=not record)},
+        {"toy": compile_plan(plan, profile, merge=fast.merge_kernels)},
         {"toy": shape},
         profile,
         record,
+        fast=fast,
     )
     if force_shared:  # price CPU steps through processor sharing even with cores to spare
         sim.cores_shared = True
     return sim, sim.run()
+
+
+def toy_scenario(plan: Plan, workers: int = 2, proofs: int = 1, partitions: int = 2, **cfg):
+    """A Scenario (as `runner.simulate` and `run_replicas` take it) around one toy plan:
+    one GPU, `workers` workers, `proofs` proofs of `partitions` partitions at t = 0."""
+    from cuzk_sim.scenario import Scenario, ScenarioFile
+
+    shape = CircuitShape("toy", 10, 4, partitions, 2, 1)
+    config = EngineConfig(
+        gpus=1,
+        vram=cfg.pop("vram", 100 * MIB),
+        context_overhead=0,
+        host_ram_budget=10**6,
+        gpu_workers_per_device=workers,
+        max_parallel_synthesis=64,
+        synthesis_lookahead=8,
+        on_oom=cfg.pop("on_oom", "continue"),
+        pce_on_disk=("toy",),
+        arrivals=(Arrivals("toy", proofs),),
+        **cfg,
+    )
+    spec = ScenarioFile(workload=[{"kind": "porep", "count": proofs}])  # not read by the model
+    return Scenario("toy", "tests", spec, config, toy_profile(), {"toy": plan}, {"toy": shape})

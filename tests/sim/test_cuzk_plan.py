@@ -80,7 +80,7 @@ def test_fix_frees_staged_buffers_before_unlock():
 
 def test_memory_aware_margin_covers_the_whole_prestage():
     plan = build_partition_plan(
-        POREP, CuzkVariant(prestage="under_mutex", memory_aware_margin=512 * 2**20), 16 * GIB
+        POREP, CuzkVariant(prestage="under_mutex", memory_aware_margin_bytes=512 * 2**20), 16 * GIB
     )
     first = next(s for s in plan.steps if getattr(s, "buffer", "") == "d_a_stage")
     assert first.bytes + first.margin == 6 * GIB + 512 * 2**20

@@ -7,6 +7,7 @@ proof every size x 10 ms (hand arithmetic); baselines are written by hand from t
 
 import json
 import math
+import re
 import textwrap
 from pathlib import Path
 
@@ -138,7 +139,11 @@ def test_an_extra_alloc_in_the_critical_section_ooms_and_fails(tmp_path):
     result = gate(tmp_path, "--json")
     assert result.exit_code == 1, result.output
     row = json.loads(result.output)["rows"][0]
-    assert any(r.startswith("unexpected OOM: d_extra") for r in row["reasons"])
+    # the post-mortem's sentence, as `run` prints it
+    assert any(
+        r.startswith("unexpected OOM at t=") and "on gpu0" in r and "d_extra" in r
+        for r in row["reasons"]
+    )
     assert row["oom"] == "yes"
     assert row["seconds_per_proof"] is None
     assert any("no proof completed" in r for r in row["reasons"])
@@ -259,10 +264,21 @@ def test_check_recurses_into_sub_folders(tmp_path):
     )
     (tmp_path / "toy.toml").unlink()
     result = runner.invoke(app, ["check", str(tmp_path)])
-    # found two folders down, and its OOM is a mismatch; the profile TOMLs are searched too
-    # and are no scenarios: unusable input, which makes the exit code 2
-    assert result.exit_code == 2
-    assert "│ nested   │ FAIL" in result.output and "profile.toml: workload" in result.output
+    # found two folders down, and its OOM is a mismatch (exit 1); the profile TOMLs beside
+    # the scenarios are the scenarios' own files, not scenarios: skipped, not errors
+    assert result.exit_code == 1, result.output
+    assert re.search(r"│ nested\s+│ FAIL", result.output), result.output
+    assert "profile.toml" not in result.output
+
+
+def test_check_reports_a_folder_toml_that_is_no_scenario_profile_or_spec(tmp_path):
+    (tmp_path / "typo.toml").write_text('name = "forgot the workload"\n')
+    (tmp_path / "spec.toml").write_text('base = "typo.toml"\n[axes]\n"hardware.gpus" = [1]\n')
+    result = runner.invoke(app, ["check", str(tmp_path)])
+    assert result.exit_code == 2  # the broken scenario is reported; the spec is skipped
+    flat = re.sub(r"[\s│]+", "", result.output)
+    assert "typo.toml:workload:requiredkeyismissing" in flat
+    assert "spec.toml" not in result.output
 
 
 def test_check_of_every_bundled_scenario_includes_the_gate_folder():

@@ -21,7 +21,7 @@ from cuzk_sim.scenario import load_scenario
 runner = CliRunner()
 GATE = Path(__file__).resolve().parents[2] / "scenarios" / "gate"
 MIB, GIB = 2**20, 2**30
-CONTEXT = 400 * MIB  # the h200 profile's context
+CONTEXT = 1460469760  # the h200 profile's context (1392.8125 MiB, measured)
 
 
 def scenario(tmp_path: Path, plan_table: str, extra: str = "") -> Path:
@@ -210,44 +210,40 @@ def test_memory_aware_prestage_replays_both_branches(tmp_path):
     assert not staged.oom_events and not any("skip_vram" in line for _, line in staged.log)
 
 
-def test_with_fallback_stitches_the_declined_branch_after_the_common_prefix():
-    from cuzk_sim.plan import Copy, Goto, Label, Unlock
-    from cuzk_sim.plans.gpu_prover import with_fallback
+def test_the_replayed_memory_aware_plan_is_one_dry_run_with_both_branches(tmp_path, monkeypatch):
+    """The prover runs once (no second run spliced in): its margin allocations fall back to
+    the declined branch, which frees them and allocates inside the lock, and the branches
+    join before the rest of the partition."""
+    from cuzk_sim.plan import Goto, Label
 
-    common = (Cpu("synthesis", "synthesis", 8),)
-    taken = Plan(
-        "p",
-        common
-        + (
-            Alloc("d_a", 32, margin=5, note="prestage"),
-            Alloc("d_bc", 64, margin=5, note="prestage"),
-            Copy("upload", 96, stream="upload"),
-            Lock("gpu0"),
-            Unlock("gpu0"),
-        ),
-    )
-    declined = Plan(
-        "p", common + (Lock("gpu0"), Alloc("d_a", 32), Alloc("d_bc", 64), Unlock("gpu0"))
-    )
-    stitched = with_fallback(taken, declined)
-    stitched.validate()
-    assert stitched.steps == common + (
-        Alloc("d_a", 32, margin=5, fallback="memory_aware_fallback", note="prestage"),
-        Alloc("d_bc", 64, margin=5, fallback="memory_aware_fallback", note="prestage"),
-        Copy("upload", 96, stream="upload"),
-        Lock("gpu0"),
-        Unlock("gpu0"),
-        Goto("memory_aware_done"),
-        Label("memory_aware_fallback"),
-        Free("d_a"),
-        Free("d_bc"),
-        Lock("gpu0"),
-        Alloc("d_a", 32),
-        Alloc("d_bc", 64),
-        Unlock("gpu0"),
-        Label("memory_aware_done"),
-    )
-    assert with_fallback(declined, declined) == declined  # nothing guarded: unchanged
+    calls = []
+    real = prover.dry_run_plan
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(prover, "dry_run_plan", counted)
+    table = "{ domain_log2 = 16, prestage = true, memory_aware = true }"
+    plan = load_scenario(scenario(tmp_path, table)).plans["porep"]
+    assert len(calls) == 1 and calls[0]["both_branches"] is True
+
+    def what(s) -> str:
+        return next(
+            (getattr(s, a) for a in ("buffer", "label", "name", "mutex") if hasattr(s, a)), ""
+        )
+
+    ops = [(type(s).__name__, what(s)) for s in plan.steps]
+    fallback = ops.index(("Label", "prestage_declined"))
+    assert ops[fallback - 1] == ("Goto", "prestage_declined_done")
+    assert ops[fallback + 1 : fallback + 5] == [
+        ("Free", "d_a"),
+        ("Free", "d_bc"),
+        ("Lock", "gpu0"),
+        ("Alloc", "d_a"),
+    ]
+    assert sum(isinstance(s, Label) for s in plan.steps) == 2
+    assert sum(isinstance(s, Goto) for s in plan.steps) == 1
 
 
 def test_an_assumed_free_memory_keeps_the_one_branch_it_implies(tmp_path):
@@ -265,3 +261,48 @@ def test_msm_chunk_reaches_the_plan(tmp_path):
     points = dict(plan.buffers())
     assert points["msm_h.points"] == 4096 * 96  # one chunk of G1 affine points, 96 B each
     assert points["msm_b_g2.points"] == 4096 * 192
+
+
+def _freed_before_the_msms(plan: Plan, buffer: str) -> bool:
+    """Is `buffer` freed before the first MSM kernel of the plan?"""
+    first_msm = next(i for i, s in enumerate(plan.steps) if getattr(s, "kind", "") == "msm_g1")
+    free = next(i for i, s in enumerate(plan.steps) if isinstance(s, Free) and s.buffer == buffer)
+    return free < first_msm
+
+
+def test_flipping_a_prover_flags_default_changes_what_the_gate_replays(monkeypatch):
+    """`[plan] gpu_prover` takes its defaults from ProverFlags itself: with free_bc_early's
+    default flipped, the gate scenario that does not state it replays a plan that keeps
+    d_bc (2 x 2^27 x 32 B = 8 GiB) through the MSMs, and the gate sees the peak grow."""
+    gate_file = GATE / "ours-h200-2workers.toml"
+    assert "free_bc_early" not in gate_file.read_text()  # the scenario relies on the default
+    before = load_scenario(gate_file)
+    assert _freed_before_the_msms(before.plans["porep"], "d_bc")
+    peak_before = simulate(before).peak_vram_bytes[0]
+
+    @dataclasses.dataclass(frozen=True)
+    class Flipped(prover.ProverFlags):
+        free_bc_early: bool = False
+
+    monkeypatch.setattr(prover, "ProverFlags", Flipped)
+    after = load_scenario(gate_file)
+    plan = after.plans["porep"]
+    assert plan.meta["flags"]["free_bc_early"] is False
+    assert not _freed_before_the_msms(plan, "d_bc")
+    assert dict(plan.buffers())["d_bc"] == 2 * 2**27 * 32
+    assert simulate(after).peak_vram_bytes[0] > peak_before
+    result = runner.invoke(app, ["gate", str(gate_file), "--baseline", str(GATE / "baseline.json")])
+    assert "peak VRAM on gpu0" in result.output  # the gate reports the growth
+
+
+def test_a_new_prover_flag_is_a_scenario_key_without_a_schema_edit(tmp_path, monkeypatch):
+    @dataclasses.dataclass(frozen=True)
+    class WithNewFlag(prover.ProverFlags):
+        scratch_bytes: int = 0  # a size flag: its key is `scratch`, a size text
+
+    monkeypatch.setattr(prover, "ProverFlags", WithNewFlag)
+    table = '{ domain_log2 = 16, scratch = "3 MiB" }'
+    plan = load_scenario(scenario(tmp_path, table)).plans["porep"]
+    assert plan.meta["flags"]["scratch_bytes"] == 3 * MIB
+    with pytest.raises(InputError, match=r"plan.gpu_prover.scratch: "):
+        load_scenario(scenario(tmp_path, "{ domain_log2 = 16, scratch = 3 }"))

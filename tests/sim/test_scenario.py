@@ -254,3 +254,40 @@ def test_work_at_the_bounds_is_accepted(tmp_path):
         write(tmp_path, text.replace('"porep"', '"winning_post"') + "partitions = 1000\n")
     )
     assert scn.config.arrivals[0].count == 100000 and scn.config.duration_s == 30 * 86400
+
+
+def test_pipeline_enabled_is_not_a_key(tmp_path):
+    """It was accepted and never read (the model is always cuzk's pipelined engine)."""
+    msg = error_of(tmp_path, BASE + "[engine.pipeline]\nenabled = false\n")
+    assert "engine.pipeline.enabled: unknown key" in msg
+
+
+def test_variant_keys_are_cuzk_variants_fields_with_its_defaults(tmp_path, monkeypatch):
+    """[variant] is derived from CuzkVariant: a stated key reaches the builder, an unstated
+    one takes CuzkVariant's default as it is when the scenario is loaded."""
+    import dataclasses
+
+    from cuzk_sim.plan import Alloc
+    from cuzk_sim.plans.cuzk import CuzkVariant
+    from cuzk_sim.scenario import resolve
+
+    def d_a(text: str) -> Alloc:
+        plan = load_scenario(write(tmp_path, text)).plans["porep"]
+        return next(s for s in plan.steps if isinstance(s, Alloc) and s.buffer == "d_a")
+
+    assert d_a(BASE).persistent  # CuzkVariant.d_a_cache = True
+    assert not d_a(BASE + "[variant]\nd_a_cache = false\n").persistent
+
+    @dataclasses.dataclass(frozen=True)
+    class Flipped(CuzkVariant):
+        d_a_cache: bool = False
+
+    monkeypatch.setattr(resolve, "CuzkVariant", Flipped)
+    assert not d_a(BASE).persistent
+    staged = load_scenario(
+        write(
+            tmp_path, BASE + '[variant]\nprestage = "under_mutex"\nmemory_aware_margin = "1 GiB"\n'
+        )
+    ).plans["porep"]
+    d_bc = next(s for s in staged.steps if isinstance(s, Alloc) and s.buffer == "d_bc")
+    assert d_bc.margin == 2**30  # the size text, parsed into memory_aware_margin_bytes

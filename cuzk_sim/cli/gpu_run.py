@@ -1,0 +1,194 @@
+"""`cuzk-sim gpu-run`: execute a scenario on the GPU with our prover (the real pipeline).
+
+The output is the model's: the same JSON as `run --json` (so the two diff key by key),
+the same table and OOM post-mortem, the same trace format; `--log` writes the lines a
+cuzk daemon would (cuzk_sim.logs.emit). Exit codes as `run`: 0, 1 on an OOM, 2 on bad
+input (a scenario whose plan is not our prover's, a card larger than the GPU, ...).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from cuzk_sim.cli.simulate import EXIT_MISMATCH, _fail_input, check_output_path
+from cuzk_sim.input_errors import InputError
+
+
+def write_cuzk_log(path: Path, run: Any) -> None:
+    """The run's events as the lines a cuzk daemon writes (TIMELINE, CUZK_TIMING, tracing)."""
+    try:
+        from cuzk_sim.logs import emit
+    except ImportError:
+        raise InputError(
+            "--log: the cuzk log emitter (cuzk_sim.logs.emit) is not installed"
+        ) from None
+    workers = {
+        w: i for i, w in enumerate(sorted({f["worker"] for _, e, f in run.events if "worker" in f}))
+    }
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w") as out:
+        log = emit.LogWriter(out)
+        log.line(emit.engine_starting(log.when(0.0)))
+        for name, i in workers.items():
+            gpu = int(name.split("-")[0].removeprefix("gpu"))
+            log.line(emit.gpu_worker_started(log.when(0.0), i, gpu, int(name.split("-w")[1])))
+        for t, event, f in sorted(run.events, key=lambda x: x[0]):
+            off = log.offset(t)
+            if event == "gpu_queue":
+                log.line(emit.gpu_queue(off, f["job"], f["partition"]))
+            elif event == "gpu_start":
+                w = workers[f["worker"]]
+                log.line(emit.gpu_pickup(off, f["job"], w, f["partition"]))
+                log.line(emit.gpu_start(off, f["job"], w, f["partition"]))
+            elif event == "mutex":
+                log.line(emit.pre_lock(0, emit.ms(f["wait_s"])))
+                log.line(emit.mutex_held(emit.ms(f["held_s"]), emit.ms(f["held_s"] + f["wait_s"])))
+            elif event == "gpu_end":
+                gpu_ms = emit.ms(f["gpu_s"])
+                log.line(emit.gpu_end(off, f["job"], workers[f["worker"]], f["partition"], gpu_ms))
+                log.line(emit.partition_gpu_complete(log.when(t), f["job"], f["partition"], gpu_ms))
+            elif event == "gpu_failed":
+                log.line(
+                    emit.partition_gpu_failed(log.when(t), f["job"], f["partition"], f["error"])
+                )
+            elif event == "oom" and f["fatal"]:
+                log.lines(emit.rust_panic(emit.cuda_oom_message()))
+            elif event == "oom":
+                log.line(emit.prestage_skip_vram())
+            elif event == "proof_done":
+                total = emit.ms(f["total_s"])
+                log.line(emit.proof_assembled(log.when(t), f["job"], total, 0, total))
+    tmp.replace(path)
+
+
+def gpu_run(
+    scenario: Annotated[Path, typer.Argument(help="Scenario TOML file ([plan] gpu_prover).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    trace: Annotated[
+        Path | None, typer.Option("--trace", help="Write Chrome trace-event JSON.")
+    ] = None,
+    log: Annotated[
+        Path | None, typer.Option("--log", help="Write a cuzk-style daemon log.")
+    ] = None,
+    device: Annotated[
+        str, typer.Option("--device", help="real (the GPU, CuPy) or dry-run (no GPU).")
+    ] = "real",
+    fault: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fault",
+            help="Inject a fault (repeatable): oom:BUFFER:P, oom:random:P, exception:P, "
+            "shrink:SECONDS:SIZE.",
+        ),
+    ] = None,
+    fault_seed: Annotated[int, typer.Option("--fault-seed", help="Seed of the faults.")] = 0,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Prove a small reference circuit (domain <= 2^8) instead of synthetic "
+            "partitions and compare every proof with the reference prover's.",
+        ),
+    ] = False,
+    details: Annotated[
+        Path | None,
+        typer.Option("--details", help="Write what only a real run has (jobs, ballast, leaks)."),
+    ] = None,
+) -> None:
+    """Run a scenario on the GPU; exit 1 on an OOM (and, with --verify, on an invalid proof
+    or a lost job)."""
+    from cuzk_sim.report import print_run
+    from cuzk_sim.scenario import load_scenario
+
+    try:
+        for opt, p in (("--trace", trace), ("--log", log), ("--details", details)):
+            if p is not None:
+                check_output_path(opt, p)
+        if device not in ("real", "dry-run"):
+            raise InputError(f"--device {device!r}: expected real or dry-run")
+        if verify and device != "real":
+            raise InputError(
+                "--verify needs --device real (the reference proofs come from the GPU)"
+            )
+        from cuzk_sim.gpu.pipeline import (
+            Fault,
+            FaultPlan,
+            KindWork,
+            PartitionShape,
+            RealRun,
+            RunSpec,
+            backend_for,
+            reference_data,
+        )
+
+        try:
+            faults = FaultPlan(tuple(Fault.parse(f) for f in fault or []), fault_seed)
+        except ValueError as e:
+            raise InputError(str(e)) from None
+        scn = load_scenario(scenario)
+        try:
+            spec = RunSpec.from_scenario(scn)
+        except ValueError as e:
+            raise InputError(str(e)) from None
+        refs = None
+        if verify:
+            refs = {}
+            for kind, w in spec.work.items():
+                try:
+                    refs[kind] = reference_data(w.shape.log_n)
+                except ValueError as e:
+                    raise InputError(f"{scenario}: plan.gpu_prover.domain_log2: {e}") from None
+            work = {
+                k: KindWork(PartitionShape.of_key(refs[k].pk), w.flags)
+                for k, w in spec.work.items()
+            }
+            spec = dataclasses.replace(spec, work=work)
+        run = RealRun(spec, backend_for(device, spec), faults=faults, verify=refs)
+        try:
+            result = run.execute()
+        except ValueError as e:  # e.g. hardware.vram larger than the GPU
+            raise InputError(f"{scenario}: {e}") from None
+        if log is not None:
+            write_cuzk_log(log, run)
+    except InputError as e:
+        raise _fail_input(e) from None
+    info = run.details()
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        console = Console()
+        print_run(result, console)
+        console.print(
+            f"jobs: {info['jobs']}; verified proofs {info['proofs_verified']}, invalid "
+            f"{info['proofs_invalid']}; leaked bytes {info['leaked_bytes']}; "
+            f"faults injected {info['faults_injected']}",
+            markup=False,
+        )
+    try:
+        if trace:
+            from cuzk_sim.trace import write_chrome_trace
+
+            write_chrome_trace(result, str(trace))
+        if details:
+            tmp = details.with_name(details.name + ".tmp")
+            tmp.write_text(json.dumps(info, indent=1))
+            tmp.replace(details)
+    except OSError as e:
+        raise _fail_input(InputError(f"cannot write output: {e}")) from None
+    if (
+        result.oom
+        or info["proofs_invalid"]
+        or info["jobs_lost"]
+        or any(info["leaked_bytes"].values())
+    ):
+        raise typer.Exit(EXIT_MISMATCH)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("gpu-run")(gpu_run)

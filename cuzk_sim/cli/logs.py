@@ -1,0 +1,272 @@
+"""`cuzk-sim logs`, `cuzk-sim calibrate`, `cuzk-sim scenario-from-log`: learn from a
+real cuzk daemon log (docs/logs.md).
+
+Exit codes: `logs` 0 = no finding of severity error, 1 = at least one; `calibrate` and
+`scenario-from-log` 0 = written; all 2 = bad input (an unreadable log, a bad option, a
+base profile that does not load, a log with nothing to calibrate).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from cuzk_sim.input_errors import InputError
+
+EXIT_FINDING = 1
+EXIT_BAD_INPUT = 2
+KINDS = ("porep", "snapdeals", "window_post", "winning_post")
+
+
+def _fail(e: InputError) -> typer.Exit:
+    typer.echo(f"error: {e}", err=True)
+    return typer.Exit(EXIT_BAD_INPUT)
+
+
+def _out_path(option: str, path: Path, suffixes: tuple[str, ...] = ()) -> None:
+    from cuzk_sim.cli.simulate import check_output_path
+
+    check_output_path(option, path, suffixes)
+
+
+def _kind(kind: str | None) -> str | None:
+    if kind is not None and kind not in KINDS:
+        raise InputError(f"--kind {kind}: expected one of {', '.join(KINDS)}")
+    return kind
+
+
+LogsArg = Annotated[list[Path], typer.Argument(help="cuzk daemon log file(s), read in order.")]
+KindOpt = Annotated[
+    str | None,
+    typer.Option("--kind", help="Proof kind of every job (default: from partitions per job)."),
+]
+
+
+def logs(
+    paths: LogsArg,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the analysis as JSON.")] = False,
+    trace: Annotated[
+        Path | None, typer.Option("--trace", help="Write Chrome trace-event JSON (Perfetto).")
+    ] = None,
+    beside: Annotated[
+        Path | None,
+        typer.Option("--beside", help="A model trace (cuzk-sim run --trace) to put in --trace."),
+    ] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Write a worker Gantt plot: .png, .pdf, .svg.")
+    ] = None,
+    kind: KindOpt = None,
+) -> None:
+    """Diagnose cuzk daemon logs: per-partition timeline, GPU occupancy, findings.
+    Exit 1 when a finding of severity error exists."""
+    from cuzk_sim.cli.simulate import PLOT_SUFFIXES
+    from cuzk_sim.logs.analyze import analyze_logs
+    from cuzk_sim.logs.report import print_report, to_dict
+    from cuzk_sim.logs.timeline import Analyzer
+    from cuzk_sim.logs.trace import TraceWriter
+
+    writer = None
+    trace_file = None
+    try:
+        _kind(kind)
+        if trace:
+            _out_path("--trace", trace)
+        if plot:
+            _out_path("--plot", plot, PLOT_SUFFIXES)
+        model = None
+        if beside is not None:
+            if trace is None:
+                raise InputError("--beside needs --trace (the file both traces go into)")
+            try:
+                model = json.loads(beside.read_text())
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+                raise InputError(f"--beside {beside}: not a readable trace JSON ({e})") from None
+        analyzer = Analyzer(kind=kind)
+        if trace:
+            trace_file = open(trace, "w")  # noqa: SIM115 - closed below
+            writer = TraceWriter(trace_file, analyzer)
+            analyzer.on_close = writer.partition
+        a, parser, lines = analyze_logs(paths, analyzer=analyzer)
+        if writer is not None:
+            writer.findings(a)
+            if model is not None:
+                writer.beside(model)
+            writer.close()
+    except InputError as e:
+        raise _fail(e) from None
+    except OSError as e:
+        raise _fail(InputError(f"cannot write output: {e}")) from None
+    finally:
+        if trace_file is not None:
+            trace_file.close()
+    if as_json:
+        typer.echo(json.dumps(to_dict(a, parser, lines), indent=2))
+    else:
+        print_report(a, parser, lines, Console(width=160))
+    if plot:
+        from cuzk_sim.logs.plot import write_log_plot
+
+        try:
+            write_log_plot(a, str(plot))
+        except OSError as e:
+            raise _fail(InputError(f"cannot write output: {e}")) from None
+    if a.book.errors():
+        raise typer.Exit(EXIT_FINDING)
+
+
+def calibrate(
+    paths: LogsArg,
+    base: Annotated[str, typer.Option("--base", help="Base profile: bundled name or TOML.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Profile TOML to write.")],
+    scenario: Annotated[
+        Path | None,
+        typer.Option(
+            "--scenario",
+            help="Take the plans from this scenario (default: the "
+            "cuzk plan of the configuration the log ran).",
+        ),
+    ] = None,
+    kind: KindOpt = None,
+) -> None:
+    """Fit the profile figures the log measures; keep the base's others, marked as such."""
+    from cuzk_sim.calibration import load_profile
+    from cuzk_sim.logs.analyze import analyze_logs
+    from cuzk_sim.logs.calibrate import calibrated_profile, cuzk_plans
+    from cuzk_sim.logs.scenario_out import logged_config
+    from cuzk_sim.logs.toml_out import dumps
+
+    try:
+        _kind(kind)
+        _out_path("-o", output, (".toml",))
+        base_profile = load_profile(base)
+        a, _, _ = analyze_logs(paths, kind=kind)
+        if scenario is not None:
+            from cuzk_sim.scenario import load_scenario
+
+            plans = load_scenario(scenario).plans
+        else:
+            plans = cuzk_plans(logged_config(a), base_profile.vram)
+        names = [str(p) for p in paths]
+        doc, fits, notes = calibrated_profile(a, base, plans, names, output.stem)
+        text = dumps(
+            doc,
+            header=f"Profile calibrated by cuzk-sim calibrate from {', '.join(names)}"
+            f"\nbase: {base_profile.source}",
+        )
+        output.write_text(text)
+        load_profile(str(output))  # what we wrote must load
+    except InputError as e:
+        raise _fail(e) from None
+    except OSError as e:
+        raise _fail(InputError(f"cannot write output: {e}")) from None
+    console = Console(width=160)
+    from rich.table import Table
+
+    t = Table(title=f"{output}: fitted figures (base {base_profile.name})")
+    for col in ("figure", "base", "fitted", "change", "from"):
+        t.add_column(col, justify="left" if col in ("figure", "from") else "right")
+    for f in fits:
+        unit = (
+            (lambda v: f"{v / 2**30:.3f} GiB/s")
+            if f.size is None
+            else (lambda v: f"{v * 1e3:.3f} ms")
+        )
+        t.add_row(
+            f.key,
+            unit(f.base_s),
+            unit(f.fitted_s),
+            f"{f.change:+.1%}",
+            f.provenance.split(": ", 1)[-1][:70],
+        )
+    console.print(t)
+    if not fits:
+        console.print("no figure fitted: the log has none of the lines docs/logs.md lists")
+    for n in notes:
+        console.print(f"note: {n}")
+    console.print("every other figure: kept from the base (its `source` says so)")
+
+
+def scenario_from_log(
+    paths: LogsArg,
+    output: Annotated[Path, typer.Option("-o", "--output", help="Scenario TOML to write.")],
+    profile: Annotated[
+        str, typer.Option("--profile", help="Profile the scenario names (e.g. from calibrate).")
+    ] = "rtx5070ti",
+    vram: Annotated[
+        str | None,
+        typer.Option("--vram", help="The card's VRAM (the log does not say; default: profile's)."),
+    ] = None,
+    plan_from: Annotated[
+        Path | None,
+        typer.Option(
+            "--plan-from",
+            help="Copy this scenario's [plan] table (a log of our own "
+            "pipeline: gpu-run; default: the cuzk plan).",
+        ),
+    ] = None,
+    kind: KindOpt = None,
+) -> None:
+    """Write the scenario the log ran (GPUs, workers, kinds, counts, arrivals, variant)."""
+    from cuzk_sim.logs.analyze import analyze_logs
+    from cuzk_sim.logs.scenario_out import logged_config, scenario_doc
+    from cuzk_sim.logs.toml_out import dumps
+    from cuzk_sim.scenario import load_scenario
+    from cuzk_sim.units import parse_size
+
+    try:
+        _kind(kind)
+        _out_path("-o", output, (".toml",))
+        if vram is not None:
+            try:
+                parse_size(vram)
+            except ValueError as e:
+                raise InputError(f"--vram {vram}: {e}") from None
+        a, _, _ = analyze_logs(paths, kind=kind)
+        cfg = logged_config(a)
+        prof = profile
+        if not Path(profile).is_absolute() and Path(profile).is_file():
+            prof = str(Path(profile).resolve())
+        doc = scenario_doc(cfg, [str(p) for p in paths], prof, vram, output.stem)
+        if plan_from is not None:
+            doc["plan"] = plan_table(plan_from)
+        output.write_text(dumps(doc, header="Written by cuzk-sim scenario-from-log"))
+        load_scenario(output)  # what we wrote must load
+    except InputError as e:
+        raise _fail(e) from None
+    except OSError as e:
+        raise _fail(InputError(f"cannot write output: {e}")) from None
+    spp = cfg.observed_spp
+    typer.echo(
+        f"wrote {output}: {cfg.gpus} GPU(s) x {cfg.workers_per_device} worker(s), "
+        f"jobs {cfg.kinds}, variant prestage={cfg.prestage} mutex={cfg.mutex_scope} "
+        f"routing={cfg.routing}; observed "
+        + (f"{spp:.2f} s/proof ([expect] holds it +-5 %)" if spp else "no s/proof")
+    )
+    typer.echo(f"replay: cuzk-sim run {output}    gate: cuzk-sim check {output}")
+
+
+def plan_table(scenario: Path) -> dict:
+    """The [plan] table of a scenario, a plan file's path made absolute."""
+    import tomllib
+
+    try:
+        raw = tomllib.loads(scenario.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise InputError(f"--plan-from {scenario}: cannot read it as TOML ({e})") from None
+    plan = raw.get("plan")
+    if not isinstance(plan, dict):
+        raise InputError(f"--plan-from {scenario}: it has no [plan] table")
+    plan = dict(plan)
+    if isinstance(plan.get("file"), str) and not Path(plan["file"]).is_absolute():
+        plan["file"] = str((scenario.parent / plan["file"]).resolve())
+    return plan
+
+
+def register(app: typer.Typer) -> None:
+    app.command("logs")(logs)
+    app.command("calibrate")(calibrate)
+    app.command("scenario-from-log")(scenario_from_log)

@@ -1,0 +1,78 @@
+"""`cuzk-sim validate`: the model's predictions against real runs (docs/validation.md).
+
+Exit codes: 0 every criterion met; 1 a criterion missed; 2 bad input.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cuzk_sim.cli.simulate import EXIT_MISMATCH, _fail_input
+from cuzk_sim.input_errors import InputError
+
+
+def validate(
+    spec: Annotated[Path, typer.Argument(help="Validation spec TOML (scenarios/validation/).")],
+    out: Annotated[
+        Path, typer.Option("--out", help="Folder for predictions, real runs and the report.")
+    ] = Path("validation-out"),
+    device: Annotated[
+        str,
+        typer.Option(
+            "--device",
+            help="real (the GPU) or dry-run (no GPU: the pipeline "
+            "on the model's allocator ledger).",
+        ),
+    ] = "real",
+    only: Annotated[
+        str | None, typer.Option("--only", help="Run only configurations matching this glob.")
+    ] = None,
+    predict_only: Annotated[
+        bool, typer.Option("--predict-only", help="Write the predictions and stop.")
+    ] = False,
+    report_only: Annotated[
+        bool, typer.Option("--report-only", help="Rebuild the report from the files in --out.")
+    ] = False,
+    fresh: Annotated[
+        bool, typer.Option("--fresh", help="Predict again and drop earlier real runs in --out.")
+    ] = False,
+) -> None:
+    """Predict each configuration's VRAM boundary, run the real pipeline at caps around it,
+    compare; resumable (runs already in --out are skipped)."""
+    import json
+
+    from cuzk_sim.validation.grid import pipeline_executor, predict, run_grid, write_report
+    from cuzk_sim.validation.spec import load_spec
+
+    try:
+        if device not in ("real", "dry-run"):
+            raise InputError(f"--device {device!r}: expected real or dry-run")
+        if out.exists() and not out.is_dir():
+            raise InputError(f"--out {out}: is a file; give a folder")
+        if report_only:
+            pred = out / "predictions.json"
+            if not pred.is_file():
+                raise InputError(f"--out {out}: no predictions.json to report on")
+            rows, summary = write_report(out, json.loads(pred.read_text()))
+        else:
+            vspec = load_spec(spec)
+            if predict_only:
+                out.mkdir(parents=True, exist_ok=True)
+                (out / "predictions.json").write_text(json.dumps(predict(vspec), indent=1))
+                typer.echo(f"wrote {out / 'predictions.json'}")
+                return
+            rows, summary = run_grid(
+                vspec, out, pipeline_executor(device), only=only, say=typer.echo, fresh=fresh
+            )
+    except InputError as e:
+        raise _fail_input(e) from None
+    typer.echo((out / "report.md").read_text())
+    if not all(summary["criteria"].values()):
+        raise typer.Exit(EXIT_MISMATCH)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("validate")(validate)

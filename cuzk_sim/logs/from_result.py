@@ -1,0 +1,286 @@
+"""A recorded run's timeline (`SimResult` with spans) written as a cuzk daemon log.
+
+The model (and any pipeline that records the same spans: `gpu-run`) then produces the
+lines a real daemon would, so `cuzk-sim logs` and `calibrate` read both alike, and a
+model run with a known profile can be calibrated back (the round-trip test).
+
+Per partition (a `partition` span of a worker, and that worker's kernel, copy, cpu and
+lock spans inside it) the lines are those of cuzk's split GPU path, each at its time:
+GPU_PICKUP and GPU_START at the partition's start; prep_msm_ms when the prep thread
+ends; pre_lock_cpu_ms / mutex_wait_ms when the mutex is taken; CUZK_NTT_H and
+ntt_msm_h_ms when the H MSM ends; barrier_wait_ms and batch_add_ms after the batch
+additions; tail_msm_ms / gpu_total_ms after the tail MSMs; mutex_held_ms at the unlock;
+b_g2_msm_ms when the B_G2 thread ends; GPU_END at the partition's end. Synthesis spans
+(one per proof in the model) give SYNTH_START, SYNTH_END and GPU_QUEUE for each of the
+proof's partitions. Durations are truncated to whole milliseconds, as cuzk prints them.
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime as dt
+import re
+from dataclasses import dataclass
+from typing import TextIO
+
+from cuzk_sim.logs import emit
+from cuzk_sim.model.allocator import NEVER
+from cuzk_sim.plans.circuits import SHAPES, CircuitShape
+from cuzk_sim.result import SimResult, Span
+
+PARAM_CACHE = "/var/tmp/filecoin-proof-parameters"
+CIRCUIT_IDS = {
+    "porep": "porep-32g",
+    "snapdeals": "snap-deals-32g",
+    "window_post": "window-post-32g",
+    "winning_post": "winning-post-32g",
+}
+_WORKER = re.compile(r"gpu(\d+)-w(\d+)$")
+_PANIC = re.compile(r"worker (\S+) panicked: (.*) partition (\S+)/(\d+)$")
+_PCE = re.compile(r"PCE (loaded|extracted and saved|extracted) kind=(\w+)")
+_DA = re.compile(r"d_a_cache allocated (\d+) MiB on gpu (\d+)")
+
+
+@dataclass(frozen=True)
+class _Line:
+    t: float
+    seq: int
+    text: str
+    timeline: bool = False
+
+    @property
+    def opens(self) -> bool:
+        """A line that starts something: at one instant, what ends prints first (cuzk
+        prints mutex_held before it unlocks, the next holder its pre_lock after)."""
+        return any(m in self.text for m in _OPENING)
+
+
+_OPENING = ("pre_lock_cpu_ms", ",GPU_PICKUP,", ",GPU_START,", ",SYNTH_START,", "prestage_setup")
+
+
+def _ms(a: float, b: float) -> int:
+    return emit.ms(b - a)
+
+
+def worker_ids(result: SimResult) -> dict[str, tuple[int, int, int]]:
+    """Model worker name -> (cuzk worker_id, assigned GPU, sub_id), numbered as the engine
+    does: GPU by GPU, then worker within the GPU."""
+    names = {s.track for s in result.spans if s.cat == "partition"}
+    parsed = sorted((int(m[1]), int(m[2]), n) for n in names if (m := _WORKER.match(n)) is not None)
+    return {n: (i, g, k) for i, (g, k, n) in enumerate(parsed)}
+
+
+def cuzk_log_lines(
+    result: SimResult,
+    pce_extract_s: dict[str, float] | None = None,
+    epoch: dt.datetime | None = None,
+    pool_max: bool = True,
+) -> list[str]:
+    """The log, in time order. pce_extract_s: extraction seconds per kind (the profile's),
+    for the `PCE extraction complete extract_ms=` field; pool_max: the async pool's release
+    threshold was set to UINT64_MAX (cuzk then logs it once per GPU)."""
+    w = emit.LogWriter(None, epoch)  # type: ignore[arg-type]
+    lines: list[_Line] = []
+    seq = iter(range(1 << 62))
+    restarts = sorted(t for t, text in result.log if text.startswith("daemon restart"))
+    run_epochs = [0.0, *restarts]
+
+    def epoch_of(t: float) -> float:
+        return run_epochs[bisect.bisect_right(run_epochs, t) - 1]
+
+    def add(t: float, text: str, timeline: bool = False) -> None:
+        lines.append(_Line(t, next(seq), text, timeline))
+
+    def tl(t: float, fn, *args) -> None:
+        add(t, fn(emit.ms(t - epoch_of(t)), *args), True)
+
+    ids = worker_ids(result)
+    failed = _failed_parts(result)
+    for t0 in run_epochs:
+        add(t0, emit.engine_starting(w.when(t0)))
+        for _name, (wid, gpu, sub) in sorted(ids.items(), key=lambda x: x[1]):
+            add(t0, emit.gpu_worker_started(w.when(t0), wid, gpu, sub))
+
+    by_track: dict[str, list[Span]] = {}
+    for s in result.spans:
+        if s.cat != "partition":
+            by_track.setdefault(s.track, []).append(s)
+    starts: dict[str, list[float]] = {}
+    for track, spans in by_track.items():
+        spans.sort(key=lambda s: (s.start_s, s.end_s))
+        starts[track] = [s.start_s for s in spans]
+
+    parts_of: dict[str, int] = {}
+    for s in result.spans:
+        if s.cat == "partition":
+            proof = s.name.rsplit("/", 1)[0]
+            parts_of[proof] = max(parts_of.get(proof, 0), int(s.name.rsplit("/", 1)[1]) + 1)
+    for s in result.spans:
+        if s.cat == "synthesis":
+            for p in range(parts_of.get(s.name, 0)):
+                tl(s.start_s, emit.synth_start, s.name, p)
+            for p in range(parts_of.get(s.name, 0)):
+                tl(s.end_s, emit.synth_end, s.name, p, _ms(s.start_s, s.end_s))
+                tl(s.end_s, emit.gpu_queue, s.name, p)
+
+    for s in result.spans:
+        if s.cat != "partition" or s.track not in ids:
+            continue
+        wid = ids[s.track][0]
+        proof, p = s.name.rsplit("/", 1)
+        part = int(p)
+        spans = by_track.get(s.track, [])
+        lo = bisect.bisect_left(starts.get(s.track, []), s.start_s)
+        hi = bisect.bisect_right(starts.get(s.track, []), s.end_s)
+        inner = [x for x in spans[lo:hi] if x.end_s <= s.end_s + 1e-12]
+        tl(s.start_s, emit.gpu_pickup, proof, wid, part)
+        tl(s.start_s, emit.gpu_start, proof, wid, part)
+        shape = SHAPES.get(proof.rsplit("-", 1)[0])  # the model names proofs <kind>-<n>
+        for t, text in partition_timing(s, inner, shape):
+            add(t, text)
+        if (proof, part) not in failed:
+            tl(s.end_s, emit.gpu_end, proof, wid, part, _ms(s.start_s, s.end_s))
+            add(
+                s.end_s,
+                emit.partition_gpu_complete(w.when(s.end_s), proof, part, _ms(s.start_s, s.end_s)),
+            )
+
+    seen_gpu: set[int] = set()
+    for t, text in result.log:
+        m = _DA.search(text)
+        if m:
+            gpu = int(m[2])
+            if gpu not in seen_gpu and pool_max:
+                seen_gpu.add(gpu)
+                add(t, emit.pool_threshold(gpu))
+            add(t, emit.d_a_cache_allocated(int(m[1]), gpu))
+            continue
+        if text.startswith("CUZK_TIMING:"):
+            add(t, text)
+            continue
+        m = _PANIC.match(text)
+        if m:
+            for line in emit.rust_panic(m[2]):
+                add(t, line)
+            add(t, emit.partition_gpu_failed(w.when(t), m[3], int(m[4]), m[2]))
+            continue
+        m = _PCE.search(text)
+        if m:
+            what, kind = m[1], m[2]
+            cid = CIRCUIT_IDS.get(kind, kind)
+            if what == "loaded":
+                add(t, emit.pce_loaded(w.when(t), cid))
+            else:
+                extract_ms = emit.ms((pce_extract_s or {}).get(kind, 0.0))
+                add(t, emit.pce_extraction_complete(w.when(t), cid, extract_ms))
+                if what == "extracted and saved":
+                    add(
+                        t,
+                        emit.pce_saved(w.when(t), cid, f"{PARAM_CACHE}/pce-{cid}.bin"),
+                    )
+                elif "save failed" in text:
+                    add(
+                        t,
+                        emit.pce_save_failed(
+                            w.when(t),
+                            cid,
+                            f"failed to create temp file: {PARAM_CACHE}/pce-{cid}.tmp",
+                        ),
+                    )
+            continue
+    for proof, _kind, t in result.proof_done_times:
+        add(t, emit.proof_assembled(w.when(t), proof, 0, 0, 0))
+    lines.sort(key=lambda x: (x.t, x.opens, x.seq))
+    return [x.text for x in lines]
+
+
+def _failed_parts(result: SimResult) -> set[tuple[str, int]]:
+    out = set()
+    for e in result.oom_events:
+        if e.fatal and "/" in e.partition:
+            proof, p = e.partition.rsplit("/", 1)
+            out.add((proof, int(p)))
+    return out
+
+
+def partition_timing(
+    part: Span, inner: list[Span], shape: CircuitShape | None = None
+) -> list[tuple[float, str]]:
+    """The C++ timing lines of one partition from its worker's spans inside it."""
+    out: list[tuple[float, str]] = []
+    t0 = part.start_s
+
+    def first(pred) -> Span | None:
+        return next((x for x in inner if pred(x)), None)
+
+    staged = [x for x in inner if x.cat == "copy" and x.name.startswith("stage_")]
+    if staged and shape is not None:  # the staging buffers were allocated: pre-staging ran
+        out.append((staged[0].start_s, emit.prestage_ok(shape.domain, 0)))
+    prep = first(lambda x: x.cat == "cpu" and x.name == "prep_msm")
+    if prep is not None:
+        out.append((prep.end_s, emit.prep_msm(_ms(prep.start_s, prep.end_s))))
+    bg2 = first(lambda x: x.cat == "cpu" and x.name == "b_g2_msm")
+    if bg2 is not None:
+        out.append((bg2.end_s, emit.b_g2_msm(_ms(bg2.start_s, bg2.end_s))))
+    hold = first(lambda x: x.cat == "lock" and x.name.startswith("hold "))
+    wait = first(lambda x: x.cat == "lock" and x.name.startswith("wait "))
+    if hold is None:
+        return out
+    asked = wait.start_s if wait is not None else hold.start_s
+    out.append((hold.start_s, emit.pre_lock(_ms(t0, asked), _ms(asked, hold.start_s))))
+    kernels = [x for x in inner if x.cat in ("kernel", "copy")]
+    msm_h = first(lambda x: x.cat == "kernel" and x.name.endswith("msm_h"))
+    if msm_h is not None:
+        coset = first(lambda x: x.cat == "kernel" and x.name.endswith("coset_intt_h"))
+        c0, c1 = (coset.start_s, coset.end_s) if coset else (msm_h.start_s, msm_h.start_s)
+        out.append(
+            (
+                msm_h.end_s,
+                emit.ntt_h(
+                    0,
+                    _ms(hold.start_s, c0),
+                    _ms(c0, c1),
+                    0,
+                    _ms(msm_h.start_s, msm_h.end_s),
+                    0,
+                    _ms(hold.start_s, msm_h.end_s),
+                ),
+            )
+        )
+        out.append((msm_h.end_s, emit.ntt_msm_h(0, _ms(hold.start_s, msm_h.end_s))))
+        after = [x for x in kernels if x.start_s >= msm_h.end_s - 1e-12 and x.cat == "kernel"]
+        batch = [x for x in after if x.name.startswith("batch_add")]
+        tail = [x for x in after if not x.name.startswith("batch_add")]
+        b_end = msm_h.end_s
+        if batch:
+            b0, b_end = min(x.start_s for x in batch), max(x.end_s for x in batch)
+            out.append((b0, emit.barrier_wait(0, _ms(msm_h.end_s, b0))))
+            out.append((b_end, emit.batch_add(0, _ms(b0, b_end))))
+        t_end = max((x.end_s for x in tail), default=b_end)
+        out.append((t_end, emit.tail_msm(0, _ms(b_end, t_end), _ms(hold.start_s, t_end))))
+    out.append((hold.end_s, emit.mutex_held(_ms(hold.start_s, hold.end_s), _ms(t0, hold.end_s))))
+    return out
+
+
+def write_cuzk_log(
+    result: SimResult,
+    out: TextIO,
+    pce_extract_s: dict[str, float] | None = None,
+    pool_max: bool = True,
+) -> int:
+    """Write the log; returns the number of lines."""
+    lines = cuzk_log_lines(result, pce_extract_s, pool_max=pool_max)
+    for line in lines:
+        out.write(line + "\n")
+    return len(lines)
+
+
+def write_scenario_log(result: SimResult, scenario, path: str) -> int:
+    """`cuzk-sim run --log`: the run's log, PCE extraction times from its profile."""
+    extract = {
+        k: scenario.profile.pce_extract.seconds(shape.constraints)
+        for k, shape in scenario.shapes.items()
+    }
+    pool_max = scenario.config.pool_release_threshold == NEVER
+    with open(path, "w") as f:
+        return write_cuzk_log(result, f, extract, pool_max)

@@ -1,0 +1,910 @@
+"""Rebuild what happened from a stream of records: partitions, workers, GPUs, findings.
+
+TIMELINE lines give each partition's synthesis, queue and GPU section (milliseconds since
+the engine started); the tracing start-up lines give each worker's GPU. The C++ timing
+lines carry neither a worker nor a time: each is given to the oldest GPU section still
+open that has not had a line of that key yet (cuzk prints them in call order: prep_msm,
+pre_lock/mutex_wait, ntt_msm_h, batch_add, tail_msm, mutex_held; b_g2_msm whenever its
+CPU thread ends). With one worker per GPU or a working mutex that is exact; otherwise it
+is the best order-preserving guess (docs/logs.md).
+
+Memory stays bounded: open partitions and jobs are kept until they end, then folded
+into running statistics; at most `keep` closed partitions are kept for the report.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from cuzk_sim.logs.findings import FindingBook
+from cuzk_sim.logs.parse import Counts, Record
+
+KEEP_PARTITIONS = 2000
+SYNTHESIS_BOUND_SHARE = 0.15  # of a GPU's window idle, queue empty, synthesis running
+MUTEX_CONTENTION_SHARE = 0.5  # total mutex wait against total mutex held
+CIRCUIT_KINDS = {
+    "porep-32g": "porep",
+    "snap-deals-32g": "snapdeals",
+    "window-post-32g": "window_post",
+    "winning-post-32g": "winning_post",
+}
+MAX_MALFORMED = 50
+
+# a CUZK_TIMING key -> the slot of a GPU section it fills (one line per slot per call)
+SLOT_OF_KEY = {
+    "prep_msm_ms": "prep",
+    "b_g2_msm_ms": "b_g2",
+    "pre_lock_cpu_ms": "lock",
+    "ntt_msm_h_ms": "ntt",
+    "barrier_wait_ms": "barrier",
+    "batch_add_ms": "batch",
+    "tail_msm_ms": "tail",
+    "mutex_held_ms": "held",
+    "async_dealloc_ms": "dealloc",
+    "split_vectors_ms": "split",
+}
+# the per-partition figures the statistics keep (for calibrate and the report)
+FIGURES = (
+    "synth_ms",
+    "queue_ms",
+    "gpu_ms",
+    "section_ms",
+    "prep_msm_ms",
+    "b_g2_msm_ms",
+    "pre_lock_cpu_ms",
+    "mutex_wait_ms",
+    "ntt_msm_h_ms",
+    "batch_add_ms",
+    "tail_msm_ms",
+    "gpu_total_ms",
+    "mutex_held_ms",
+    "ntt_h.d_b_alloc",
+    "ntt_h.ntt_kernels",
+    "ntt_h.coset_intt_sync",
+    "ntt_h.msm_init",
+    "ntt_h.msm_invoke",
+    "ntt_h.msm_dtor",
+    "ntt_h.total",
+)
+
+
+RESERVOIR = 4096  # samples kept per figure: the median is exact below this many
+
+
+@dataclass
+class Stat:
+    """Running count / sum / sum of squares / min / max, a seeded reservoir of samples
+    (for the median), and the first lines the figure came from."""
+
+    n: int = 0
+    total: float = 0.0
+    sq: float = 0.0
+    lo: float = math.inf
+    hi: float = -math.inf
+    lines: list[int] = field(default_factory=list)
+    samples: list[float] = field(default_factory=list)
+    rng: int = 88172645463325252  # a 64-bit LCG state: the reservoir is deterministic
+
+    def add(self, v: float, lineno: int | None = None) -> None:
+        self.n += 1
+        self.total += v
+        self.sq += v * v
+        if v < self.lo:
+            self.lo = v
+        if v > self.hi:
+            self.hi = v
+        if lineno is not None and len(self.lines) < 5:
+            self.lines.append(lineno)
+        self._keep(v)
+
+    def _keep(self, v: float) -> None:
+        if len(self.samples) < RESERVOIR:
+            self.samples.append(v)
+        else:  # reservoir sampling with our own seeded generator
+            self.rng = (self.rng * 6364136223846793005 + 1442695040888963407) % (1 << 64)
+            j = (self.rng >> 16) % self.n
+            if j < RESERVOIR:
+                self.samples[j] = v
+
+    def extend(self, vals: list[float], lineno: int | None = None) -> None:
+        """Add many readings at once (a finished job's), in order."""
+        if not vals:
+            return
+        self.total += sum(vals)
+        self.sq += sum(v * v for v in vals)
+        self.lo = min(self.lo, min(vals))
+        self.hi = max(self.hi, max(vals))
+        if lineno is not None and len(self.lines) < 5:
+            self.lines.append(lineno)
+        room = RESERVOIR - len(self.samples)
+        if room >= len(vals):
+            self.samples.extend(vals)
+            self.n += len(vals)
+            return
+        for v in vals:
+            self.n += 1
+            self._keep(v)
+
+    def merge(self, o: Stat) -> None:
+        for v in o.samples:
+            self.n += 1
+            self._keep(v)
+        self.n += o.n - len(o.samples)
+        self.total += o.total
+        self.sq += o.sq
+        self.lo = min(self.lo, o.lo)
+        self.hi = max(self.hi, o.hi)
+        self.lines = sorted(self.lines + o.lines)[:5]
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.n if self.n else math.nan
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples) if self.samples else math.nan
+
+    @property
+    def std(self) -> float:
+        if self.n < 2:
+            return 0.0
+        return math.sqrt(max(self.sq / self.n - self.mean**2, 0.0))
+
+    def to_dict(self) -> dict:
+        return {
+            "n": self.n,
+            "mean": self.mean if self.n else None,
+            "median": self.median if self.n else None,
+            "std": self.std,
+            "min": self.lo if self.n else None,
+            "max": self.hi if self.n else None,
+            "lines": self.lines,
+        }
+
+
+@dataclass
+class Partition:
+    """One partition of one job, from synthesis to the end of its GPU section."""
+
+    run: int
+    job: str
+    partition: int | None
+    synth_start: int | None = None
+    synth_end: int | None = None
+    synth_ms: int | None = None
+    queued: int | None = None
+    pickup: int | None = None
+    start: int | None = None
+    end: int | None = None
+    gpu_ms: int | None = None
+    worker: int | None = None
+    gpu: int | None = None
+    timing: dict[str, int] = field(default_factory=dict)
+    slots: set[str] = field(default_factory=set)
+    lines: list[tuple[int, str]] = field(default_factory=list)  # its TIMELINE lines (<= 8)
+    outcome: str = "open"  # open | done | failed | unfinished
+
+    def note(self, rec: Record) -> None:
+        if len(self.lines) < 8:
+            self.lines.append((rec.lineno, rec.text))
+
+    @property
+    def guarded(self) -> bool:
+        return "lock" in self.slots
+
+    def line_of(self, event: str) -> tuple[int, str] | None:
+        for n, t in self.lines:
+            if f",{event}," in t:
+                return n, t
+        return None
+
+    def to_dict(self) -> dict:
+        def span(a: int | None, b: int | None) -> int | None:
+            return None if a is None or b is None else b - a
+
+        end = self.end if self.outcome in ("done", "failed") else None
+        queued = self.queued if self.queued is not None else self.synth_end
+        synth = self.synth_ms
+        return {
+            "run": self.run,
+            "job": self.job,
+            "partition": self.partition,
+            "worker": self.worker,
+            "gpu": self.gpu,
+            "synthesis_ms": synth if synth is not None else span(self.synth_start, self.synth_end),
+            "queue_wait_ms": span(queued, self.pickup),
+            "gpu_section_ms": span(self.start, end),
+            "mutex_wait_ms": self.timing.get("mutex_wait_ms"),
+            "gpu_ms": self.gpu_ms,
+            "synth_start_ms": self.synth_start,
+            "gpu_start_ms": self.start,
+            "gpu_end_ms": end,
+            "timing": dict(self.timing),
+            "outcome": self.outcome,
+        }
+
+
+@dataclass
+class Job:
+    run: int
+    job: str
+    first_ms: int | None = None
+    synth_end: int | None = None  # the last SYNTH_END of its partitions
+    last_pickup: int | None = None  # the last GPU_PICKUP of its partitions
+    last_end: int | None = None
+    partitions_done: int = 0
+    partitions_seen: set = field(default_factory=set)
+    failed: bool = False
+    kind: str | None = None
+    open: int = 0  # partitions of it not yet closed
+    values: dict[str, list[float]] = field(default_factory=dict)  # figure -> its readings
+    first_lines: dict[str, int] = field(default_factory=dict)  # figure -> first line
+
+
+@dataclass
+class GpuUse:
+    """Per-GPU occupancy from the sweep over TIMELINE events."""
+
+    active: int = 0
+    busy_ms: float = 0.0  # at least one GPU section open
+    starved_ms: float = 0.0  # idle, GPU queue empty, synthesis running
+    first: int | None = None
+    last: int | None = None
+    sections: int = 0
+    held_ms: float = 0.0  # sum of mutex_held_ms
+    # the longest idle gap: ms, (line, text) where it began, (line, text) where it ended
+    longest_gap: tuple[float, tuple[int, str], tuple[int, str]] | None = None
+    idle_since: tuple[int, tuple[int, str]] | None = None  # (ms, line) the GPU went idle
+
+
+def kind_of(partitions: int, synth_ms: float | None) -> str:
+    """The proof kind a job's partition count implies (cuzk-facts.md circuit table)."""
+    if partitions == 10:
+        return "porep"
+    if partitions == 16:
+        return "snapdeals"
+    if partitions <= 1:
+        return "winning_post" if synth_ms is not None and synth_ms < 5000 else "window_post"
+    return f"unknown({partitions} partitions)"
+
+
+class Analyzer:
+    """Feed records in log order; `finish()` closes what is still open."""
+
+    def __init__(
+        self,
+        keep: int = KEEP_PARTITIONS,
+        on_close: Callable[[Partition], None] | None = None,
+        kind: str | None = None,
+    ) -> None:
+        self.keep = keep
+        self.on_close = on_close
+        self.forced_kind = kind
+        self.run = 0
+        self.book = FindingBook()
+        self.counts = Counts()
+        self.malformed: list[tuple[int, str, str]] = []
+        self.workers: dict[int, int] = {}  # worker id -> assigned GPU
+        self.worker_sub: dict[int, int] = {}  # worker id -> its index on its GPU
+        self.worker_lines: dict[int, tuple[int, str]] = {}
+        self.parts: dict[tuple, Partition] = {}
+        self.open_sections: list[Partition] = []  # started, not ended, in start order
+        self.recent: dict[int, deque[Partition]] = {}  # per GPU: recently closed sections
+        self.holding: dict[int, Partition] = {}  # per GPU: the section between lock and held
+        self.jobs: dict[tuple, Job] = {}
+        self.closed: list[Partition] = []
+        self.closed_count = 0
+        self.kind_stats: dict[str, dict[str, Stat]] = {}
+        self.orphan_stats: dict[str, Stat] = {}  # C++ lines with no open section
+        self.gpus: dict[int, GpuUse] = {}
+        self.queue = 0
+        self.synth_active = 0
+        self.now = 0
+        self.now_line = 0
+        self.done_times: list[float] = []  # proof done times (ms) -- first and last kept
+        self.done_n = 0
+        self.done_first: float | None = None
+        self.done_last: float | None = None
+        self.cpp_gpus: dict[int, tuple[int, str]] = {}  # GPUs named by per-GPU C++ lines
+        self.pce_extracted: dict[str, list[tuple[int, str, int]]] = {}
+        self.pce_save_failed: dict[str, tuple[int, str]] = {}
+        self.pce_loaded: set[str] = set()
+        self.engine_starts = 0
+        self.last_prestage_vram: tuple[int, str] | None = None
+        self.last_da: tuple[int, str] | None = None
+        self.ooms: list[Record] = []
+        self.rayon_threads: int | None = None
+        self.budget_gib: int | None = None
+        self.epoch_wall: float | None = None
+        self.first_ms: int | None = None
+        self.last_ms: int | None = None
+        self.mutex_wait = Stat()
+        self.mutex_held = Stat()
+        self.worst_wait: tuple[int, int, str] = (-1, 0, "")
+        self.variant: dict[str, int] = {}  # counts of prestage outcomes, b_g2 on cpu, ...
+        self.jobs_kept: list[dict] = []
+        self.jobs_per_kind: dict[str, int] = {}
+        self.circuits: set[str] = set()  # PCE circuit ids named in the log
+        self.run_offsets: dict[int, float] = {0: 0.0}  # run -> seconds after the first start
+
+    # --- feeding ---
+
+    def feed_all(self, records: Iterable[Record]) -> Analyzer:
+        for r in records:
+            self.feed(r)
+        return self
+
+    def feed(self, r: Record) -> None:
+        k = r.kind
+        if k == "timeline":
+            self._timeline(r)
+        elif k == "timing":
+            self._timing(r)
+        elif k == "ntt_h":
+            sec = self._attribute("ntt_h", r)
+            for key, v in r.fields.items():
+                self._stat(sec, f"ntt_h.{key}", v, r.lineno)
+        elif k == "d_a_cache":
+            gpu = int(r.fields["gpu"])
+            self.cpp_gpus.setdefault(gpu, (r.lineno, r.text))
+            self.last_da = (r.lineno, r.text)
+            self.variant["d_a_cache"] = self.variant.get("d_a_cache", 0) + 1
+        elif k == "pool_threshold":
+            self.cpp_gpus.setdefault(int(r.fields["gpu"]), (r.lineno, r.text))
+            self.variant["pool_max"] = self.variant.get("pool_max", 0) + 1
+        elif k == "prestage":
+            self._prestage(r)
+        elif k == "prestage_vram":
+            self.last_prestage_vram = (r.lineno, r.text)
+        elif k == "engine_start":
+            self._engine_start(r)
+        elif k == "worker_started":
+            self._worker_started(r)
+        elif k in ("rust_panic", "cpp_terminate", "model_panic", "oom_text", "error_oom"):
+            self._crash(r)
+        elif k == "gpu_failed":
+            self._gpu_failed(r)
+        elif k == "pce_extracted":
+            cid = str(r.fields.get("circuit_id", "?"))
+            ms_ = _int(r.fields.get("extract_ms"))
+            self.pce_extracted.setdefault(cid, []).append((r.lineno, r.text, ms_ or 0))
+        elif k == "pce_save_failed":
+            self.pce_save_failed.setdefault(
+                str(r.fields.get("circuit_id", "?")), (r.lineno, r.text)
+            )
+        elif k == "pce_loaded":
+            self.pce_loaded.add(str(r.fields.get("circuit_id", "?")))
+        if k.startswith("pce_") and "circuit_id" in r.fields:
+            self.circuits.add(str(r.fields["circuit_id"]))
+        if k == "rayon_threads":
+            self.rayon_threads = _int(r.fields.get("rayon_threads"))
+        elif k == "memory_budget":
+            self.budget_gib = _int(r.fields.get("total_budget_gib"))
+        elif k == "malformed" and len(self.malformed) < MAX_MALFORMED:
+            self.malformed.append((r.lineno, str(r.fields.get("why")), r.text))
+
+    # --- TIMELINE ---
+
+    def _part(self, job: str, p: int | None) -> Partition:
+        key = (self.run, job, p)
+        part = self.parts.get(key)
+        if part is None:
+            part = self.parts[key] = Partition(self.run, job, p)
+            jk = (self.run, job)
+            if jk not in self.jobs:
+                self.jobs[jk] = Job(self.run, job)
+            self.jobs[jk].open += 1
+        return part
+
+    def _advance(self, t: int, lineno: int) -> None:
+        """Sweep the per-GPU occupancy clock forward to t (TIMELINE order)."""
+        if t < self.now:
+            t = self.now  # eprintln from several threads: a line may be a ms behind
+        dt_ = t - self.now
+        if dt_ > 0:
+            for use in self.gpus.values():
+                if use.active > 0:
+                    use.busy_ms += dt_
+                elif use.first is not None and self.queue <= 0 and self.synth_active > 0:
+                    use.starved_ms += dt_
+        self.now = t
+        self.now_line = lineno
+
+    def _gpu_of(self, worker: int | None) -> int:
+        if worker is None:
+            return 0
+        return self.workers.get(worker, 0)
+
+    def _timeline(self, r: Record) -> None:
+        f = r.fields
+        t, ev, job = int(f["ms"]), str(f["event"]), str(f["job"])
+        p = f.get("partition")
+        p = int(p) if p is not None else None
+        if self.first_ms is None:
+            self.first_ms = t
+        self.last_ms = t if self.last_ms is None else max(self.last_ms, t)
+        self._advance(t, r.lineno)
+        part = self._part(job, p)
+        part.note(r)
+        jobrec = self.jobs[(self.run, job)]
+        if jobrec.first_ms is None:
+            jobrec.first_ms = t
+        if ev == "SYNTH_START":
+            part.synth_start = t
+            self.synth_active += 1
+            if "kind" in f:
+                jobrec.kind = str(f["kind"])
+        elif ev == "SYNTH_END":
+            part.synth_end = t
+            jobrec.synth_end = t if jobrec.synth_end is None else max(jobrec.synth_end, t)
+            self.synth_active = max(self.synth_active - 1, 0)
+            if "synth_ms" in f:
+                part.synth_ms = int(f["synth_ms"])
+                self._stat(part, "synth_ms", part.synth_ms, r.lineno)
+        elif ev == "GPU_QUEUE":
+            part.queued = t
+            self.queue += 1
+        elif ev == "GPU_PICKUP":
+            part.pickup = t
+            jobrec.last_pickup = t if jobrec.last_pickup is None else max(jobrec.last_pickup, t)
+            if part.queued is not None:
+                self.queue = max(self.queue - 1, 0)
+                self._stat(part, "queue_ms", t - part.queued, r.lineno)
+            part.worker = _int(f.get("worker"))
+            part.gpu = self._gpu_of(part.worker)
+        elif ev == "GPU_START":
+            part.start = t
+            part.worker = _int(f.get("worker"))
+            part.gpu = self._gpu_of(part.worker)
+            part.outcome = "open"
+            self.open_sections.append(part)
+            use = self.gpus.setdefault(part.gpu, GpuUse())
+            if use.active == 0 and use.idle_since is not None:
+                gap = t - use.idle_since[0]
+                if use.longest_gap is None or gap > use.longest_gap[0]:
+                    use.longest_gap = (gap, use.idle_since[1], (r.lineno, r.text))
+            use.active += 1
+            use.sections += 1
+            if use.first is None:
+                use.first = t
+        elif ev == "GPU_END":
+            part.end = t
+            part.gpu_ms = _int(f.get("gpu_ms"))
+            if part.gpu_ms is not None:
+                self._stat(part, "gpu_ms", part.gpu_ms, r.lineno)
+            if part.start is not None:
+                self._stat(part, "section_ms", t - part.start, r.lineno)
+            self._close(part, "done", r.lineno)
+
+    def _close(self, part: Partition, outcome: str, lineno: int) -> None:
+        if part in self.open_sections:
+            self.open_sections.remove(part)
+            use = self.gpus.setdefault(part.gpu or 0, GpuUse())
+            use.active = max(use.active - 1, 0)
+            use.last = part.end if part.end is not None else self.now
+            if use.active == 0:
+                end_line = part.line_of("GPU_END") or (lineno, "")
+                use.idle_since = (self.now, end_line)
+        for g, holder in list(self.holding.items()):
+            if holder is part:
+                del self.holding[g]
+        part.outcome = outcome
+        if part.end is None:
+            part.end = self.now
+        self._check_unguarded(part)
+        jobrec = self.jobs.get((part.run, part.job))
+        if jobrec is not None:
+            if outcome == "done":
+                jobrec.partitions_done += 1
+                jobrec.last_end = (
+                    part.end if jobrec.last_end is None else max(jobrec.last_end, part.end)
+                )
+            else:
+                jobrec.failed = True
+            jobrec.partitions_seen.add(part.partition)
+            jobrec.open -= 1
+        self.parts.pop((part.run, part.job, part.partition), None)
+        self.closed_count += 1
+        if len(self.closed) < self.keep:
+            self.closed.append(part)
+        if self.on_close is not None:
+            self.on_close(part)
+        if jobrec is not None and jobrec.open <= 0:
+            self._job_finished(jobrec)
+
+    def _job_finished(self, job: Job) -> None:
+        """A job with no open partition left: fold its statistics under its kind."""
+        n = len(job.partitions_seen)
+        synth_v = job.values.get("synth_ms")
+        kind = (
+            self.forced_kind
+            or job.kind
+            or kind_of(n, sum(synth_v) / len(synth_v) if synth_v else None)
+        )
+        if kind.startswith("unknown") and len(self.circuits) == 1:  # the one PCE it used
+            kind = CIRCUIT_KINDS.get(next(iter(self.circuits)), kind)
+        job.kind = kind
+        # done: every partition it started came back (cuzk starts all of a job's
+        # partitions' synthesis at once, so the log names them all)
+        if not job.failed and job.partitions_done == n and n and job.last_end is not None:
+            self.done_n += 1
+            t = float(job.last_end) + 1000.0 * self.run_offsets.get(job.run, 0.0)
+            self.done_first = t if self.done_first is None else min(self.done_first, t)
+            self.done_last = t if self.done_last is None else max(self.done_last, t)
+        ks = self.kind_stats.setdefault(kind, {})
+        for name, vals in job.values.items():
+            ks.setdefault(name, Stat()).extend(vals, job.first_lines.get(name))
+        self.jobs_per_kind[kind] = self.jobs_per_kind.get(kind, 0) + 1
+        if len(self.jobs_kept) < self.keep:
+            self.jobs_kept.append(
+                {
+                    "offset_s": self.run_offsets.get(job.run, 0.0),
+                    "synth_end_ms": job.synth_end,
+                    "last_pickup_ms": job.last_pickup,
+                    "run": job.run,
+                    "job": job.job,
+                    "kind": kind,
+                    "partitions": n,
+                    "partitions_done": job.partitions_done,
+                    "failed": job.failed,
+                    "first_ms": job.first_ms,
+                    "last_end_ms": job.last_end,
+                }
+            )
+        self.jobs.pop((job.run, job.job), None)
+
+    def _stat(self, part: Partition | None, name: str, value: object, lineno: int) -> None:
+        v = float(value)  # type: ignore[arg-type]
+        if part is None:
+            self.orphan_stats.setdefault(name, Stat()).add(v, lineno)
+            return
+        job = self.jobs.get((part.run, part.job))
+        if job is None:
+            self.orphan_stats.setdefault(name, Stat()).add(v, lineno)
+            return
+        vals = job.values.get(name)
+        if vals is None:
+            job.values[name] = [v]
+            job.first_lines[name] = lineno
+        else:
+            vals.append(v)
+
+    # --- C++ timing lines ---
+
+    def _attribute(self, slot: str, r: Record) -> Partition | None:
+        for part in self.open_sections:
+            if slot not in part.slots:
+                part.slots.add(slot)
+                return part
+        return None
+
+    def _timing(self, r: Record) -> None:
+        f = r.fields
+        slot = None
+        for k in f:
+            slot = SLOT_OF_KEY.get(k)
+            if slot is not None:
+                break
+        else:
+            return
+        sec = self._attribute(slot, r)
+        for key, v in f.items():
+            if key in ("gpu_tid", "num_circuits"):
+                continue
+            if sec is not None:
+                sec.timing[key] = int(v)  # type: ignore[arg-type]
+            if key in FIGURES:
+                self._stat(sec, key, v, r.lineno)
+        if slot == "b_g2":
+            self.variant["b_g2_cpu"] = self.variant.get("b_g2_cpu", 0) + 1
+        if slot == "lock":
+            self.variant["mutex_lines"] = self.variant.get("mutex_lines", 0) + 1
+            wait = int(f.get("mutex_wait_ms", 0))  # type: ignore[arg-type]
+            self.mutex_wait.add(wait, r.lineno)
+            if wait > self.worst_wait[0]:
+                self.worst_wait = (wait, r.lineno, r.text)
+            if sec is not None:
+                self._lock_taken(sec, r)
+        elif slot == "held":
+            self.mutex_held.add(int(f.get("mutex_held_ms", 0)), r.lineno)  # type: ignore[arg-type]
+            if sec is not None:
+                g = self._physical_gpu(sec)
+                self.gpus.setdefault(sec.gpu or 0, GpuUse()).held_ms += int(f["mutex_held_ms"])  # type: ignore[arg-type]
+                if self.holding.get(g) is sec:
+                    del self.holding[g]
+        elif slot == "ntt":
+            self.variant["ntt_lines"] = self.variant.get("ntt_lines", 0) + 1
+
+    def _lock_taken(self, sec: Partition, r: Record) -> None:
+        """Two sections of one GPU between their lock and held lines: no exclusion."""
+        g = self._physical_gpu(sec)
+        other = self.holding.get(g)
+        if other is not None and other is not sec and other.worker != sec.worker:
+            ev = [x for x in (other.line_of("GPU_START"), sec.line_of("GPU_START")) if x]
+            self.book.add(
+                "concurrent_gpu_sections",
+                f"Workers {other.worker} and {sec.worker} were inside the GPU mutex of GPU "
+                f"{g} at the same time (a second pre_lock/mutex_wait line before the first "
+                "holder's mutex_held line): the mutex does not serialise that GPU's "
+                "sections, so their buffers add up in its VRAM.",
+                ev + [(r.lineno, r.text)],
+            )
+        self.holding[g] = sec
+
+    def _physical_gpu(self, sec: Partition) -> int:
+        if self.routed_to_gpu0():
+            return 0
+        return sec.gpu or 0
+
+    def worker_name(self, wid: int | None) -> str:
+        """The model's name for a worker (`gpu<assigned>-w<index>`), so traces match."""
+        if wid is None:
+            return "worker ?"
+        return f"gpu{self.workers.get(wid, 0)}-w{self.worker_sub.get(wid, wid)}"
+
+    def routed_to_gpu0(self) -> bool:
+        assigned = set(self.workers.values())
+        return len(assigned) >= 2 and bool(self.cpp_gpus) and set(self.cpp_gpus) == {0}
+
+    def _check_unguarded(self, part: Partition) -> None:
+        """At close: did this section overlap another worker's on the same GPU while
+        neither printed mutex lines? Then nothing kept them apart."""
+        if part.start is None or part.guarded:
+            return
+        g = self._physical_gpu(part)
+        recent = self.recent.setdefault(g, deque(maxlen=64))
+        for other in recent:
+            if other.worker == part.worker or other.guarded or other.start is None:
+                continue
+            o_end = other.end if other.end is not None else self.now
+            if (
+                other.start <= part.end
+                and part.start <= o_end
+                and (
+                    min(o_end, part.end) - max(other.start, part.start) > 0
+                    or other.start == part.start
+                )
+            ):
+                same_ms = abs(other.start - part.start) <= 1
+                when = "in the same millisecond" if same_ms else "with overlapping sections"
+                ev = [x for x in (other.line_of("GPU_START"), part.line_of("GPU_START")) if x]
+                self.book.add(
+                    "concurrent_gpu_sections",
+                    f"Workers {other.worker} and {part.worker} entered GPU sections of GPU "
+                    f"{g} {when} and neither printed the mutex lines (pre_lock_cpu_ms / "
+                    "mutex_held_ms): nothing serialises them, so both workers' buffers "
+                    "(d_a cache, NTT scratch, MSM buckets) must fit in that GPU's VRAM at once.",
+                    ev,
+                )
+                break
+        recent.append(part)
+
+    # --- other records ---
+
+    def _prestage(self, r: Record) -> None:
+        outcome = str(r.fields.get("prestage_setup"))
+        self.variant[f"prestage_{outcome}"] = self.variant.get(f"prestage_{outcome}", 0) + 1
+        self._attribute("prestage", r)
+        if outcome in ("fallback", "skip_vram"):
+            err = r.fields.get("err")
+            why = (
+                f"failed with cudaError {err}{' (out of memory)' if err == 2 else ''}"
+                if outcome == "fallback"
+                else "was skipped by the memory-aware check (not enough free VRAM)"
+            )
+            ev = [(r.lineno, r.text)]
+            if self.last_prestage_vram:
+                ev.insert(0, self.last_prestage_vram)
+            self.book.add(
+                "prestage_fallback",
+                f"Pre-staging of a/b/c {why} and the partition fell back to the unstaged "
+                "upload path: the staged buffers of the workers of one GPU do not fit "
+                "beside each other (every fallback gives up the Phase 9 speed-up).",
+                ev,
+            )
+
+    def _engine_start(self, r: Record) -> None:
+        self.engine_starts += 1
+        if self.engine_starts > 1:  # a restart: TIMELINE offsets start again from 0
+            self._close_all("unfinished", r.lineno)
+            self.run += 1
+            self.now = 0
+            for use in self.gpus.values():
+                use.active = 0
+                use.idle_since = None
+            self.queue = self.synth_active = 0
+            self.holding.clear()
+        if self.epoch_wall is None and r.t_wall is not None:
+            self.epoch_wall = r.t_wall
+        elif self.epoch_wall is not None and r.t_wall is not None:
+            self.run_offsets[self.run] = r.t_wall - self.epoch_wall
+
+    def _worker_started(self, r: Record) -> None:
+        wid, gpu = _int(r.fields.get("worker_id")), _int(r.fields.get("gpu"))
+        if wid is not None and gpu is not None:
+            self.workers[wid] = gpu
+            sub = _int(r.fields.get("sub_id"))
+            self.worker_sub[wid] = sub if sub is not None else wid
+            self.worker_lines.setdefault(wid, (r.lineno, r.text))
+
+    def _crash(self, r: Record) -> None:
+        if not r.fields.get("oom", True):
+            return
+        panic = r.kind in ("rust_panic", "cpp_terminate", "model_panic")
+        count = panic or not self.ooms  # an ERROR line after a panic is the same event
+        if len(self.ooms) < 16:
+            self.ooms.append(r)
+        msg = str(r.fields.get("message", r.text)).strip()
+        where = _oom_where(msg)
+        gpu = self._open_gpu()
+        ev = [(r.lineno, r.text.split("\n")[0])]
+        if "\n" in r.text:
+            ev.append((r.lineno + 1, r.text.split("\n")[1]))
+        if self.last_da is not None:
+            ev.insert(0, self.last_da)
+        on = f" on GPU {gpu}" if gpu is not None else ""
+        self.book.add(
+            "oom",
+            f"Out of GPU memory{on} in {where}: the worker panicked and its partition (and "
+            "proof) failed"
+            + (
+                "; two GPU sections were running at once (see concurrent_gpu_sections)"
+                if self.book.has("concurrent_gpu_sections") or len(self.open_sections) > 1
+                else ""
+            )
+            + ".",
+            ev,
+            count=count,
+            anchor=r.lineno,
+        )
+        for part in list(self.open_sections):  # the panic unwinds an open section
+            if part.gpu == gpu and len(self.open_sections) == 1:
+                self._close(part, "failed", r.lineno)
+
+    def _open_gpu(self) -> int | None:
+        gpus = {self._physical_gpu(p) for p in self.open_sections}
+        if len(gpus) == 1:
+            return gpus.pop()
+        if self.last_da is not None and not gpus:
+            return None
+        return min(gpus) if gpus else None
+
+    def _gpu_failed(self, r: Record) -> None:
+        err = str(r.fields.get("error", ""))
+        if any(p in err for p in ("out of memory", "cudaErrorMemoryAllocation")):
+            self._crash(r)
+        job, p = r.fields.get("job_id"), _int(r.fields.get("partition"))
+        if job is not None:
+            part = self.parts.get((self.run, str(job), p))
+            if part is not None:
+                self._close(part, "failed", r.lineno)
+                return
+        if len(self.open_sections) == 1:
+            self._close(self.open_sections[0], "failed", r.lineno)
+
+    def _close_all(self, outcome: str, lineno: int) -> None:
+        for part in list(self.open_sections):
+            self._close(part, outcome, lineno)
+        for key in list(self.parts):
+            part = self.parts.get(key)
+            if part is not None:
+                self._close(part, outcome if part.start is not None else "unfinished", lineno)
+        for job in list(self.jobs.values()):
+            self._job_finished(job)
+
+    # --- the end ---
+
+    def finish(self) -> Analyzer:
+        self._close_all("unfinished", self.now_line)
+        self._end_findings()
+        return self
+
+    def _end_findings(self) -> None:
+        if self.routed_to_gpu0():
+            others = sorted({g for g in self.workers.values() if g != 0})
+            ev = [self.worker_lines[w] for w in sorted(self.worker_lines) if self.workers[w] != 0][
+                :2
+            ]
+            ev += [self.cpp_gpus[0]]
+            self.book.add(
+                "routing_to_gpu0",
+                f"Workers were assigned to GPUs {sorted(set(self.workers.values()))}, but "
+                "the per-GPU lines of the C++ prover (d_a cache, pool threshold) name GPU 0 "
+                f"only: the GPU work of GPUs {others} ran on GPU 0 (gpu_index not passed "
+                "down), so those GPUs idle and GPU 0 carries every worker's buffers.",
+                ev,
+            )
+        for cid, (n, text) in self.pce_save_failed.items():
+            self.book.add(
+                "pce_save_failed",
+                f"The PCE of {cid} could not be saved to the param cache, so it is "
+                "re-extracted after every daemon restart (83 s and 14 GiB of host memory "
+                "for SnapDeals): make the param cache writable by the daemon's user.",
+                [(n, text)],
+            )
+        for cid, seen in self.pce_extracted.items():
+            if len(seen) > 1:
+                total = sum(ms_ for _, _, ms_ in seen) / 1000
+                self.book.add(
+                    "pce_reextracted",
+                    f"The PCE of {cid} was extracted {len(seen)} times in this log "
+                    f"({total:.0f} s in all); after the first it should load from disk.",
+                    [(n, t) for n, t, _ in seen],
+                )
+        if (
+            self.mutex_held.n >= 4
+            and self.mutex_wait.total >= MUTEX_CONTENTION_SHARE * self.mutex_held.total
+        ):
+            share = self.mutex_wait.total / max(self.mutex_held.total, 1)
+            self.book.add(
+                "mutex_contention",
+                f"Workers waited on the GPU mutex {self.mutex_wait.total / 1000:.1f} s in "
+                f"all, {share:.0%} of the {self.mutex_held.total / 1000:.1f} s it was held "
+                f"({self.mutex_wait.n} sections): the GPU section is the bottleneck, more "
+                "workers per GPU only queue behind it.",
+                [(self.worst_wait[1], self.worst_wait[2])],
+            )
+        for g, use in sorted(self.gpus.items()):
+            window = (use.last or 0) - (use.first or 0)
+            if (
+                window > 0
+                and use.starved_ms >= SYNTHESIS_BOUND_SHARE * window
+                and use.sections >= 2
+            ):
+                gap, before, after = use.longest_gap or (0.0, (0, ""), (0, ""))
+                self.book.add(
+                    "synthesis_bound",
+                    f"GPU {g} sat idle with an empty GPU queue while synthesis ran for "
+                    f"{use.starved_ms / 1000:.1f} s, {use.starved_ms / window:.0%} of its "
+                    f"{window / 1000:.1f} s of work (longest gap {gap / 1000:.1f} s): "
+                    "synthesis, not the GPU, sets the pace.",
+                    [x for x in (before, after) if x[0]],
+                )
+
+    # --- results ---
+
+    def observed_seconds_per_proof(self) -> float | None:
+        """As the model defines it: (last done − first done) / (done − 1)."""
+        if self.done_n >= 2 and self.done_first is not None and self.done_last is not None:
+            return (self.done_last - self.done_first) / 1000 / (self.done_n - 1)
+        return None
+
+    def occupancy(self) -> dict[int, dict]:
+        out = {}
+        for g, use in sorted(self.gpus.items()):
+            window = (use.last or 0) - (use.first or 0)
+            out[g] = {
+                "sections": use.sections,
+                "window_s": window / 1000,
+                "busy_s": use.busy_ms / 1000,
+                "busy_share": use.busy_ms / window if window > 0 else None,
+                "mutex_held_s": use.held_ms / 1000,
+                "starved_s": use.starved_ms / 1000,
+            }
+        return out
+
+
+def _int(v: object) -> int | None:
+    if v is None:
+        return None
+    try:
+        return int(str(v).removeprefix("Some(").removesuffix(")"))
+    except ValueError:
+        return None
+
+
+def _oom_where(msg: str) -> str:
+    if "cudaMallocAsync" in msg:
+        return "sppark Dmalloc (cudaMallocAsync, util/gpu_t.cuh)"
+    if "cudaMalloc" in msg:
+        return "cudaMalloc"
+    if "allocating " in msg:  # the model's panic: "... allocating d_b (8.00 GiB, free ...)"
+        rest = msg.split("allocating ", 1)[1]
+        return "the allocation of " + rest.split(" partition ")[0]
+    if "out of host memory" in msg:
+        return "host memory: " + msg
+    return "a CUDA allocation"

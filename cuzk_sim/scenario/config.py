@@ -1,0 +1,117 @@
+"""The engine's configuration from a validated scenario: the hardware it runs on (checked
+against the profile: a card smaller than its context, a budget smaller than one proof,
+are impossible), the cuzk engine keys, and the workload's arrivals."""
+
+from __future__ import annotations
+
+from cuzk_sim.calibration import Profile
+from cuzk_sim.input_errors import InputError
+from cuzk_sim.model.allocator import NEVER
+from cuzk_sim.model.engine import Arrivals, EngineConfig
+from cuzk_sim.plans.circuits import CircuitShape
+from cuzk_sim.scenario.schema import ScenarioFile
+from cuzk_sim.units import parse_duration, parse_size
+
+
+def impossible(source: str, what: str) -> InputError:
+    return InputError(f"{source}: impossible hardware: {what}")
+
+
+def vram_bytes(spec: ScenarioFile, profile: Profile, source: str) -> int:
+    """The card's size: `hardware.vram`, else the `hardware.card` preset's, else the
+    profile's; above the CUDA context."""
+    from cuzk_sim.cards import card
+
+    hw = spec.hardware
+    if hw.vram:
+        vram, what = parse_size(hw.vram), f"hardware.vram ({hw.vram})"
+    elif hw.card:
+        vram, what = card(hw.card).vram_bytes, f"hardware.card ({hw.card})"
+    else:
+        vram, what = profile.vram, f"the profile's VRAM ({profile.name})"
+    if vram <= context_bytes(spec, profile):
+        raise impossible(source, f"{what} must exceed the CUDA context")
+    return vram
+
+
+def context_bytes(spec: ScenarioFile, profile: Profile) -> int:
+    ctx = spec.hardware.context_overhead
+    return parse_size(ctx) if ctx else profile.context_overhead
+
+
+def host_cores(spec: ScenarioFile, profile: Profile) -> int:
+    return spec.hardware.host_cores or profile.host_cores
+
+
+def host_budget(spec: ScenarioFile, source: str) -> int:
+    """engine.memory: "auto" = host RAM - safety margin, or a size within host RAM."""
+    host, memory = parse_size(spec.hardware.host_ram), spec.engine.memory
+    if memory.total_budget == "auto":
+        return host - parse_size(memory.safety_margin)
+    budget = parse_size(memory.total_budget)
+    if budget > host:
+        raise impossible(source, "engine.memory.total_budget exceeds hardware.host_ram")
+    return budget
+
+
+def check_devices(spec: ScenarioFile, source: str) -> None:
+    for d in spec.engine.gpus.devices:
+        if not 0 <= d < spec.hardware.gpus:
+            raise impossible(
+                source, f"engine.gpus.devices names GPU {d}; hardware.gpus = {spec.hardware.gpus}"
+            )
+
+
+def check_host_fits(
+    spec: ScenarioFile, shapes: dict[str, CircuitShape], profile: Profile, budget: int, source: str
+) -> None:
+    """One proof's partitions, and a PCE extraction, must fit the host budget."""
+    for w in spec.workload:
+        shape = shapes[w.kind]
+        need = (w.partitions or shape.partitions) * shape.host_bytes
+        if need > budget:
+            raise impossible(
+                source,
+                f"one {w.kind} proof needs {need / 2**30:.1f} GiB of host memory for its "
+                f"partitions; the budget (engine.memory) is {budget / 2**30:.1f} GiB",
+            )
+    if profile.pce_host_bytes > budget:
+        raise impossible(source, "PCE extraction needs more host memory than the budget")
+
+
+def engine_config(
+    spec: ScenarioFile, profile: Profile, vram: int, budget: int, source: str
+) -> EngineConfig:
+    hw, eng, var = spec.hardware, spec.engine, spec.variant
+    threshold = var.pool_release_threshold
+    return EngineConfig(
+        gpus=hw.gpus,
+        vram=vram,
+        context_overhead=context_bytes(spec, profile),
+        host_ram_budget=budget,
+        host_cores=host_cores(spec, profile),
+        gpu_workers_per_device=eng.gpus.gpu_workers_per_device,
+        devices=tuple(eng.gpus.devices),
+        synthesis_concurrency=eng.pipeline.synthesis_concurrency,
+        synthesis_lookahead=eng.pipeline.synthesis_lookahead,
+        max_parallel_synthesis=eng.pipeline.max_parallel_synthesis,
+        routing=var.routing,
+        pool_release_threshold=NEVER if threshold == "max" else parse_size(threshold),
+        on_oom=spec.on_oom,
+        pce_writable=eng.pce.cache_writable,
+        pce_on_disk=tuple(eng.pce.cached),
+        restarts_s=tuple(parse_duration(t) for t in spec.restarts),
+        duration_s=parse_duration(spec.duration) if spec.duration else None,
+        seed=spec.seed,
+        arrivals=tuple(
+            Arrivals(
+                kind=w.kind,
+                count=w.count,
+                start_s=parse_duration(w.start),
+                every_s=parse_duration(w.every) if w.every else None,
+                poisson=w.arrival == "poisson",
+                partitions=w.partitions,
+            )
+            for w in spec.workload
+        ),
+    )

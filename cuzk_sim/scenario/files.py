@@ -1,0 +1,49 @@
+"""Which TOML files in a searched folder are scenarios.
+
+`check` and `gate` search folders recursively (scenarios/, scenarios/gate/). A folder may
+also hold the files scenarios refer to or that vary them: a calibration profile named by a
+scenario's `profile = "my-card.toml"`, a sweep spec or a validation spec (`base = ...`).
+Those are not scenarios and are skipped; a file that is none of these is loaded as a
+scenario, so a broken scenario is reported, never skipped.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from cuzk_sim.input_errors import InputError
+
+TomlKind = Literal["scenario", "spec", "profile"]
+
+
+def toml_kind(path: Path) -> TomlKind:
+    """'spec': a top-level `base` (the scenario it varies) and no `workload`; 'profile': a
+    `[kernel]` table and no `workload`; else 'scenario' (unreadable files too: the scenario
+    loader reports them)."""
+    try:
+        raw = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return "scenario"
+    if "workload" in raw:
+        return "scenario"
+    if "base" in raw:
+        return "spec"
+    if isinstance(raw.get("kernel"), dict):
+        return "profile"
+    return "scenario"
+
+
+def scenario_files(paths: list[Path]) -> list[Path]:
+    """Scenario TOML files: files as given, folders searched recursively without the
+    profiles and sweep/validation specs found there."""
+    files: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            files += [f for f in sorted(p.rglob("*.toml")) if toml_kind(f) == "scenario"]
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise InputError(f"{p}: no such file or folder")
+    return files

@@ -1,0 +1,130 @@
+"""Which plan each proof kind replays, and the host side of its partitions.
+
+Three sources: the cuzk plan builder (every kind, by default), a Plan JSON file
+(`[plan] file`), or our GPU prover's live dry run (`[plan] gpu_prover`); the last two
+replace the kinds in `[plan] kinds` (default: every kind in the workload).
+
+The host side of a replaced kind's partitions (the engine's synthesis time, the host RAM a
+synthesized partition holds, its PCE) follows the plan's shape: when the plan names its
+FFT domain (`meta.domain_size`, as our prover's dry run and `cuzk-sim gpu-plan --json`
+write it), the kind's published constraints and host bytes per partition are scaled by
+plan domain / the kind's domain, so a 2^10 plan is not priced as a 2^27 PoRep partition.
+`[plan.host]` states them instead (`synthesis = "0 s"` for pre-synthesized partitions,
+`partition_bytes`, `pce = false`). The PCE's transient host bytes stay the profile's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from cuzk_sim.input_errors import InputError, from_validation, key_path
+from cuzk_sim.input_files import MAX_JSON_BYTES
+from cuzk_sim.plan import Plan, PlanError
+from cuzk_sim.plans.circuits import SHAPES, CircuitShape
+from cuzk_sim.plans.cuzk import CuzkVariant, build_partition_plan
+from cuzk_sim.plans.gpu_prover import gpu_prover_plan
+from cuzk_sim.reference.formats.files import read_limited
+from cuzk_sim.scenario.flags import build_flags, flags_model
+from cuzk_sim.scenario.schema import GpuProverShape, PlanHost, PlanSource, ScenarioFile
+from cuzk_sim.units import parse_duration, parse_size
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionPlans:
+    """Per proof kind: the plan a GPU worker runs and the circuit the engine synthesizes."""
+
+    plans: dict[str, Plan]
+    shapes: dict[str, CircuitShape]
+
+
+def partition_plans(
+    spec: ScenarioFile, variant: CuzkVariant, vram: int, source: str, base: Path | None
+) -> PartitionPlans:
+    kinds = sorted({w.kind for w in spec.workload})
+    plans = {k: build_partition_plan(SHAPES[k], variant, vram) for k in kinds}
+    shapes = dict(SHAPES)
+    if spec.plan is not None:
+        replay = _replayed_plan(spec.plan, source, base)
+        for k in spec.plan.kinds or kinds:
+            plans[k] = replay
+            shapes[k] = replayed_shape(SHAPES[k], replay, spec.plan.host)
+    return PartitionPlans(plans, shapes)
+
+
+def _replayed_plan(src: PlanSource, source: str, base: Path | None) -> Plan:
+    if src.gpu_prover is not None:
+        return gpu_prover_plan_of(src.gpu_prover, source)
+    assert src.file is not None  # the schema checks that there is exactly one source
+    plan_path = Path(src.file)
+    if base is not None and not plan_path.is_absolute():
+        plan_path = base / plan_path
+    try:  # a regular file only, read up to a byte limit (never /dev/zero for ever)
+        return Plan.from_json(read_limited(plan_path, MAX_JSON_BYTES).decode(), str(plan_path))
+    except FileNotFoundError:
+        raise InputError(f"{source}: plan.file: no such file {plan_path}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{source}: plan.file: cannot read {plan_path} ({e})") from None
+    except PlanError as e:
+        raise InputError(f"{source}: plan.file: {e}") from None
+
+
+def gpu_prover_plan_of(raw: dict, source: str, at: tuple = ("plan", "gpu_prover")) -> Plan:
+    """The replayed plan of a `[plan] gpu_prover` table `raw`: GpuProverShape's keys plus
+    the keys of the prover's ProverFlags as it is now (flags.py). Errors name `source` and
+    the table's key path `at` (another file format may hold such a table elsewhere)."""
+    key = f"{source}: {key_path(at)}"
+    try:
+        from cuzk_sim.gpu import prover
+    except ImportError as e:
+        raise InputError(f"{key}: our GPU prover (cuzk_sim.gpu) cannot be imported: {e}") from None
+    try:
+        keys = flags_model(prover.ProverFlags, GpuProverShape).model_validate(raw)
+    except ValidationError as e:
+        raise from_validation(source, e, prefix=at) from None
+    except TypeError as e:  # ProverFlags is no dataclass any more
+        raise InputError(f"{key}: the prover's ProverFlags changed: {e}") from None
+    n = 1 << keys.domain_log2
+    num_vars = keys.num_vars if keys.num_vars is not None else n
+    if keys.num_public + 1 >= num_vars:
+        raise InputError(f"{key}.num_public: must be below num_vars - 1 ({num_vars - 1})")
+    h_len = n - 1 if keys.reduction == "bellman" else n
+    assume = parse_size(keys.assume_free) if keys.assume_free is not None else None
+    try:
+        shape = prover.PartitionShape(n, num_vars, keys.num_public, h_len, keys.reduction)
+        flags = build_flags(prover.ProverFlags, keys, key)
+    except TypeError as e:  # the prover's API moved under the scenario schema
+        raise InputError(f"{key}: the prover's PartitionShape/ProverFlags changed: {e}") from None
+    return gpu_prover_plan(shape, flags, assume, key)
+
+
+def plan_domain(plan: Plan) -> int | None:
+    """The FFT domain a plan says it proves (`meta.domain_size`, a power of two), if any."""
+    domain = plan.meta.get("domain_size")
+    if isinstance(domain, int) and not isinstance(domain, bool) and domain > 0:
+        return domain if domain & (domain - 1) == 0 else None
+    return None
+
+
+def replayed_shape(kind: CircuitShape, plan: Plan, host: PlanHost) -> CircuitShape:
+    """The circuit the engine synthesizes for a partition that replays `plan` (see the
+    module docstring): the kind's, scaled to the plan's domain, overridden by `host`."""
+    shape, domain = kind, plan_domain(plan)
+    if domain is not None and domain != kind.domain:
+        scale = domain / kind.domain
+        shape = dataclasses.replace(
+            kind,
+            constraints=round(kind.constraints * scale),
+            domain_log2=domain.bit_length() - 1,
+            host_bytes=round(kind.host_bytes * scale),
+        )
+    return dataclasses.replace(
+        shape,
+        host_bytes=shape.host_bytes
+        if host.partition_bytes is None
+        else parse_size(host.partition_bytes),
+        synthesis_s=None if host.synthesis is None else parse_duration(host.synthesis),
+        pce=host.pce,
+    )

@@ -1,0 +1,222 @@
+"""Predicted against real: per run, the confusion matrix, the summary and the criteria.
+
+A run's key is `config@cap`; it may have been run several times (repeats). The model's
+side of a row is its prediction for the card the real run really had (`achieved_vram`:
+the ballast sets free memory in 2 MiB steps, so up to 2 MiB more than the cap); the
+prediction registered before the run, at the cap itself, is kept as `preregistered_oom`
+and counted apart. When the
+real verdicts of one key differ between repeats the run is *timing-dependent*: its OOM
+frequency is reported and it counts neither as agreement nor as disagreement. Errors
+are relative to the real figure (the device is right): (predicted - real) / real.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# the issue's acceptance criteria
+AGREEMENT_MIN = 0.98
+PEAK_TOLERANCE = 0.02
+SPP_TOLERANCE = 0.10
+SPP_MIN_PARTITIONS = 4
+
+
+@dataclass(frozen=True)
+class RunRow:
+    key: str
+    config: str
+    cap: str
+    vram: int
+    partitions: int
+    repeats: int
+    predicted_oom: bool
+    preregistered_oom: bool  # the prediction written before the run, at the cap
+    achieved_vram: int
+    real_oom: bool | None  # None: timing-dependent (see oom_frequency)
+    oom_frequency: float  # real OOMs / repeats
+    predicted_buffer: str | None
+    real_buffer: str | None
+    peak_error: float | None  # no OOM on either side
+    predicted_peak: int
+    real_peak: int
+    spp_error: float | None  # >= SPP_MIN_PARTITIONS partitions, both completed
+    predicted_spp: float | None
+    real_spp: float | None
+
+    @property
+    def timing_dependent(self) -> bool:
+        return self.real_oom is None
+
+    @property
+    def agrees(self) -> bool | None:
+        return None if self.real_oom is None else self.real_oom == self.predicted_oom
+
+
+def _peak(d: dict[str, Any]) -> int:
+    return max((int(v) for v in d["peak_vram_bytes"].values()), default=0)
+
+
+def compare_runs(predictions: list[dict], reals: list[dict]) -> list[RunRow]:
+    by_key: dict[str, list[dict]] = {}
+    for r in reals:
+        by_key.setdefault(r["key"], []).append(r)
+    rows = []
+    for p in predictions:
+        runs = sorted(by_key.get(p["key"], []), key=lambda r: r["repeat"])
+        if not runs:
+            continue
+        model, first = runs[0].get("model_at_achieved") or p["model"], runs[0]["real"]
+        verdicts = [bool(r["real"]["oom"]) for r in runs]
+        real_oom = verdicts[0] if len(set(verdicts)) == 1 else None
+        pred_oom = bool(model["oom"])
+        peak_err = None
+        pp, rp = _peak(model), _peak(first)
+        if not pred_oom and real_oom is False and rp:
+            peak_err = (pp - rp) / rp
+        spp_err = None
+        ps, rs = model["seconds_per_proof"], first["seconds_per_proof"]
+        if p["partitions"] >= SPP_MIN_PARTITIONS and ps and rs and not pred_oom and not verdicts[0]:
+            spp_err = (ps - rs) / rs
+        rows.append(
+            RunRow(
+                key=p["key"],
+                config=p["config"],
+                cap=p["cap"],
+                vram=p["vram"],
+                partitions=p["partitions"],
+                repeats=len(runs),
+                predicted_oom=pred_oom,
+                preregistered_oom=bool(p["model"]["oom"]),
+                achieved_vram=int(runs[0].get("achieved_vram") or p["vram"]),
+                real_oom=real_oom,
+                oom_frequency=sum(verdicts) / len(verdicts),
+                predicted_buffer=model["first_oom_buffer"],
+                real_buffer=first["first_oom_buffer"],
+                peak_error=peak_err,
+                predicted_peak=pp,
+                real_peak=rp,
+                spp_error=spp_err,
+                predicted_spp=ps,
+                real_spp=rs,
+            )
+        )
+    return rows
+
+
+def summarize(rows: list[RunRow]) -> dict[str, Any]:
+    decided = [r for r in rows if not r.timing_dependent]
+    agree = sum(bool(r.agrees) for r in decided)
+    matrix = {
+        "predicted_oom": {"real_oom": 0, "real_fits": 0},
+        "predicted_fits": {"real_oom": 0, "real_fits": 0},
+    }
+    for r in decided:
+        matrix["predicted_oom" if r.predicted_oom else "predicted_fits"][
+            "real_oom" if r.real_oom else "real_fits"
+        ] += 1
+    both = [r for r in decided if r.predicted_oom and r.real_oom]
+    buffers_agree = sum(r.predicted_buffer == r.real_buffer for r in both)
+    peaks = [r for r in rows if r.peak_error is not None]
+    spps = [r for r in rows if r.spp_error is not None]
+    agreement = agree / len(decided) if decided else None
+    prereg = sum(r.preregistered_oom == r.real_oom for r in decided)
+    return {
+        "runs": len(rows),
+        "real_executions": sum(r.repeats for r in rows),
+        "timing_dependent": [
+            {"key": r.key, "oom_frequency": r.oom_frequency, "repeats": r.repeats}
+            for r in rows
+            if r.timing_dependent
+        ],
+        "decided": len(decided),
+        "agreeing": agree,
+        "agreement": agreement,
+        "preregistered_agreeing": prereg,
+        "confusion": matrix,
+        "both_oom": len(both),
+        "first_buffer_agrees": buffers_agree,
+        "peak_runs": len(peaks),
+        "peak_within": sum(abs(r.peak_error) <= PEAK_TOLERANCE for r in peaks),  # type: ignore[arg-type]
+        "peak_max_abs_error": max((abs(r.peak_error) for r in peaks), default=None),  # type: ignore[arg-type]
+        "spp_runs": len(spps),
+        "spp_within": sum(abs(r.spp_error) <= SPP_TOLERANCE for r in spps),  # type: ignore[arg-type]
+        "spp_max_abs_error": max((abs(r.spp_error) for r in spps), default=None),  # type: ignore[arg-type]
+        "criteria": {
+            "oom_agreement_98pct": agreement is not None and agreement >= AGREEMENT_MIN,
+            "first_buffer_where_both_oom": buffers_agree == len(both),
+            "peak_within_2pct": all(abs(r.peak_error) <= PEAK_TOLERANCE for r in peaks),  # type: ignore[arg-type]
+            "spp_within_10pct": all(abs(r.spp_error) <= SPP_TOLERANCE for r in spps),  # type: ignore[arg-type]
+        },
+    }
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:+.2f} %"
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f}"
+
+
+def _oom(x: bool | None, freq: float) -> str:
+    return f"flips ({100 * freq:.0f} % OOM)" if x is None else ("OOM" if x else "fits")
+
+
+def report_markdown(rows: list[RunRow], summary: dict[str, Any], header: str = "") -> str:
+    """The tables of docs/validation.md: one row per run, the matrix, the summary."""
+    out = [header] if header else []
+    out += [
+        "| run | VRAM MiB | parts | predicted | real | first OOM buffer (pred / real) "
+        "| peak MiB (pred / real) | peak err | s/proof (pred / real) | s/proof err |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        buf = (
+            "-"
+            if not (r.predicted_buffer or r.real_buffer)
+            else (f"{r.predicted_buffer or '-'} / {r.real_buffer or '-'}")
+        )
+        spp = (
+            "-"
+            if r.predicted_spp is None and r.real_spp is None
+            else (f"{r.predicted_spp or 0:.3f} / {r.real_spp or 0:.3f}")
+        )
+        mark = "" if r.agrees is not False else " **≠**"
+        out.append(
+            f"| {r.key} | {_mib(r.achieved_vram)} | {r.partitions} | {_oom(r.predicted_oom, 0)} | "
+            f"{_oom(r.real_oom, r.oom_frequency)}{mark} | {buf} | {_mib(r.predicted_peak)} / "
+            f"{_mib(r.real_peak)} | {_pct(r.peak_error)} | {spp} | {_pct(r.spp_error)} |"
+        )
+    m = summary["confusion"]
+    out += [
+        "",
+        "| | real OOM | real fits |",
+        "|---|---|---|",
+        f"| predicted OOM | {m['predicted_oom']['real_oom']} | {m['predicted_oom']['real_fits']} |",
+        f"| predicted fits | {m['predicted_fits']['real_oom']} | "
+        f"{m['predicted_fits']['real_fits']} |",
+        "",
+        f"- runs: {summary['runs']} ({summary['real_executions']} real executions with repeats); "
+        f"timing-dependent: {len(summary['timing_dependent'])}",
+        f"- OOM verdicts agree: {summary['agreeing']} / {summary['decided']} "
+        f"({_pct(summary['agreement']).lstrip('+')}); predictions registered at the caps "
+        f"before the runs: {summary['preregistered_agreeing']} / {summary['decided']}",
+        f"- first OOM buffer agrees: {summary['first_buffer_agrees']} / {summary['both_oom']} "
+        "runs where both OOM",
+        f"- peak VRAM within 2 %: {summary['peak_within']} / {summary['peak_runs']} "
+        f"(largest |error| {_pct(summary['peak_max_abs_error']).lstrip('+')})",
+        f"- s/proof within 10 % (runs of >= {SPP_MIN_PARTITIONS} partitions): "
+        f"{summary['spp_within']} / {summary['spp_runs']} "
+        f"(largest |error| {_pct(summary['spp_max_abs_error']).lstrip('+')})",
+    ]
+    for t in summary["timing_dependent"]:
+        out.append(
+            f"- timing-dependent: {t['key']}: OOM in {100 * t['oom_frequency']:.0f} % of "
+            f"{t['repeats']} runs"
+        )
+    return "\n".join(out) + "\n"
+
+
+def rows_as_dicts(rows: list[RunRow]) -> list[dict[str, Any]]:
+    return [{**asdict(r), "timing_dependent": r.timing_dependent, "agrees": r.agrees} for r in rows]

@@ -1,0 +1,213 @@
+"""Run a validation spec: predictions first (all written before any real run), then the
+real runs one by one, each appended to `real.jsonl` as soon as it ends, so that a grid
+interrupted anywhere resumes where it stopped (runs already in the file are skipped).
+
+Files in the output folder:
+  predictions.json  the model's boundary per configuration and its prediction per cap
+  real.jsonl        one line per real execution (repeats included), as it ends
+  report.md         the comparison tables; summary.json the figures and criteria
+"""
+
+from __future__ import annotations
+
+import datetime
+import fnmatch
+import json
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cuzk_sim.input_errors import InputError
+from cuzk_sim.runner import simulate
+from cuzk_sim.scenario import Scenario
+from cuzk_sim.validation.boundary import at_vram, caps_around, vram_boundary
+from cuzk_sim.validation.compare import compare_runs, report_markdown, rows_as_dicts, summarize
+from cuzk_sim.validation.spec import ValidationSpec
+
+
+def _commit() -> str:
+    if os.environ.get("CUZK_COMMIT"):
+        return os.environ["CUZK_COMMIT"]
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5
+        )
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return os.environ.get("CUZK_COMMIT", "unknown")
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def partitions_of(scn: Scenario) -> int:
+    from cuzk_sim.gpu.pipeline import RunSpec
+
+    return sum(a.partitions for a in RunSpec.from_scenario(scn).arrivals)
+
+
+def predict(spec: ValidationSpec) -> dict[str, Any]:
+    """Every configuration's boundary and the model's result at each of its caps."""
+    configs, runs = [], []
+    for c in spec.configs:
+        b = vram_boundary(c.scenario, spec.tolerance)
+        caps = caps_around(b, c.caps, c.generous, c.scenario.config.context_overhead)
+        parts = partitions_of(c.scenario)
+        configs.append(
+            {
+                "config": c.name,
+                "boundary_bytes": b.vram,
+                "unsafe_below_bytes": b.unsafe_below,
+                "card_bytes": b.card,
+                "model_runs": b.model_runs,
+                "partitions": parts,
+            }
+        )
+        for label, vram in caps:
+            result = simulate(at_vram(c.scenario, vram))
+            runs.append(
+                {
+                    "key": f"{c.name}@{label}",
+                    "config": c.name,
+                    "cap": label,
+                    "vram": vram,
+                    "partitions": parts,
+                    "model": result.to_dict(log_lines=0),
+                }
+            )
+    return {
+        "spec": spec.name,
+        "source": spec.source,
+        "date": _now(),
+        "commit": _commit(),
+        "configs": configs,
+        "runs": runs,
+    }
+
+
+def read_reals(path: Path) -> list[dict]:
+    """The real executions recorded so far (a torn last line is ignored: the run it
+    belonged to did not finish and will run again)."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+RealExecutor = Callable[[Scenario], tuple[dict, dict]]
+
+
+def pipeline_executor(device: str) -> RealExecutor:
+    """Run one scenario through gpu-run's pipeline on `device` (real or dry-run)."""
+    from cuzk_sim.gpu.pipeline import RealRun, RunSpec, backend_for
+
+    shared: dict[str, Any] = {}
+
+    def execute(scn: Scenario) -> tuple[dict, dict]:
+        spec = RunSpec.from_scenario(scn)
+        if device == "real":
+            backend = shared.setdefault("real", backend_for("real", spec))
+        else:
+            backend = backend_for("dry-run", spec)
+        run = RealRun(spec, backend)
+        result = run.execute()
+        return result.to_dict(log_lines=40), run.details()
+
+    return execute
+
+
+def run_grid(
+    spec: ValidationSpec,
+    out: Path,
+    execute: RealExecutor,
+    only: str | None = None,
+    say: Callable[[str], None] = print,
+    fresh: bool = False,
+) -> tuple[list, dict]:
+    out.mkdir(parents=True, exist_ok=True)
+    pred_path, real_path = out / "predictions.json", out / "real.jsonl"
+    if pred_path.exists() and not fresh:
+        predictions = json.loads(pred_path.read_text())
+        if predictions.get("spec") != spec.name:
+            raise InputError(
+                f"{pred_path}: holds predictions of spec {predictions.get('spec')!r}, not "
+                f"{spec.name!r}; use another --out or --fresh"
+            )
+        say(f"resuming: predictions from {pred_path} ({predictions['date']})")
+    else:
+        say(f"predicting {len(spec.configs)} configurations (bisection to {spec.tolerance:g})")
+        predictions = predict(spec)
+        tmp = pred_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(predictions, indent=1))
+        tmp.replace(pred_path)
+        if fresh and real_path.exists():
+            real_path.unlink()
+        say(f"wrote {len(predictions['runs'])} predictions to {pred_path}")
+    scenarios = {c.name: c.scenario for c in spec.configs}
+    verdict = {(r["key"], r["repeat"]): bool(r["real"]["oom"]) for r in read_reals(real_path)}
+    todo = [p for p in predictions["runs"] if only is None or fnmatch.fnmatch(p["config"], only)]
+    with real_path.open("a") as f:
+        for p in todo:
+            scn = scenarios.get(p["config"])
+            if scn is None:
+                raise InputError(f"{pred_path}: configuration {p['config']!r} is not in the spec")
+            # a run whose first real verdict disagrees is repeated: timing-dependent?
+            for repeat in range(spec.repeats + 1):
+                if repeat and verdict[(p["key"], 0)] == bool(p["model"]["oom"]):
+                    break
+                if (p["key"], repeat) in verdict:
+                    continue
+                t0 = time.perf_counter()
+                real, details = execute(at_vram(scn, p["vram"]))
+                achieved = min(details["achieved_vram_bytes"].values(), default=p["vram"])
+                at_achieved = None
+                if achieved != p["vram"]:  # the ballast's 2 MiB steps: the card really had
+                    at_achieved = simulate(at_vram(scn, achieved)).to_dict(log_lines=0)
+                rec = {
+                    "key": p["key"],
+                    "achieved_vram": achieved,
+                    "model_at_achieved": at_achieved,
+                    "repeat": repeat,
+                    "config": p["config"],
+                    "cap": p["cap"],
+                    "vram": p["vram"],
+                    "date": _now(),
+                    "wall_s": time.perf_counter() - t0,
+                    "real": real,
+                    "details": details,
+                }
+                f.write(json.dumps(rec) + "\n")
+                f.flush()
+                verdict[(p["key"], repeat)] = bool(real["oom"])
+                say(
+                    f"{p['key']}#{repeat}: model {'OOM' if p['model']['oom'] else 'fits'}, "
+                    f"real {'OOM' if real['oom'] else 'fits'} "
+                    f"({real['first_oom_buffer'] or '-'}), {rec['wall_s']:.1f} s"
+                )
+    return write_report(out, predictions)
+
+
+def write_report(out: Path, predictions: dict) -> tuple[list, dict]:
+    reals = read_reals(out / "real.jsonl")
+    rows = compare_runs(predictions["runs"], reals)
+    summary = summarize(rows)
+    dates = sorted(r["date"] for r in reals)
+    header = (
+        f"Spec `{predictions['source']}`; predictions {predictions['date']} at commit "
+        f"{predictions['commit']}; real runs {dates[0] if dates else '-'} .. "
+        f"{dates[-1] if dates else '-'}.\n"
+    )
+    (out / "report.md").write_text(report_markdown(rows, summary, header))
+    (out / "summary.json").write_text(
+        json.dumps({"summary": summary, "rows": rows_as_dicts(rows)}, indent=1)
+    )
+    return rows, summary

@@ -1,0 +1,188 @@
+"""Validation specs (TOML): a base scenario and configurations that change it.
+
+```toml
+name = "h200-grid"
+base = "base.toml"            # a scenario file, relative to the spec
+caps = [-10, -3, -1, 1, 3, 10]  # real runs at the model's boundary +- these percents
+generous = true               # and one at the profile's whole card
+tolerance = 0.001             # bisection stops when the bracket is this fraction wide
+repeats = 2                   # extra real runs of a run whose verdict disagrees
+
+[[config]]
+name = "w2-async"
+set = { "engine.gpus.gpu_workers_per_device" = 2, "plan.gpu_prover.allocator" = "async" }
+kinds = { snapdeals = { domain_log2 = 16 } }   # optional: another shape for one kind
+caps = [-3, 3]                                 # optional: this configuration's caps
+```
+
+`set` keys are dotted paths into the base scenario (any key a scenario has). `kinds`
+gives a kind its own `[plan] gpu_prover` (merged over the base's), so one workload can
+mix partitions of different sizes. Every problem is an `InputError` naming the key.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from cuzk_sim.input_errors import InputError, from_validation
+from cuzk_sim.plan import Lock, Plan, Unlock
+from cuzk_sim.scenario import Scenario, scenario_from_dict
+
+DEFAULT_CAPS = (-10.0, -3.0, -1.0, 1.0, 3.0, 10.0)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ConfigIn(_Strict):
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.+-]+$")
+    set: dict[str, Any] = {}
+    kinds: dict[str, dict[str, Any]] = {}
+    caps: list[float] | None = None
+    generous: bool | None = None
+
+
+class SpecIn(_Strict):
+    name: str = "validation"
+    description: str = ""
+    base: str
+    caps: list[float] = list(DEFAULT_CAPS)
+    generous: bool = True
+    tolerance: float = Field(0.001, gt=0, lt=0.5)
+    repeats: int = Field(2, ge=0, le=10)
+    config: list[ConfigIn] = Field(min_length=1)
+
+    @field_validator("caps")
+    @classmethod
+    def _caps(cls, v: list[float]) -> list[float]:
+        if any(not -90 <= c <= 1000 for c in v):
+            raise ValueError("cap percents must lie in [-90, 1000]")
+        return v
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One configuration: its model scenario (built, validated) and its caps."""
+
+    name: str
+    scenario: Scenario
+    caps: tuple[float, ...]
+    generous: bool
+
+
+@dataclass(frozen=True)
+class ValidationSpec:
+    name: str
+    source: str
+    tolerance: float
+    repeats: int
+    configs: tuple[Configuration, ...]
+
+
+def _set_path(raw: dict, dotted: str, value: Any, where: str) -> None:
+    keys = dotted.split(".")
+    node = raw
+    for k in keys[:-1]:
+        nxt = node.setdefault(k, {})
+        if not isinstance(nxt, dict):
+            raise InputError(f"{where}: set.{dotted}: {k!r} is not a table in the base scenario")
+        node = nxt
+    node[keys[-1]] = value
+
+
+def with_lock_scope(plan: Plan, scope: str) -> Plan:
+    """The plan with its device lock taken at `scope` (variant.mutex_scope): the model's
+    counterpart of the real pipeline's lock (our prover always asks for its device's)."""
+    if scope == "device":
+        return plan
+    steps = tuple(
+        dataclasses.replace(s, scope=scope) if isinstance(s, (Lock, Unlock)) else s
+        for s in plan.steps
+    )
+    return Plan(plan.name, steps, {**plan.meta, "mutex_scope": scope})
+
+
+def model_scenario(scn: Scenario) -> Scenario:
+    """The scenario as the model must see it to describe what gpu-run does: our prover's
+    plans take the lock at the variant's mutex_scope."""
+    scope = scn.spec.variant.mutex_scope
+    plans = {k: with_lock_scope(p, scope) if "flags" in p.meta else p for k, p in scn.plans.items()}
+    return dataclasses.replace(scn, plans=plans)
+
+
+def build_scenario(base_raw: dict, base_dir: Path, cfg: ConfigIn, where: str) -> Scenario:
+    raw = copy.deepcopy(base_raw)
+    for dotted, value in cfg.set.items():
+        _set_path(raw, dotted, value, where)
+    raw["name"] = cfg.name
+    scn = scenario_from_dict(raw, where, base_dir)
+    if cfg.kinds:
+        plan = raw.get("plan") or {}
+        if plan.get("gpu_prover") is None:
+            raise InputError(f"{where}: kinds: the base scenario has no [plan] gpu_prover")
+        plans, shapes = dict(scn.plans), dict(scn.shapes)
+        for kind, over in cfg.kinds.items():
+            if kind not in plans:
+                raise InputError(f"{where}: kinds.{kind}: no such kind in the workload")
+            # the kind's own [plan]: resolved as a scenario of its own, so its plan and its
+            # host side come from the same code as any scenario's
+            one = copy.deepcopy(raw)
+            one["plan"] = {**plan, "gpu_prover": {**plan["gpu_prover"], **over}, "kinds": [kind]}
+            alone = scenario_from_dict(one, f"{where}: kinds.{kind}", base_dir)
+            plans[kind], shapes[kind] = alone.plans[kind], alone.shapes[kind]
+        scn = dataclasses.replace(scn, plans=plans, shapes=shapes)
+    return model_scenario(scn)
+
+
+def is_validation_spec(path: Path) -> bool:
+    """A TOML file with a top-level `base` and `config` (and no `workload`) is a validation
+    spec, not a scenario: `check` and `gate` skip it when they search a folder."""
+    try:
+        raw = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False  # the scenario loader reports it
+    return "base" in raw and "config" in raw and "workload" not in raw
+
+
+def load_spec(path: str | Path) -> ValidationSpec:
+    path = Path(path)
+    source = str(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise InputError(f"{source}: no such validation spec") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{source}: cannot read the validation spec ({e})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"{source}: not valid TOML: {e}") from None
+    try:
+        spec = SpecIn.model_validate(raw)
+    except ValidationError as e:
+        raise from_validation(source, e) from None
+    base_path = path.parent / spec.base
+    try:
+        base_raw = tomllib.loads(base_path.read_text())
+    except FileNotFoundError:
+        raise InputError(f"{source}: base: no such scenario file {base_path}") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise InputError(f"{source}: base: cannot read {base_path} ({e})") from None
+    names = [c.name for c in spec.config]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise InputError(f"{source}: config: names must be unique, repeated: {', '.join(dup)}")
+    configs = []
+    for i, c in enumerate(spec.config):
+        where = f"{source}: config[{i}] ({c.name})"
+        scn = build_scenario(base_raw, base_path.parent, c, where)
+        caps = tuple(c.caps if c.caps is not None else spec.caps)
+        generous = spec.generous if c.generous is None else c.generous
+        configs.append(Configuration(c.name, scn, caps, generous))
+    return ValidationSpec(spec.name, source, spec.tolerance, spec.repeats, tuple(configs))

@@ -1,0 +1,1118 @@
+"""The real pipeline: a scenario executed by our prover's code on worker threads.
+
+The real counterpart of every mechanism the model has (cuzk_sim/model/engine.py):
+- one thread per GPU worker (`gpu_workers_per_device` x devices) taking partitions from
+  one priority queue, in the workload's order, released at the workload's arrival times;
+- the device lock per `variant.mutex_scope` (device: one per GPU, global: one for all,
+  none: no lock) and `variant.routing` (device0: every worker's GPU work on GPU 0);
+- the prover flags of each kind's plan (the dry run's `meta`), so the code that runs is
+  the code whose plan the model replays;
+- the card's size `hardware.vram`: a ballast (raw cudaMalloc) takes what is free beyond
+  `vram - context`, so cudaMalloc and the pools fail as on the smaller card;
+- synthetic partitions of the plan's shape (random a/b/c and witness, key points made on
+  the GPU and tiled), generated once per shape and reused; or, with `verify`, a small
+  reference circuit whose every proof is compared with the reference prover's;
+- `on_oom`: a partition that hits OOM returns no proof, its buffers are freed and the
+  worker goes on (continue) or the run stops (stop: nothing finishing later is counted).
+
+Two devices: `real` (CuPy on the GPU) and `dry-run` (no GPU, no CuPy: device memory is
+the model's own allocator ledger, kernels take no time), so that everything here except
+the CUDA calls is tested in CI. The output is a `SimResult`: the same JSON as `run`.
+CuPy is imported only in this module, inside the functions that need it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from cuzk_sim.plan import Lock, Plan, Unlock
+from cuzk_sim.result import OomEvent, SimResult, Span
+
+from .device import Buffer, Device, DeviceOutOfMemory, NotEnoughFreeMemory
+from .prover import (
+    HostKey,
+    PartitionInput,
+    PartitionShape,
+    ProverFlags,
+    assemble,
+    msm_results,
+    partition,
+)
+
+DeviceKind = Literal["real", "dry-run"]
+NEVER = 2**64 - 1
+MAX_VERIFY_LOG2 = 8  # reference proofs are computed by py_ecc: small domains only
+BALLAST_GRANULE = 2 << 20  # cudaMalloc's granule on the H200 (benchmarks/allocator_probe.py)
+CARD_SHORTFALL = 2 << 30  # a card this much smaller than hardware.vram - context still runs
+
+
+class RunStopped(Exception):
+    """Raised inside a worker's partition when the run has stopped (on_oom = stop)."""
+
+
+class InjectedError(RuntimeError):
+    """A worker exception injected by a fault plan."""
+
+
+class InjectedOom(DeviceOutOfMemory):
+    """A device OOM injected by a fault plan at a named (or random) buffer."""
+
+
+# ------------------------------------------------------------------------- input
+
+
+@dataclass(frozen=True)
+class KindWork:
+    """What one partition of a proof kind runs: the prover's shape and flags."""
+
+    shape: PartitionShape
+    flags: ProverFlags
+
+
+def kind_work(plan: Plan, where: str) -> KindWork:
+    """The shape and flags our prover's dry run recorded in `plan.meta`; ValueError when
+    the plan is not our prover's (the cuzk builder's plans, a Plan JSON file)."""
+    m = plan.meta
+    need = ("domain_size", "num_vars", "num_public", "h_len", "reduction", "flags")
+    if any(k not in m for k in need):
+        raise ValueError(
+            f"{where}: the plan {plan.name!r} is not our GPU prover's dry run "
+            "(gpu-run executes only `[plan] gpu_prover = {...}` scenarios)"
+        )
+    shape = PartitionShape(
+        m["domain_size"], m["num_vars"], m["num_public"], m["h_len"], m["reduction"]
+    )
+    return KindWork(shape, ProverFlags(**m["flags"]))
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """One proof entering the queue at `at_s` with `partitions` partitions."""
+
+    at_s: float
+    kind: str
+    partitions: int
+    priority: int
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything the real pipeline needs, taken from a loaded scenario (`from_scenario`)."""
+
+    name: str
+    seed: int
+    on_oom: Literal["stop", "continue"]
+    gpus: int
+    devices: tuple[int, ...]
+    workers_per_device: int
+    vram: int
+    context: int  # the model's CUDA context: free at start = vram - context
+    routing: Literal["assigned", "device0"]
+    mutex_scope: Literal["device", "global", "none"]
+    pool_release_threshold: int
+    host_budget: int
+    duration_s: float | None
+    arrivals: tuple[Arrival, ...]
+    work: dict[str, KindWork]
+
+    @classmethod
+    def from_scenario(cls, scn: Any) -> RunSpec:
+        cfg = scn.config
+        kinds = {a.kind for a in cfg.arrivals}
+        work = {k: kind_work(scn.plans[k], f"{scn.source}: plan for {k}") for k in sorted(kinds)}
+        rng = random.Random(cfg.seed)
+        arrivals: list[Arrival] = []
+        for a in cfg.arrivals:
+            shape = scn.shapes[a.kind]
+            t = a.start_s
+            for i in itertools.count():
+                if a.count is not None and i >= a.count:
+                    break
+                if cfg.duration_s is not None and t >= cfg.duration_s:
+                    break
+                arrivals.append(
+                    Arrival(t, a.kind, a.partitions or shape.partitions, shape.priority)
+                )
+                if not a.every_s:
+                    if a.count is None:
+                        break
+                    continue
+                t += rng.expovariate(1 / a.every_s) if a.poisson else a.every_s
+        arrivals.sort(key=lambda a: a.at_s)  # stable: the workload's order at equal times
+        return cls(
+            name=scn.name,
+            seed=cfg.seed,
+            on_oom=cfg.on_oom,
+            gpus=cfg.gpus,
+            devices=tuple(cfg.devices or range(cfg.gpus)),
+            workers_per_device=cfg.gpu_workers_per_device,
+            vram=cfg.vram,
+            context=cfg.context_overhead,
+            routing=cfg.routing,
+            mutex_scope=scn.spec.variant.mutex_scope,
+            pool_release_threshold=cfg.pool_release_threshold,
+            host_budget=cfg.host_ram_budget,
+            duration_s=cfg.duration_s,
+            arrivals=tuple(arrivals),
+            work=work,
+        )
+
+
+# ------------------------------------------------------------------------- faults
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One injected fault. kind: `oom` (at `buffer`, or any buffer when buffer is None,
+    each matching allocation with probability `p`), `exception` (a worker exception at
+    an allocation, probability `p` per allocation), `shrink` (at `at_s` the cap shrinks
+    by `nbytes`, an extra ballast)."""
+
+    kind: Literal["oom", "exception", "shrink"]
+    p: float = 0.0
+    buffer: str | None = None
+    at_s: float = 0.0
+    nbytes: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> Fault:
+        """`oom:BUFFER:P`, `oom:random:P`, `exception:P`, `shrink:SECONDS:SIZE`."""
+        from cuzk_sim.units import parse_duration, parse_size
+
+        parts = text.split(":")
+        try:
+            if parts[0] == "oom" and len(parts) == 3:
+                buf = None if parts[1] == "random" else parts[1]
+                return cls("oom", p=_probability(parts[2]), buffer=buf)
+            if parts[0] == "exception" and len(parts) == 2:
+                return cls("exception", p=_probability(parts[1]))
+            if parts[0] == "shrink" and len(parts) == 3:
+                at = parse_duration(parts[1] if " " in parts[1] else parts[1] + " s")
+                return cls("shrink", at_s=at, nbytes=parse_size(parts[2]))
+        except ValueError as e:
+            raise ValueError(f"--fault {text!r}: {e}") from None
+        raise ValueError(
+            f"--fault {text!r}: expected oom:BUFFER:P, oom:random:P, exception:P or "
+            "shrink:SECONDS:SIZE (e.g. oom:msm_h.points:0.1, shrink:0.5:2GiB)"
+        )
+
+
+def _probability(text: str) -> float:
+    p = float(text)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"probability must be in [0, 1], got {text}")
+    return p
+
+
+@dataclass
+class FaultPlan:
+    """The faults of one run, drawn from one seeded generator under a lock (the draws'
+    order follows the threads' interleaving: the counts, not the victims, repeat)."""
+
+    faults: tuple[Fault, ...] = ()
+    seed: int = 0
+    injected: dict[str, int] = field(default_factory=dict)
+    _rng: random.Random = field(init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+
+    def at_alloc(self, buffer: str, nbytes: int, free: int | None, gpu: int) -> None:
+        for f in self.faults:
+            if f.kind == "shrink" or (f.buffer is not None and f.buffer != buffer):
+                continue
+            with self._lock:
+                hit = self._rng.random() < f.p
+                if hit:
+                    key = f"{f.kind}:{f.buffer or 'random'}"
+                    self.injected[key] = self.injected.get(key, 0) + 1
+            if hit and f.kind == "oom":
+                raise InjectedOom(buffer, nbytes, free, gpu)
+            if hit:
+                raise InjectedError(f"injected worker exception at alloc of {buffer}")
+
+
+# ------------------------------------------------------------------------- devices
+
+
+class Backend:
+    """Device memory as the pipeline sees it; `LedgerBackend` (dry-run) and `CupyBackend`."""
+
+    kind: DeviceKind
+
+    def mem_info(self, gpu: int) -> tuple[int, int]:  # (free, total) as cudaMemGetInfo
+        raise NotImplementedError
+
+
+@dataclass
+class LedgerBackend(Backend):
+    """Dry-run device memory: the model's allocator ledger (cuzk_sim.model.allocator),
+    one per GPU, of the scenario's size; thread-safe by one lock."""
+
+    vram: int
+    context: int
+    gpus: int
+    release_threshold: int = NEVER
+    kind: DeviceKind = "dry-run"
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        from cuzk_sim.model.allocator import DeviceMemory
+
+        self.memory = [
+            DeviceMemory(
+                g, self.vram, context=self.context, release_threshold=self.release_threshold
+            )
+            for g in range(self.gpus)
+        ]
+
+    def mem_info(self, gpu: int) -> tuple[int, int]:
+        with self.lock:
+            m = self.memory[gpu]
+            return m.free, m.total
+
+    def charge(self, gpu: int, owner: str, buffer: str, nbytes: int, allocator: str) -> bool:
+        with self.lock:
+            return self.memory[gpu].try_alloc(owner, buffer, nbytes, allocator) is not None
+
+    def release(self, gpu: int, owner: str, buffer: str) -> None:
+        with self.lock:
+            self.memory[gpu].release(owner, buffer)
+
+    def pools(self, gpu: int) -> dict[str, int]:
+        m = self.memory[gpu]
+        return {"caching_pool_idle": m.caching_idle_bytes, "async_pool_idle": m.async_idle}
+
+    def used_by_buffers(self, gpu: int) -> int:
+        m = self.memory[gpu]
+        return m.sync_live + m.async_live + m.caching_live
+
+
+@dataclass
+class CupyBackend(Backend):
+    """The GPU through CuPy: cudaMemGetInfo, raw cudaMalloc ballasts, the pools."""
+
+    kind: DeviceKind = "real"
+    async_pools: dict[int, Any] = field(default_factory=dict)
+
+    def mem_info(self, gpu: int) -> tuple[int, int]:
+        import cupy
+
+        with cupy.cuda.Device(gpu):
+            free, total = cupy.cuda.runtime.memGetInfo()
+        return int(free), int(total)
+
+    def async_pool(self, gpu: int) -> Any:
+        import cupy
+
+        pool = self.async_pools.get(gpu)
+        if pool is None:
+            with cupy.cuda.Device(gpu):
+                pool = self.async_pools[gpu] = cupy.cuda.MemoryAsyncPool()
+        return pool
+
+    def raw_malloc(self, gpu: int, nbytes: int) -> int:
+        import cupy
+
+        with cupy.cuda.Device(gpu):
+            return int(cupy.cuda.runtime.malloc(nbytes))
+
+    def raw_free(self, gpu: int, ptr: int) -> None:
+        import cupy
+
+        with cupy.cuda.Device(gpu):
+            cupy.cuda.runtime.free(ptr)
+
+    def _mempool(self, gpu: int) -> int:
+        import cupy
+
+        return int(cupy.cuda.runtime.deviceGetDefaultMemPool(gpu))
+
+    def set_release_threshold(self, gpu: int, value: int) -> None:
+        import cupy
+
+        rt = cupy.cuda.runtime
+        attr = getattr(rt, "cudaMemPoolAttrReleaseThreshold", 4)
+        rt.memPoolSetAttribute(self._mempool(gpu), attr, min(value, NEVER))
+
+    def async_reserved_used(self, gpu: int) -> tuple[int, int]:
+        import cupy
+
+        rt = cupy.cuda.runtime
+        pool = self._mempool(gpu)
+        reserved = rt.memPoolGetAttribute(pool, getattr(rt, "cudaMemPoolAttrReservedMemCurrent", 5))
+        used = rt.memPoolGetAttribute(pool, getattr(rt, "cudaMemPoolAttrUsedMemCurrent", 7))
+        return int(reserved), int(used)
+
+    def reset(self, gpu: int) -> None:
+        """Empty every pool: CuPy's caching pool and pinned pool, the async pool."""
+        import cupy
+
+        with cupy.cuda.Device(gpu):
+            cupy.cuda.Device(gpu).synchronize()
+            cupy.get_default_memory_pool().free_all_blocks()
+            cupy.get_default_pinned_memory_pool().free_all_blocks()
+            cupy.cuda.runtime.memPoolTrimTo(self._mempool(gpu), 0)
+
+    def pools(self, gpu: int) -> dict[str, int]:
+        import cupy
+
+        with cupy.cuda.Device(gpu):
+            caching = int(cupy.get_default_memory_pool().free_bytes())
+        reserved, used = self.async_reserved_used(gpu)
+        return {"caching_pool_idle": caching, "async_pool_idle": reserved - used}
+
+    def used_by_buffers(self, gpu: int) -> int:
+        import cupy
+
+        with cupy.cuda.Device(gpu):
+            caching = int(cupy.get_default_memory_pool().used_bytes())
+        return caching + self.async_reserved_used(gpu)[1]
+
+
+class PipelineDevice(Device):
+    """A `Device` for one partition of one worker: the pipeline's lock, faults, stop
+    flag, peak sampling and OOM post-mortems around the prover's own allocation layer."""
+
+    def __init__(self, run: RealRun, worker: str, gpu: int, part: str, flags: ProverFlags):
+        super().__init__("real" if run.backend.kind == "real" else "dry-run", gpu, flags.allocator)
+        self.run, self.worker, self.part = run, worker, part
+
+    # --- memory
+    def _malloc(self, nbytes: int) -> Any:
+        if self.allocator == "async":
+            return self.run.backend.async_pool(self.gpu_index).malloc(nbytes)
+        return super()._malloc(nbytes)
+
+    def free_bytes(self) -> int | None:
+        return self.run.backend.mem_info(self.gpu_index)[0]
+
+    def alloc(
+        self,
+        name: str,
+        nbytes: int,
+        persistent: bool = False,
+        margin: int | None = None,
+        note: str = "",
+    ) -> Buffer:
+        run = self.run
+        if run.stopped.is_set():
+            raise RunStopped()
+        try:
+            run.faults.at_alloc(name, nbytes, None, self.gpu_index)
+            buf = super().alloc(name, nbytes, persistent, margin, note)
+            if not self.runs and not run.backend.charge(
+                self.gpu_index, self.worker, name, nbytes, self.allocator
+            ):
+                self._live.pop(name)
+                self.steps.pop()
+                raise DeviceOutOfMemory(name, nbytes, self.free_bytes(), self.gpu_index)
+        except NotEnoughFreeMemory as e:
+            run.oom(self, e, fatal=False, reason="skip_vram")
+            raise
+        except DeviceOutOfMemory as e:
+            run.oom(
+                self, e, fatal=True, reason="injected" if isinstance(e, InjectedOom) else "alloc"
+            )
+            raise
+        run.sample(self.gpu_index)
+        return buf
+
+    def free(self, name: str) -> None:
+        super().free(name)
+        if not self.runs:
+            self.run.backend.release(self.gpu_index, self.worker, name)
+
+    def kernel(self, name: str, kind: str, size: int, fn: Callable[[], Any]) -> Any:
+        if not self.runs:
+            return super().kernel(name, kind, size, fn)
+        import cupy
+
+        try:
+            out = super().kernel(name, kind, size, fn)
+        except cupy.cuda.memory.OutOfMemoryError as e:  # a CuPy library temporary
+            err = DeviceOutOfMemory(
+                f"{name} (cupy temporary)",
+                int(e.args[0]) if e.args else 0,
+                self.free_bytes(),
+                self.gpu_index,
+            )
+            self.run.oom(self, err, fatal=True, reason="alloc")
+            raise err from None
+        self.run.sample(self.gpu_index)
+        return out
+
+    # --- the lock of the scenario's mutex_scope (None: no lock)
+    @contextmanager
+    def locked(self, mutex: str | None = None) -> Iterator[None]:
+        lock = self.run.lock_for(self.gpu_index)
+        mutex = mutex or f"gpu{self.gpu_index}"
+        asked = time.perf_counter()
+        if lock is not None:
+            lock.acquire()
+        acquired = time.perf_counter()
+        self.steps.append(Lock(mutex, "device"))
+        try:
+            yield
+        finally:
+            self.steps.append(Unlock(mutex, "device"))
+            if self.runs:
+                import cupy
+
+                cupy.cuda.get_current_stream().synchronize()
+            released = time.perf_counter()
+            self.lock_holds.append((acquired, released))
+            if lock is not None:
+                lock.release()
+            self.run.event(
+                "mutex", part=self.part, wait_s=acquired - asked, held_s=released - acquired
+            )
+            self.run.span(self.worker, self.gpu_index, f"wait {mutex}", "lock", asked, acquired)
+            self.run.span(self.worker, self.gpu_index, f"hold {mutex}", "lock", acquired, released)
+
+
+# ------------------------------------------------------------------------- data
+
+
+@dataclass(frozen=True)
+class PartitionData:
+    """The host data every partition of one kind reuses, and (verify) the proofs due."""
+
+    data: PartitionInput | None
+    key: HostKey | None
+    # verify mode: (r, s, the reference proof's bytes) per case; partition j uses j % len
+    cases: tuple[tuple[int, int, bytes], ...] = ()
+    pk: Any = None
+
+
+_SYNTHETIC: dict[PartitionShape, PartitionData] = {}
+SYNTHETIC_CACHE_BYTES = 12 << 30  # host bytes of synthetic data kept across runs
+_WARMED: set[tuple[PartitionShape, str]] = set()
+_ASSEMBLERS: list[Any] = []  # [ProcessPoolExecutor, its size]
+
+
+def _assemble_remote(ends: tuple, res: dict[str, Any], r: int, s: int) -> Any:
+    """assemble() in a helper process (py_ecc holds the GIL for tens of ms: in a thread
+    it would stall the other workers' kernel launches; cuzk assembles on CPU threads)."""
+    return assemble(HostKey({}, *ends), res, r, s)
+
+
+def assembler(workers: int) -> Any:
+    """A process pool of at least `workers` processes (spawned: no CUDA state in them)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    if _ASSEMBLERS and _ASSEMBLERS[1] >= workers:
+        return _ASSEMBLERS[0]
+    if _ASSEMBLERS:
+        _ASSEMBLERS[0].shutdown()
+        _ASSEMBLERS.clear()
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    list(pool.map(abs, range(workers)))  # start them now, not inside a timed run
+    _ASSEMBLERS.extend([pool, workers])
+    return pool
+
+
+def _nbytes(d: PartitionData) -> int:
+    if d.data is None:
+        return 0
+    arrays = {id(v): v.nbytes for v in d.data.key_points.values()}
+    return d.data.abc.nbytes + d.data.witness.nbytes + sum(arrays.values())
+
+
+def _random_limbs(rng: np.random.Generator, rows: int) -> np.ndarray:
+    s = rng.integers(0, 2**32, size=(rows, 8), dtype=np.uint64).astype(np.uint32)
+    s[:, 7] &= 0x3FFFFFFF  # < 2^254 < r: a valid standard-form scalar
+    return s
+
+
+def _key_points(group: str, n: int, base: int = 1 << 14) -> np.ndarray:
+    """n affine points: `base` random multiples of the generator made on the GPU (as
+    benchmarks/gpu_bench.py does), tiled to n (the MSM's work does not depend on which)."""
+    import cupy as cp
+    import py_ecc.optimized_bls12_381 as bls
+
+    from . import encoding
+    from .module import launch
+
+    m = max(1, min(n, base))
+    gen = encoding.g1_to_limbs([bls.G1]) if group == "g1" else encoding.g2_to_limbs([bls.G2])
+    words = 24 if group == "g1" else 48
+    out = cp.empty((m, words), dtype=cp.uint32)
+    sc = cp.asarray(_random_limbs(np.random.default_rng(99), m))
+    launch("msm.cu", f"{group}_scalar_mul", m, cp.asarray(gen), sc, out, np.int64(m), threads=128)
+    host = out.get()
+    del out, sc
+    return np.resize(host, (n, words)) if n > m else host
+
+
+def synthetic_data(shape: PartitionShape, real: bool) -> PartitionData:
+    """Random a/b/c and witness of `shape` and GPU-made key points, made once per shape."""
+    if not real:
+        return PartitionData(None, None)
+    hit = _SYNTHETIC.get(shape)
+    if hit is not None:
+        return hit
+    import py_ecc.optimized_bls12_381 as bls
+
+    n, m = shape.domain_size, shape.num_vars
+    rng = np.random.default_rng(shape.domain_size)
+    top = max(shape.h_len, m)
+    g1, g2 = _key_points("g1", top), _key_points("g2", m)
+    sizes = shape.msm_sizes()
+    pts = {st: (g2 if grp == "g2" else g1)[:count] for st, (grp, count) in sizes.items()}
+    data = PartitionInput(_random_limbs(rng, 3 * n).reshape(3, n, 8), _random_limbs(rng, m), pts)
+    key = HostKey(pts, bls.G1, bls.G1, bls.G2, bls.G1, bls.G2)
+    made = PartitionData(data, key)
+    while _SYNTHETIC and sum(map(_nbytes, _SYNTHETIC.values())) + _nbytes(made) > (
+        SYNTHETIC_CACHE_BYTES
+    ):
+        _SYNTHETIC.pop(next(iter(_SYNTHETIC)))  # the oldest shape's host arrays go first
+    _SYNTHETIC[shape] = made
+    return made
+
+
+def reference_data(log2: int, cases: int = 4, seed: int = 7) -> PartitionData:
+    """A squaring chain filling a domain of 2^log2, with `cases` (r, s) pairs and the
+    reference prover's proof for each: the oracle every GPU proof is compared with."""
+    from cuzk_sim.reference.circuits import squaring_chain
+    from cuzk_sim.reference.field import R
+    from cuzk_sim.reference.prove import prove as ref_prove
+    from cuzk_sim.reference.qap import evaluate_matrices
+    from cuzk_sim.reference.serialize import proof_to_bytes
+    from cuzk_sim.reference.setup import setup
+
+    from . import encoding
+    from .prover import host_key
+
+    if not 2 <= log2 <= MAX_VERIFY_LOG2:
+        raise ValueError(f"verify: domain 2^{log2} is outside 2^2..2^{MAX_VERIFY_LOG2}")
+    rng = random.Random(seed)
+    r1cs, w = squaring_chain((1 << log2) - 4)
+    pk = setup(r1cs, rng=rng)
+    key = host_key(pk)
+    n = pk.domain_size
+    a, b, c = evaluate_matrices(pk.A, pk.B, pk.C, w, n)
+    abc = encoding.ints_to_limbs(a + b + c, 8).reshape(3, n, 8)
+    data = PartitionInput(abc, encoding.ints_to_limbs(list(w), 8), key.points)
+    due = []
+    for _ in range(cases):
+        r, s = rng.randrange(R), rng.randrange(R)
+        due.append((r, s, proof_to_bytes(ref_prove(pk, w, r, s))))
+    return PartitionData(data, key, tuple(due), pk)
+
+
+# ------------------------------------------------------------------------- the run
+
+
+@dataclass
+class ProofState:
+    id: str
+    kind: str
+    partitions: int
+    submitted_s: float
+    done: int = 0
+    returned: int = 0
+    failed: bool = False
+
+
+@dataclass
+class Job:
+    """How one partition ended: proved, failed (reason), dropped (its proof had failed)
+    or stopped (the run stopped first)."""
+
+    partition: str
+    worker: str
+    status: Literal["proved", "failed", "dropped", "stopped"]
+    reason: str = ""
+    valid: bool | None = None  # verify mode: equal to the reference's proof
+
+
+@dataclass
+class RealRun:
+    """One execution of a RunSpec; `execute()` returns the SimResult, and the run keeps
+    its jobs, ballast, measured context and leak check for `details()`."""
+
+    spec: RunSpec
+    backend: Backend
+    faults: FaultPlan = field(default_factory=FaultPlan)
+    verify: dict[str, PartitionData] | None = None  # kind -> reference data (verify mode)
+    warm: bool = True  # run one partition of each kind before the timed run (real device)
+
+    def __post_init__(self) -> None:
+        self.stopped = threading.Event()
+        self._stats = threading.Lock()
+        self.oom_events: list[OomEvent] = []
+        self.lines: list[tuple[float, str]] = []
+        # (t, event, fields) for a cuzk-style log (cuzk_sim.cli.gpu_run writes it)
+        self.events: list[tuple[float, str, dict[str, Any]]] = []
+        self.spans: list[Span] = []
+        self.jobs: list[Job] = []
+        self.peak: dict[int, int] = {}
+        self.ballast: dict[int, list[int]] = {}
+        self.ballast_bytes: dict[int, int] = {}
+        self.context_real: dict[int, int] = {}
+        self.start_free: dict[int, int] = {}
+        self.live: dict[str, PipelineDevice] = {}
+        self.t0 = 0.0
+        self.stopped_at_oom = False
+        self.dispatched = 0  # partitions put in the queue
+        scope = self.spec.mutex_scope
+        self._global = threading.Lock() if scope == "global" else None
+        self._device_locks = {g: threading.Lock() for g in range(self.spec.gpus)}
+
+    # --- shared state, called from workers
+    def now(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def lock_for(self, gpu: int) -> threading.Lock | None:
+        if self.spec.mutex_scope == "none":
+            return None
+        return self._global if self._global is not None else self._device_locks[gpu]
+
+    def log(self, line: str) -> None:
+        with self._stats:
+            self.lines.append((self.now(), line))
+
+    def event(self, name: str, **fields: Any) -> None:
+        with self._stats:
+            self.events.append((self.now(), name, fields))
+
+    def span(self, track: str, dev: int, name: str, cat: str, a: float, b: float) -> None:
+        with self._stats:
+            self.spans.append(Span(track, dev, name, cat, a - self.t0, b - self.t0))
+
+    def used(self, gpu: int) -> int:
+        """Device memory in use as the scenario's card would show it: everything the
+        process holds (context, pools, buffers), the ballast excluded."""
+        if isinstance(self.backend, LedgerBackend):
+            return self.backend.memory[gpu].used
+        free, total = self.backend.mem_info(gpu)
+        return total - free - self.ballast_bytes.get(gpu, 0)
+
+    def sample(self, gpu: int) -> None:
+        u = self.used(gpu)
+        with self._stats:
+            if u > self.peak.get(gpu, 0):
+                self.peak[gpu] = u
+
+    def oom(self, dev: PipelineDevice, e: DeviceOutOfMemory, fatal: bool, reason: str) -> None:
+        gpu = dev.gpu_index
+        free = self.backend.mem_info(gpu)[0]
+        ledger: dict[str, dict[str, int]] = {}
+        with self._stats:
+            for d in list(self.live.values()):
+                if d.gpu_index == gpu and d.live:
+                    ledger.setdefault(d.worker, {}).update(d.live)
+        held = {"cuda_context": self.context_real.get(gpu, self.spec.context)}
+        held.update({k: v for k, v in self.backend.pools(gpu).items() if v})
+        ledger["(device)"] = held
+        allocator = "injected" if reason == "injected" else dev.allocator
+        event = OomEvent(
+            self.now(), gpu, dev.worker, dev.part, e.buffer, e.nbytes, free,
+            allocator, fatal, reason, ledger,
+        )  # fmt: skip
+        with self._stats:
+            self.oom_events.append(event)
+        if fatal:
+            self.log(
+                f"worker {dev.worker} panicked: CUDA error 2: out of memory allocating "
+                f"{e.buffer} ({e.nbytes} bytes, free {free}) partition {dev.part}"
+            )
+        else:
+            self.log(f"CUZK_TIMING: prestage_setup={reason}")
+        self.event("oom", buffer=e.buffer, nbytes=e.nbytes, free=free, fatal=fatal, reason=reason)
+
+    # --- setup and teardown
+    def _devices_used(self) -> list[int]:
+        return [0] if self.spec.routing == "device0" else list(self.spec.devices)
+
+    def _prepare(self) -> None:
+        """Empty the pools, measure the context, place the ballast of each GPU used."""
+        spec, be = self.spec, self.backend
+        for g in self._devices_used():
+            if not isinstance(be, CupyBackend):
+                self.context_real[g] = spec.context
+                self.start_free[g] = be.mem_info(g)[0]
+                continue
+            be.reset(g)
+            be.set_release_threshold(g, spec.pool_release_threshold)
+            free, total = be.mem_info(g)
+            self.context_real[g] = total - free
+            want_free = spec.vram - spec.context
+            if want_free > free + CARD_SHORTFALL:
+                raise ValueError(
+                    f"hardware.vram {spec.vram} B leaves {want_free} B free; this GPU has "
+                    f"only {free} B free"
+                )
+            if want_free > free:  # the whole card, with a context larger than the model's
+                self.log(
+                    f"gpu{g}: {want_free - free} bytes fewer free than hardware.vram - "
+                    "context (the real context is larger): no ballast"
+                )
+            self.ballast[g] = []
+            # cudaMalloc takes 2 MiB granules: round the ballast down, so that at least
+            # `want_free` stays free (less than 2 MiB more; `achieved_vram_bytes` says)
+            ballast = (free - want_free) // BALLAST_GRANULE * BALLAST_GRANULE
+            if ballast > 0:
+                self.ballast[g].append(be.raw_malloc(g, ballast))
+            after = be.mem_info(g)[0]
+            self.ballast_bytes[g] = free - after
+            self.start_free[g] = after
+
+    def shrink(self, gpu: int, nbytes: int) -> None:
+        """The cap shrinks mid-run by nbytes (or what is free): an extra ballast."""
+        be = self.backend
+        if isinstance(be, LedgerBackend):
+            with be.lock:
+                mem = be.memory[gpu]
+                take = min(nbytes, mem.free)
+                mem.try_alloc("(ballast)", f"shrink{len(self.lines)}", take, "sync")
+            self.log(f"fault: VRAM cap of gpu{gpu} shrank by {take} bytes")
+            return
+        free = be.mem_info(gpu)[0]
+        take = min(nbytes, max(free - (4 << 20), 0))
+        if take >= 2 << 20:
+            before = be.mem_info(gpu)[0]
+            self.ballast[gpu].append(be.raw_malloc(gpu, take))
+            self.ballast_bytes[gpu] += before - be.mem_info(gpu)[0]
+        self.log(f"fault: VRAM cap of gpu{gpu} shrank by {take} bytes")
+
+    def _teardown(self) -> dict[int, int]:
+        """Free the ballasts; the bytes each GPU's pools still hand out (leaks), and empty
+        the pools so that the next run starts from the same state."""
+        leaks: dict[int, int] = {}
+        be = self.backend
+        for g in self._devices_used():
+            if isinstance(be, LedgerBackend):
+                mem = be.memory[g]
+                for owner, buf in [k for k in mem.live if k[0] == "(ballast)"]:
+                    mem.release(owner, buf)
+                leaks[g] = be.used_by_buffers(g)
+                continue
+            leaks[g] = be.used_by_buffers(g)
+            for ptr in self.ballast.get(g, []):
+                be.raw_free(g, ptr)
+            self.ballast[g] = []
+            self.ballast_bytes[g] = 0
+            be.reset(g)
+            be.set_release_threshold(g, 0)
+        return leaks
+
+    def _warm_up(self) -> None:
+        """One partition of each kind at full size, untimed: compiles and loads the
+        kernels (part of the context) and makes the synthetic data."""
+        for kind, w in self.spec.work.items():
+            if (w.shape, w.flags.allocator) in _WARMED and self.verify is None:
+                continue
+            _WARMED.add((w.shape, w.flags.allocator))
+            data = self._data(kind)
+            dev = Device("real", 0, w.flags.allocator)
+            with dev.selected():
+                partition(dev, w.shape, w.flags, data.data)
+            dev.free_all()
+            self.log(f"warm-up: one {kind} partition (2^{w.shape.log_n}) untimed")
+
+    def _data(self, kind: str) -> PartitionData:
+        if self.verify is not None:
+            return self.verify[kind]
+        return synthetic_data(self.spec.work[kind].shape, self.backend.kind == "real")
+
+    # --- the workers
+    def _worker(self, name: str, gpu: int, q: queue.PriorityQueue, done: threading.Event) -> None:
+        while not self.stopped.is_set():
+            try:
+                _, (proof, p) = q.get(timeout=0.01)
+            except queue.Empty:
+                if done.is_set() and q.empty():
+                    return
+                continue
+            self._partition(name, gpu, proof, p)
+
+    def _partition(self, worker: str, gpu: int, proof: ProofState, p: int) -> None:
+        label = f"{proof.id}/{p}"
+        if proof.failed:
+            self._returned(proof, Job(label, worker, "dropped", "its proof had already failed"))
+            return
+        work = self.spec.work[proof.kind]
+        data = self._data(proof.kind)
+        dev = PipelineDevice(self, worker, gpu, label, work.flags)
+        with self._stats:
+            self.live[worker] = dev
+        t0 = time.perf_counter()
+        self.event("gpu_start", job=proof.id, partition=p, worker=worker)
+        job = Job(label, worker, "proved")
+        oom = False
+        try:
+            with dev.selected():
+                raw = partition(dev, work.shape, work.flags, data.data)
+            if self.stopped.is_set():
+                raise RunStopped()
+            if data.key is not None:
+                res = msm_results(raw)
+                r, s, due = data.cases[p % len(data.cases)] if data.cases else (3, 4, b"")
+                k = data.key
+                ends = (k.alpha_g1, k.beta_g1, k.beta_g2, k.delta_g1, k.delta_g2)
+                pool = self.assemblers
+                proof_obj = dev.cpu(
+                    "assemble",
+                    "assemble",
+                    1,
+                    lambda: pool.submit(_assemble_remote, ends, res, r, s).result(),
+                )
+                if data.cases:
+                    from cuzk_sim.reference.serialize import proof_to_bytes
+
+                    job.valid = proof_to_bytes(proof_obj) == due
+            else:
+                dev.cpu("assemble", "assemble", 1, lambda: None)
+        except RunStopped:
+            job = Job(label, worker, "stopped", "the run stopped (on_oom = stop)")
+        except DeviceOutOfMemory as e:
+            oom = True
+            job = Job(label, worker, "failed", f"out of memory at {e.buffer} ({e.nbytes} bytes)")
+        except Exception as e:  # a worker exception: the partition fails, the worker goes on
+            job = Job(label, worker, "failed", f"worker exception: {type(e).__name__}: {e}")
+            self.log(f"worker {worker} partition {label} failed: {type(e).__name__}: {e}")
+        finally:
+            dev.free_all()
+            with self._stats:
+                self.live.pop(worker, None)
+        t1 = time.perf_counter()
+        self.span(worker, gpu, label, "partition", t0, t1)
+        if job.status == "proved":
+            self.event("gpu_end", job=proof.id, partition=p, worker=worker, gpu_s=t1 - t0)
+        elif job.status == "failed":
+            self.event("gpu_failed", job=proof.id, partition=p, error=job.reason)
+        if job.status == "stopped":
+            with self._stats:
+                self.jobs.append(job)
+            return
+        if job.status == "failed":
+            proof.failed = True
+            if oom and self.spec.on_oom == "stop":
+                with self._stats:
+                    self.jobs.append(job)
+                    self.stopped_at_oom = True
+                self.stopped.set()
+                return
+        self._returned(proof, job)
+
+    def _returned(self, proof: ProofState, job: Job) -> None:
+        with self._stats:
+            self.jobs.append(job)
+            if job.status == "proved":
+                proof.done += 1
+            proof.returned += 1
+            finished = proof.returned == proof.partitions
+            t = self.now()
+        if finished:
+            if proof.failed:
+                self.log(f"proof {proof.id} failed")
+            else:
+                with self._stats:
+                    self.done_times.append((proof.id, proof.kind, t))
+                self.log(f"proof {proof.id} done")
+                self.event("proof_done", job=proof.id, total_s=t - proof.submitted_s)
+
+    def execute(self, on_start: Callable[[], None] | None = None) -> SimResult:
+        spec = self.spec
+        self.assemblers = None
+        if self.backend.kind == "real":
+            self.assemblers = assembler(len(spec.devices) * spec.workers_per_device)
+            if self.warm:
+                self._warm_up()
+        self._prepare()
+        self.done_times: list[tuple[str, str, float]] = []
+        self.proofs = [
+            ProofState(f"{a.kind}-{i}", a.kind, a.partitions, a.at_s)
+            for i, a in enumerate(spec.arrivals)
+        ]
+        for g in self.start_free:
+            self.peak[g] = self.used(g)
+        q: queue.PriorityQueue = queue.PriorityQueue()
+        done = threading.Event()
+        seq = itertools.count()
+        threads = []
+        for d in spec.devices:
+            gpu = 0 if spec.routing == "device0" else d
+            for k in range(spec.workers_per_device):
+                name = f"gpu{d}-w{k}"
+                threads.append(
+                    threading.Thread(target=self._worker, args=(name, gpu, q, done), name=name)
+                )
+        self.t0 = time.perf_counter()
+        if on_start is not None:
+            on_start()
+        for t in threads:
+            t.start()
+        timers = [
+            threading.Timer(f.at_s, self.shrink, args=(g, f.nbytes))
+            for f in self.faults.faults
+            if f.kind == "shrink"
+            for g in self._devices_used()
+        ]
+        for t in timers:
+            t.start()
+        try:
+            for a, proof in zip(spec.arrivals, self.proofs, strict=True):
+                wait = a.at_s - self.now()
+                if wait > 0 and self.stopped.wait(wait):
+                    break
+                if spec.duration_s is not None and self.now() >= spec.duration_s:
+                    break
+                for p in range(a.partitions):
+                    self.event("gpu_queue", job=proof.id, partition=p)
+                    self.dispatched += 1
+                    q.put(((-a.priority, next(seq)), (proof, p)))
+            done.set()
+            if spec.duration_s is not None:
+                threading.Timer(max(spec.duration_s - self.now(), 0), self.stopped.set).start()
+            for t in threads:
+                t.join()
+        finally:
+            self.stopped.set()
+            done.set()
+            for t in timers:
+                t.cancel()
+            wall = self.now()
+            self.leaks = self._teardown()
+        while not q.empty():  # never started: the run stopped first
+            _, (proof, p) = q.get()
+            self.jobs.append(Job(f"{proof.id}/{p}", "-", "stopped", "the run stopped first"))
+        return self._result(wall)
+
+    def _result(self, wall: float) -> SimResult:
+        times = sorted(t for _, _, t in self.done_times)
+        if len(times) >= 2:
+            spp: float | None = (times[-1] - times[0]) / (len(times) - 1)
+        elif times:
+            spp = times[0] - min(p.submitted_s for p in self.proofs)
+        else:
+            spp = None
+        used = self._devices_used()
+        return SimResult(
+            scenario=self.spec.name,
+            seed=self.spec.seed,
+            sim_time_s=wall,
+            proofs_submitted=len(self.proofs),
+            proofs_completed=len(times),
+            proofs_failed=sum(p.failed for p in self.proofs),
+            partitions_completed=sum(j.status == "proved" for j in self.jobs),
+            partitions_failed=sum(j.status == "failed" for j in self.jobs),
+            seconds_per_proof=spp,
+            peak_vram_bytes={
+                g: self.peak.get(g, 0) if g in used else 0 for g in range(self.spec.gpus)
+            },
+            vram_total_bytes={g: self.spec.vram for g in range(self.spec.gpus)},
+            oom_events=list(self.oom_events),
+            log=sorted(self.lines, key=lambda x: x[0]),
+            stopped_at_oom=self.stopped_at_oom,
+            host_budget_bytes=self.spec.host_budget,
+            proof_done_times=list(self.done_times),
+            spans=list(self.spans),
+            metrics=self._metrics(wall),
+        )
+
+    def _metrics(self, wall: float) -> Any:
+        """The model's metrics, from what a real run measures: proofs and latencies per
+        kind, and per device the share of the run inside GPU sections (lock holds; also
+        reported as compute utilization: an upper bound, kernels are not timed) and the
+        time workers waited for the lock. Host-side figures are 0 (not measured)."""
+        from cuzk_sim.metrics import DeviceMetrics, KindMetrics, RunMetrics, bottleneck, percentile
+
+        hours = wall / 3600 if wall > 0 else 0.0
+        done = {pid: at for pid, _, at in self.done_times}
+        kinds = []
+        for kind in sorted({p.kind for p in self.proofs}):
+            proofs = [p for p in self.proofs if p.kind == kind]
+            lat = sorted(done[p.id] - p.submitted_s for p in proofs if p.id in done)
+            failed = sum(p.failed for p in proofs)
+            kinds.append(
+                KindMetrics(
+                    kind, len(proofs), len(lat), failed,
+                    (len(lat) + failed) / hours if hours else 0.0,
+                    len(lat) / hours if hours else 0.0,
+                    percentile(lat, 50), percentile(lat, 95), lat[-1] if lat else None,
+                )
+            )  # fmt: skip
+        devices = []
+        waits = 0
+        wait_total = 0.0
+        for g in self._devices_used():
+            held = sum(s.end_s - s.start_s for s in self.spans if s.cat == "lock" and s.device == g
+                       and s.name.startswith("hold"))  # fmt: skip
+            wait = [s.end_s - s.start_s for s in self.spans if s.cat == "lock" and s.device == g
+                    and s.name.startswith("wait")]  # fmt: skip
+            waits += sum(w > 1e-4 for w in wait)
+            wait_total += sum(wait)
+            share = min(held / wall, 1.0) if wall > 0 else 0.0
+            devices.append(DeviceMetrics(g, share, {"HtoD": 0.0, "DtoH": 0.0}, share, sum(wait)))
+        gpu = sum(d.compute_utilization for d in devices) / len(devices) if devices else 0.0
+        verdict, evidence = bottleneck(gpu, 0.0, gpu, 0.0, 0.0, 0.0)
+        completed = sum(k.completed for k in kinds)
+        finished = completed + sum(k.failed for k in kinds)
+        return RunMetrics(
+            time_s=wall,
+            proofs_per_hour=finished / hours if hours else 0.0,
+            goodput_per_hour=completed / hours if hours else 0.0,
+            kinds=tuple(kinds),
+            devices=tuple(devices),
+            mutex_wait_s=wait_total,
+            mutex_waits=waits,
+            host_core_utilization=0.0,
+            synthesis_busy=0.0,
+            host_ram_wait=0.0,
+            fallbacks_taken=sum(not e.fatal for e in self.oom_events),
+            bottleneck=verdict,
+            evidence=f"gpu-run (GPU sections measured, host side not): {evidence}",
+        )
+
+    def details(self) -> dict[str, Any]:
+        """What only a real run has: per-job outcomes, the context and ballast measured,
+        the leak check and the faults injected."""
+        counts: dict[str, int] = {}
+        for j in self.jobs:
+            counts[j.status] = counts.get(j.status, 0) + 1
+        return {
+            "device": self.backend.kind,
+            "context_bytes": {str(g): b for g, b in self.context_real.items()},
+            "ballast_bytes": {str(g): b for g, b in self.ballast_bytes.items()},
+            "start_free_bytes": {str(g): b for g, b in self.start_free.items()},
+            # the card the run really had: free at start + the model's context (the ballast
+            # sets free memory in 2 MiB steps, so this is the scenario's vram + < 2 MiB)
+            "achieved_vram_bytes": {
+                str(g): b + self.spec.context for g, b in self.start_free.items()
+            },
+            "leaked_bytes": {str(g): b for g, b in getattr(self, "leaks", {}).items()},
+            "faults_injected": dict(self.faults.injected),
+            "jobs": counts,
+            "jobs_total": len(self.jobs),
+            "jobs_lost": self.dispatched - len(self.jobs),
+            "proofs_verified": sum(j.valid is True for j in self.jobs),
+            "proofs_invalid": sum(j.valid is False for j in self.jobs),
+            "failed_reasons": sorted({j.reason for j in self.jobs if j.status == "failed"}),
+            "unexplained_jobs": [
+                j.partition for j in self.jobs if j.status == "failed" and not j.reason
+            ],
+        }
+
+
+def backend_for(device: DeviceKind, spec: RunSpec, card_vram: int | None = None) -> Backend:
+    """The backend of `device`; a dry-run card has the scenario's size (card_vram: another)."""
+    if device == "real":
+        return CupyBackend()
+    return LedgerBackend(
+        card_vram or spec.vram, spec.context, spec.gpus, spec.pool_release_threshold
+    )

@@ -1,0 +1,121 @@
+"""gpu-run on the GPU: a scenario that fits, one that must OOM, on_oom continue / stop,
+injected faults with every proof compared with the reference prover's. Marker `gpu`."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).parents[2]
+VALIDATION = ROOT / "scenarios" / "validation"
+
+
+def _scenario(tmp: Path, vram: str, log2: int, workers: int, on_oom: str, count: int, parts: int):
+    path = tmp / "s.toml"
+    path.write_text(
+        textwrap.dedent(
+            f"""
+            seed = 1
+            profile = "h200"
+            on_oom = "{on_oom}"
+            [hardware]
+            gpus = 1
+            vram = "{vram}"
+            [engine.gpus]
+            gpu_workers_per_device = {workers}
+            [plan]
+            gpu_prover = {{ domain_log2 = {log2} }}
+            [plan.host]
+            synthesis = "0 s"
+            pce = false
+            [[workload]]
+            kind = "porep"
+            count = {count}
+            partitions = {parts}
+            """
+        )
+    )
+    return path
+
+
+def _run(path: Path, faults=(), verify=False):
+    import dataclasses
+
+    from cuzk_sim.gpu.pipeline import (
+        FaultPlan,
+        KindWork,
+        PartitionShape,
+        RealRun,
+        RunSpec,
+        backend_for,
+        reference_data,
+    )
+
+    from cuzk_sim.scenario import load_scenario
+
+    spec = RunSpec.from_scenario(load_scenario(path))
+    refs = None
+    if verify:
+        refs = {k: reference_data(w.shape.log_n) for k, w in spec.work.items()}
+        work = {
+            k: KindWork(PartitionShape.of_key(refs[k].pk), w.flags) for k, w in spec.work.items()
+        }
+        spec = dataclasses.replace(spec, work=work)
+    run = RealRun(spec, backend_for("real", spec), FaultPlan(tuple(faults), 1), verify=refs)
+    return run, run.execute()
+
+
+def test_fits_and_pools_return_to_their_start(tmp_path):
+    run, res = _run(_scenario(tmp_path, "140 GiB", 12, 2, "continue", 2, 4))
+    assert not res.oom and res.proofs_completed == 2 and res.partitions_completed == 8
+    d = run.details()
+    assert d["leaked_bytes"] == {"0": 0} and d["jobs_lost"] == 0
+    assert res.peak_vram_bytes[0] > d["context_bytes"]["0"]
+    assert res.seconds_per_proof is not None and res.seconds_per_proof > 0
+
+
+def test_must_oom_continue(tmp_path):
+    # the 1392.8 MiB context + 5.2 MiB (+ < 2 MiB of ballast rounding): a 2^16 partition
+    # needs more (its MSM buckets alone are 12 MiB)
+    run, res = _run(_scenario(tmp_path, "1398 MiB", 16, 1, "continue", 2, 2))
+    assert res.oom and not res.stopped_at_oom
+    assert res.proofs_failed == 2 and res.partitions_failed == 2
+    assert [e.partition for e in res.fatal_ooms] == ["porep-0/0", "porep-1/0"]
+    assert run.details()["leaked_bytes"] == {"0": 0}
+
+
+def test_must_oom_stop(tmp_path):
+    run, res = _run(_scenario(tmp_path, "1398 MiB", 16, 2, "stop", 2, 2))
+    assert res.oom and res.stopped_at_oom and res.partitions_failed == 1
+    assert res.proofs_completed == 0 and run.details()["jobs_lost"] == 0
+
+
+def test_faults_no_invalid_proof_no_lost_job_no_leak(tmp_path):
+    from cuzk_sim.gpu.pipeline import Fault
+
+    faults = [
+        Fault.parse(f) for f in ("oom:random:0.01", "oom:msm_b_g2.points:0.1", "exception:0.01")
+    ]
+    run, res = _run(_scenario(tmp_path, "140 GiB", 5, 3, "continue", 13, 4), faults, True)
+    d = run.details()
+    assert d["jobs_total"] == 52 and d["jobs_lost"] == 0 and d["unexplained_jobs"] == []
+    assert d["proofs_invalid"] == 0 and d["proofs_verified"] == d["jobs"]["proved"] > 0
+    assert d["leaked_bytes"] == {"0": 0}
+    assert sum(d["faults_injected"].values()) > 0
+
+
+def test_json_keys_equal_run_json(tmp_path):
+    from typer.testing import CliRunner
+
+    from cuzk_sim.cli import app
+
+    path = _scenario(tmp_path, "140 GiB", 10, 2, "continue", 1, 2)
+    cli = CliRunner()
+    real = json.loads(cli.invoke(app, ["gpu-run", str(path), "--json"]).stdout)
+    model = json.loads(cli.invoke(app, ["run", str(path), "--json"]).stdout)
+    assert list(real) == list(model)

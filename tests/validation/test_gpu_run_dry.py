@@ -1,0 +1,140 @@
+"""gpu-run on the dry-run device (threads, queue, locks, on_oom, faults, ballast-free
+ledger): its JSON has the schema of `run --json`, key for key, and its semantics hold."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cuzk_sim.gpu.pipeline import Fault, FaultPlan, LedgerBackend, RealRun, RunSpec
+from typer.testing import CliRunner
+from validation_fixtures import DATA
+
+from cuzk_sim.cli import app
+from cuzk_sim.scenario import load_scenario
+
+runner = CliRunner()
+
+
+def _keys(d: object) -> object:
+    if isinstance(d, dict):
+        return {k: _keys(v) for k, v in d.items() if k not in ("ledger",)}
+    if isinstance(d, list) and d and isinstance(d[0], dict):
+        return [_keys(d[0])]
+    return type(d).__name__ if d is not None else None
+
+
+def _schema(d: dict) -> dict:
+    return {k: (_keys(v) if k == "oom_events" else None) for k, v in d.items()}
+
+
+@pytest.mark.parametrize("vram", ["140 GiB", "1394 MiB"])
+def test_json_schema_equals_run_json(scenario_file, vram):
+    path = scenario_file(vram=vram)
+    real = runner.invoke(app, ["gpu-run", str(path), "--json", "--device", "dry-run"])
+    model = runner.invoke(app, ["run", str(path), "--json"])
+    assert real.exit_code == model.exit_code, real.output
+    r, m = json.loads(real.stdout), json.loads(model.stdout)
+    assert list(r) == list(m)
+    assert _schema(r) == _schema(m)
+    assert r["oom"] == m["oom"]
+
+
+def _run(path: Path, faults: FaultPlan | None = None) -> RealRun:
+    spec = RunSpec.from_scenario(load_scenario(path))
+    run = RealRun(spec, LedgerBackend(spec.vram, spec.context, spec.gpus), faults or FaultPlan())
+    run.result = run.execute()
+    return run
+
+
+def test_on_oom_continue_fails_each_proof_and_the_workers_go_on(scenario_file):
+    # 1394 MiB: the 1392.8 MiB context + 1.2 MiB, less than one 2^10 partition needs (2 MiB
+    # granules) -> every first
+    # partition OOMs; its proof fails, the proof's 3 other partitions are dropped
+    run = _run(scenario_file(vram="1394 MiB", workers=1, on_oom="continue"))
+    res = run.result
+    assert res.oom and not res.stopped_at_oom
+    assert (res.proofs_failed, res.partitions_failed, res.proofs_completed) == (2, 2, 0)
+    statuses = sorted(j.status for j in run.jobs)
+    assert statuses == ["dropped"] * 6 + ["failed"] * 2
+    assert run.details()["jobs_lost"] == 0 and run.details()["leaked_bytes"] == {"0": 0}
+
+
+def test_on_oom_stop_stops_the_run(scenario_file):
+    run = _run(scenario_file(vram="1394 MiB", workers=1, on_oom="stop"))
+    res = run.result
+    assert res.oom and res.stopped_at_oom
+    assert res.partitions_failed == 1 and res.partitions_completed == 0
+    assert [j.status for j in run.jobs].count("stopped") == 7
+    assert run.details()["jobs_lost"] == 0
+
+
+def test_fits_when_generous(scenario_file):
+    run = _run(scenario_file(vram="140 GiB", workers=3, count=3, partitions=4))
+    res = run.result
+    assert not res.oom and res.proofs_completed == 3 and res.partitions_completed == 12
+
+
+def test_faults_every_job_ends_with_a_reason_and_nothing_leaks(scenario_file):
+    faults = FaultPlan(
+        (
+            Fault.parse("oom:random:0.01"),
+            Fault.parse("exception:0.005"),
+            Fault.parse("oom:msm_h.points:0.2"),
+        ),
+        seed=3,
+    )
+    run = _run(scenario_file(vram="140 GiB", workers=3, count=13, partitions=4), faults)
+    d = run.details()
+    assert d["jobs_total"] == 52 and d["jobs_lost"] == 0
+    assert d["unexplained_jobs"] == [] and d["leaked_bytes"] == {"0": 0}
+    assert sum(d["faults_injected"].values()) > 0
+    assert run.result.partitions_failed == d["jobs"].get("failed", 0) > 0
+    for j in run.jobs:
+        assert j.status in ("proved", "failed", "dropped") and (j.status == "proved" or j.reason)
+
+
+def test_shrinking_cap_is_an_extra_ballast(scenario_file):
+    run = _run(scenario_file(vram="140 GiB"), FaultPlan((Fault.parse("shrink:0:139 GiB"),)))
+    assert any("shrank" in line for _, line in run.lines)
+
+
+@pytest.mark.parametrize("text", ["oom:x", "exception:2", "shrink:a:1 GiB", "bogus", "oom:d_a:-1"])
+def test_bad_fault_is_one_line_exit_2(scenario_file, text):
+    r = runner.invoke(
+        app, ["gpu-run", str(scenario_file()), "--device", "dry-run", "--fault", text]
+    )
+    assert r.exit_code == 2 and "--fault" in r.output and "Traceback" not in r.output
+
+
+def test_scenario_not_of_our_prover_is_refused():
+    r = runner.invoke(app, ["gpu-run", str(DATA / "one-alloc.toml"), "--device", "dry-run"])
+    assert r.exit_code == 2 and "not our GPU prover" in r.output
+
+
+def test_validate_is_resumable_and_writes_predictions_first(tmp_path, scenario_file):
+    from cuzk_sim.validation.grid import pipeline_executor, run_grid
+    from cuzk_sim.validation.spec import load_spec
+
+    scenario_file(workers=1, count=1, partitions=2)
+    (tmp_path / "spec.toml").write_text(
+        'name = "t"\nbase = "s.toml"\ncaps = [-0.3, 3]\n[[config]]\nname = "w1"\n'
+    )
+    spec = load_spec(tmp_path / "spec.toml")
+    calls = []
+    inner = pipeline_executor("dry-run")
+
+    def execute(scn):
+        assert (tmp_path / "out" / "predictions.json").exists()
+        calls.append(scn.config.vram)
+        return inner(scn)
+
+    rows, summary = run_grid(spec, tmp_path / "out", execute, say=lambda s: None)
+    assert len(calls) == 3 and len(rows) == 3  # -0.3 %, +3 %, the whole card
+    assert [r.predicted_oom for r in rows] == [True, False, False]
+    assert summary["agreement"] == 1.0
+    run_grid(spec, tmp_path / "out", execute, say=lambda s: None)
+    assert len(calls) == 3  # resumed: nothing ran again
+    lines = (tmp_path / "out" / "real.jsonl").read_text().splitlines()
+    assert len(lines) == 3 and all(json.loads(x)["real"]["scenario"] == "w1" for x in lines)

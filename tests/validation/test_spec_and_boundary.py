@@ -1,0 +1,99 @@
+"""Validation specs, the model's VRAM boundary by bisection and the caps around it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from validation_fixtures import DATA, VALIDATION
+
+from cuzk_sim.input_errors import InputError
+from cuzk_sim.scenario import load_scenario
+from cuzk_sim.validation.boundary import Boundary, caps_around, vram_boundary
+from cuzk_sim.validation.spec import load_spec, with_lock_scope
+
+MIB = 1 << 20
+
+
+def test_bundled_grid_covers_what_the_issue_asks():
+    spec = load_spec(VALIDATION / "h200-grid.toml")
+    by = {c.name: c.scenario for c in spec.configs}
+    workers = {s.config.gpu_workers_per_device for s in by.values()}
+    flags = [p.meta["flags"] for s in by.values() for p in s.plans.values()]
+    domains = {p.meta["domain_size"] for s in by.values() for p in s.plans.values()}
+    assert workers == {1, 2, 3}
+    assert {f["allocator"] for f in flags} == {"caching", "async", "sync"}
+    assert {f["prestage"] for f in flags} == {True, False}
+    assert {f["free_bc_early"] for f in flags} == {True, False}
+    assert any(f["memory_aware"] for f in flags) and any(f["msm_chunk"] for f in flags)
+    assert {s.spec.variant.mutex_scope for s in by.values()} == {"device", "none"}
+    assert max(domains) >= 1 << 24 and len(domains) >= 2
+    mixed = by["w2-mixed-18-16"]
+    assert {p.meta["domain_size"] for p in mixed.plans.values()} >= {1 << 16, 1 << 18}
+    # the model sees the real pipeline's lock: mutex_scope none reaches the plan's steps
+    nomutex = by["w2-nomutex-18"].plans["porep"]
+    assert {s.scope for s in nomutex.steps if s.op in ("lock", "unlock")} == {"none"}
+
+
+def test_lock_scope_rewrite_leaves_device_plans_alone():
+    scn = load_scenario(VALIDATION / "base.toml")
+    plan = scn.plans["porep"]
+    assert with_lock_scope(plan, "device") is plan
+    glob = with_lock_scope(plan, "global")
+    assert [s.scope for s in glob.steps if s.op == "lock"] == ["global"]
+
+
+@pytest.mark.parametrize(
+    "body, key",
+    [
+        ('base = "base.toml"\n', "config"),
+        ('base = "base.toml"\n[[config]]\nname = "a"\nbogus = 1\n', "config[0].bogus"),
+        ('base = "base.toml"\ncaps = [-95]\n[[config]]\nname = "a"\n', "caps"),
+        ('base = "nope.toml"\n[[config]]\nname = "a"\n', "base"),
+        ('base = "base.toml"\n[[config]]\nname = "a"\n[[config]]\nname = "a"\n', "unique"),
+        (
+            'base = "base.toml"\n[[config]]\nname = "a"\nset = { "hardware.gpus" = 0 }\n',
+            "hardware.gpus",
+        ),
+        (
+            'base = "base.toml"\n[[config]]\nname = "a"\n'
+            "kinds = { snapdeals = { domain_log2 = 12 } }\n",
+            "kinds.snapdeals",
+        ),
+    ],
+)
+def test_bad_specs_name_the_key(tmp_path: Path, body: str, key: str):
+    (tmp_path / "base.toml").write_text((VALIDATION / "base.toml").read_text())
+    spec = tmp_path / "spec.toml"
+    spec.write_text(body)
+    with pytest.raises(InputError, match=key.replace("[", r"\[").replace("]", r"\]")):
+        load_spec(spec)
+
+
+def test_boundary_of_one_100_mib_allocation_is_context_plus_100_mib():
+    # by hand: 400 MiB context + one 100 MiB cudaMalloc (a 2 MiB multiple) = 500 MiB
+    scn = load_scenario(DATA / "one-alloc.toml")
+    b = vram_boundary(scn, tolerance=0.001)
+    assert b.vram is not None
+    assert 500 * MIB <= b.vram <= 500 * MIB * 1.001
+    assert b.unsafe_below < 500 * MIB
+    assert b.vram - b.unsafe_below <= 0.001 * b.card + 1
+
+
+def test_boundary_none_when_even_the_card_is_too_small(tmp_path: Path):
+    plan = (DATA / "one-alloc-plan.json").read_text().replace("104857600", str(200 << 30))
+    (tmp_path / "one-alloc-plan.json").write_text(plan)
+    (tmp_path / "s.toml").write_text((DATA / "one-alloc.toml").read_text())
+    b = vram_boundary(load_scenario(tmp_path / "s.toml"))
+    assert b.vram is None
+
+
+def test_caps_are_percentages_of_the_boundary_within_the_card():
+    b = Boundary(vram=1000 * MIB, unsafe_below=999 * MIB, card=1050 * MIB, model_runs=1)
+    caps = caps_around(b, (-10, -1, 1, 10), generous=True, floor=400 * MIB)
+    assert caps == [
+        ("-10%", 900 * MIB),
+        ("-1%", 990 * MIB),
+        ("+1%", 1010 * MIB),
+        ("card", 1050 * MIB),  # +10 % (1100 MiB) exceeds the card: dropped
+    ]
