@@ -59,6 +59,10 @@ class Buckets:
 
     def index(self, t: float) -> int | None:
         """Bucket index of time t (None: outside a fixed window), widening as needed."""
+        if t >= self.start and t <= self.end_of_window:  # the common case, first
+            i = int((t - self.start) / self.width)
+            if i < self.limit:
+                return i if i >= self.cur else self.cur
         if t < self.start:
             return None
         if t > self.end_of_window:
@@ -97,6 +101,12 @@ class Buckets:
         i = self.index(t)
         if i is None:
             self.last = value
+            return
+        if i == self.cur:  # the common case: same bucket as the previous value
+            b = self.data[i]
+            if value > b.peak:
+                b.peak, b.peak_parts = value, parts() if parts else None
+            b.end = self.last = value
             return
         if i != self.cur:
             prev = self.data.get(self.cur)
