@@ -337,7 +337,7 @@ def test_pinned_alloc_round_trips_through_json():
 @pytest.mark.parametrize(
     ("edit", "key"),
     [
-        (("[host]\ncores = 96", "[host]\ncores = 0"), "host.cores"),
+        (("\ncores = 96\n", "\ncores = 0\n"), "host.cores"),
         (("threads = 6.4", "threads = 0"), "cpu.synthesis.threads"),
         (('pin_rate = "20 GiB/s"', 'pin_rate = "fast"'), "host.pin_rate"),
     ],
