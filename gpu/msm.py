@@ -27,6 +27,7 @@ MSM_ALGOS = ("signed", "unsigned")
 SIGNED_BITS = 256  # 255-bit scalars plus the carry of the signed recoding
 MAX_ACC_THREADS = 1 << 18  # accumulation threads (bounds the slots buffer at any size)
 MIN_ACC_CHUNK = 32  # sorted points per accumulation thread, at least
+LEVEL_FAN_IN = 16  # slots per thread in each level that sums the pieces of crossing buckets
 SCALAR_BITS = 255
 POINT_WORDS = {"g1": 24, "g2": 48}  # affine x | y, u32 words
 SEGMENT_LEN = 16  # buckets per thread in the bucket reduction
@@ -123,6 +124,21 @@ class SignedShape:
     def jacobian_words(self) -> int:
         return POINT_WORDS[self.group] * 3 // 2
 
+    def level_slots(self, level: int) -> int:
+        """Slots out of accumulation level `level` (0: the accumulation itself, 2 per thread;
+        each later level: 2 per LEVEL_FAN_IN slots of the level before)."""
+        slots = 2 * self.acc_threads
+        for _ in range(level):
+            slots = 2 * -(-slots // LEVEL_FAN_IN)
+        return slots
+
+    def levels(self) -> int:
+        """Levels after the accumulation: until one thread takes every slot."""
+        k = 0
+        while self.level_slots(k) > LEVEL_FAN_IN:
+            k += 1
+        return k + 1
+
     def table_bytes(self) -> int:
         """Device bytes of the precomputed bases (tables x n affine points)."""
         return 4 * POINT_WORDS[self.group] * self.n * self.windows
@@ -136,6 +152,9 @@ class SignedShape:
             "order": 4 * max(1, self.n * self.windows),
             "buckets": 4 * self.buckets * jw,
             "slots": 4 * 2 * self.acc_threads * jw,
+            "slot_keys": 4 * 2 * 2 * self.acc_threads,
+            "slots2": 4 * self.level_slots(1) * jw,
+            "slot_keys2": 4 * 2 * self.level_slots(1),
             "segments": 4 * self.sets * self.segments * jw,
             "tree": 4 * self.sets * max(1, self.segments // TREE_FAN_IN) * jw,
             "windows": 4 * self.sets * jw,
@@ -315,6 +334,8 @@ def _msm_signed(
         launch(f, "signed_scatter", n, s, counts, bufs["order"].array, np.int64(n), c, nw, g)
         mark("sort")
         base = table.array if table is not None else points.array
+        slots = [bufs["slots"].array, bufs["slots2"].array]
+        keys = [bufs["slot_keys"].array, bufs["slot_keys2"].array]
         launch(
             f,
             f"{group}_acc_balanced",
@@ -325,21 +346,31 @@ def _msm_signed(
             np.int64(nb),
             np.int64(shape.acc_chunk),
             bufs["buckets"].array,
-            bufs["slots"].array,
+            slots[0],
+            keys[0],
             np.int64(shape.acc_threads),
             threads=128,
         )
-        launch(
-            f,
-            f"{group}_acc_fixup",
-            nb,
-            starts,
-            np.int64(nb),
-            np.int64(shape.acc_chunk),
-            bufs["slots"].array,
-            bufs["buckets"].array,
-            threads=64,
-        )
+        for level in range(shape.levels()):  # ping-pong slots <-> slots2
+            n_in = shape.level_slots(level)
+            threads = -(-n_in // LEVEL_FAN_IN)
+            src, dst = level % 2, 1 - level % 2
+            launch(
+                f,
+                f"{group}_acc_level",
+                threads,
+                slots[src],
+                keys[src],
+                np.int64(n_in),
+                np.int64(LEVEL_FAN_IN),
+                np.int64(nb),
+                bufs["buckets"].array,
+                slots[dst],
+                keys[dst],
+                np.int64(threads),
+                threads=64,
+            )
+        launch(f, f"{group}_acc_empty", nb, starts, np.int64(nb), bufs["buckets"].array)
         mark("bucket_acc")
         launch(
             f,

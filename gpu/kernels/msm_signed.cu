@@ -16,8 +16,10 @@
 //    buckets they belong to (every thread does L mixed additions: no divergence from bucket
 //    sizes); a bucket wholly inside one thread's range is written to `buckets`, the pieces
 //    of a bucket that crosses a range boundary go to per-thread slots (2t: the bucket began
-//    before t's range; 2t + 1: it continues after);
-//    *_acc_fixup: one thread per crossing bucket sums its pieces (and writes empty buckets);
+//    before t's range; 2t + 1: it continues after), each with its bucket as key;
+//    *_acc_level: the same over the slots, C per thread, level after level until one
+//    thread holds them all (a bucket of 2^20 entries -- witnesses are mostly 0 and 1 --
+//    takes log_8 levels of 16 additions, not one thread's serial chain); *_acc_empty;
 // 3. *_set_reduce: per segment of a set, sum_k (k + 1) B_k by running sums;
 // 4. *_sum_groups (tree over segments) + *_combine (Horner over the g sets, c-bit shifts;
 //    Jacobian result, made affine on the host).
@@ -82,25 +84,42 @@ __device__ __forceinline__ Affine<F> load_affine_vec(const u32* p) {
     return {F::load(w), F::load(w + W)};
 }
 
-// starts: exclusive prefix sum of the counts, nbuckets + 1 entries (starts[nbuckets] = total)
+// A slot: a Jacobian partial sum with kv[2 p] = its bucket (key), kv[2 p + 1] = 1 when it
+// holds a sum (0: empty; its key still keeps the slots' keys non-decreasing).
+template <class F>
+__device__ __forceinline__ void put_slot(u32* slots, u32* kv, long long p, u32 key, bool ok,
+                                         const Jacobian<F>& v) {
+    const int W = sizeof(F) / 4;
+    kv[2 * p] = key;
+    kv[2 * p + 1] = ok;
+    if (ok) store_jacobian(slots + p * 3 * W, v);
+}
+
+// Level 0. starts: exclusive prefix sum of the counts, nbuckets + 1 entries.
 template <class F>
 __device__ void acc_balanced(const u32* points, const u32* order, const u32* starts,
-                             long long nbuckets, long long L, u32* buckets, u32* slots,
+                             long long nbuckets, long long L, u32* buckets, u32* slots, u32* kv,
                              long long nthreads) {
     const int W = sizeof(F) / 4;
     const long long total = starts[nbuckets];  // on the device: no host sync for the count
     for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < nthreads;
          t += (long long)blockDim.x * gridDim.x) {
         long long lo = t * L, hi = min(lo + L, total);
-        if (lo >= hi) continue;
+        Jacobian<F> head = Jacobian<F>::inf(), tail = Jacobian<F>::inf();
+        if (lo >= hi) {  // past the last entry: empty slots with the sentinel key
+            put_slot<F>(slots, kv, 2 * t, (u32)nbuckets, false, head);
+            put_slot<F>(slots, kv, 2 * t + 1, (u32)nbuckets, false, tail);
+            continue;
+        }
         long long a = 0, z = nbuckets;  // last b with starts[b] <= lo
         while (z - a > 1) {
             long long mid = (a + z) >> 1;
             if ((long long)starts[mid] <= lo) a = mid;
             else z = mid;
         }
-        long long b = a;
+        long long b = a, b_first = a;
         long long bstart = starts[b], bend = starts[b + 1];
+        bool head_ok = false, tail_ok = false;
         Jacobian<F> acc = Jacobian<F>::inf();
         bool fresh = true;
         for (long long j = lo; j < hi; j++) {
@@ -110,10 +129,15 @@ __device__ void acc_balanced(const u32* points, const u32* order, const u32* sta
             acc = fresh ? Jacobian<F>::from_affine(p) : add_mixed(acc, p);
             fresh = false;
             if (j + 1 == bend || j + 1 == hi) {
-                u32* dst = bstart < lo   ? slots + (2 * t) * 3 * W
-                           : bend > hi ? slots + (2 * t + 1) * 3 * W
-                                       : buckets + b * 3 * W;
-                store_jacobian(dst, acc);
+                if (bstart < lo) {
+                    head = acc;
+                    head_ok = true;
+                } else if (bend > hi) {
+                    tail = acc;
+                    tail_ok = true;
+                } else {
+                    store_jacobian(buckets + b * 3 * W, acc);
+                }
                 fresh = true;
                 if (j + 1 < hi) {
                     do {
@@ -124,27 +148,62 @@ __device__ void acc_balanced(const u32* points, const u32* order, const u32* sta
                 }
             }
         }
+        put_slot<F>(slots, kv, 2 * t, (u32)b_first, head_ok, head);
+        put_slot<F>(slots, kv, 2 * t + 1, (u32)b, tail_ok, tail);
     }
 }
 
-// Buckets that cross range boundaries: sum of slot 2 t0 + 1 and slots 2 t, t0 < t <= t1.
+// Level k >= 1: the same over the N slots of the level before, C per thread. A run of one
+// key that no neighbouring thread shares is that bucket's whole sum: written (if it holds
+// any sum); the first / last run, when shared, goes on as this thread's slot 2u / 2u + 1.
+// Levels repeat until one thread holds every slot (C >= 4: each level shrinks N).
 template <class F>
-__device__ void acc_fixup(const u32* starts, long long nbuckets, long long L, const u32* slots,
-                          u32* buckets) {
+__device__ void acc_level(const u32* items, const u32* kv_in, long long N, long long C,
+                          long long nbuckets, u32* buckets, u32* out, u32* kv_out,
+                          long long nthreads) {
+    const int W = sizeof(F) / 4;
+    for (long long u = (long long)blockIdx.x * blockDim.x + threadIdx.x; u < nthreads;
+         u += (long long)blockDim.x * gridDim.x) {
+        long long lo = u * C, hi = min(lo + C, N);
+        u32 kfirst = kv_in[2 * lo], klast = kv_in[2 * (hi - 1)];
+        bool before = lo > 0 && kv_in[2 * (lo - 1)] == kfirst;
+        bool after = hi < N && kv_in[2 * hi] == klast;
+        Jacobian<F> head = Jacobian<F>::inf(), tail = Jacobian<F>::inf();
+        Jacobian<F> acc = Jacobian<F>::inf();
+        bool head_ok = false, tail_ok = false, any = false;
+        for (long long q = lo; q < hi; q++) {
+            u32 k = kv_in[2 * q];
+            if (kv_in[2 * q + 1]) {
+                Jacobian<F> v = load_jacobian<F>(items + q * 3 * W);
+                acc = any ? add(acc, v) : v;
+                any = true;
+            }
+            if (q + 1 == hi || kv_in[2 * (q + 1)] != k) {
+                if (k == kfirst && before) {
+                    head = acc;
+                    head_ok = any;
+                } else if (k == klast && after) {
+                    tail = acc;
+                    tail_ok = any;
+                } else if (any && k < nbuckets) {
+                    store_jacobian(buckets + (u64)k * 3 * W, acc);
+                }
+                acc = Jacobian<F>::inf();
+                any = false;
+            }
+        }
+        put_slot<F>(out, kv_out, 2 * u, kfirst, head_ok, head);
+        put_slot<F>(out, kv_out, 2 * u + 1, klast, tail_ok, tail);
+    }
+}
+
+// Empty buckets hold infinity.
+template <class F>
+__device__ void acc_empty(const u32* starts, long long nbuckets, u32* buckets) {
     const int W = sizeof(F) / 4;
     for (long long b = (long long)blockIdx.x * blockDim.x + threadIdx.x; b < nbuckets;
          b += (long long)blockDim.x * gridDim.x) {
-        long long s0 = starts[b], s1 = starts[b + 1];
-        if (s0 == s1) {
-            store_jacobian(buckets + b * 3 * W, Jacobian<F>::inf());
-            continue;
-        }
-        long long t0 = s0 / L, t1 = (s1 - 1) / L;
-        if (t0 == t1) continue;
-        Jacobian<F> acc = load_jacobian<F>(slots + (2 * t0 + 1) * 3 * W);
-        for (long long t = t0 + 1; t <= t1; t++)
-            acc = add(acc, load_jacobian<F>(slots + (2 * t) * 3 * W));
-        store_jacobian(buckets + b * 3 * W, acc);
+        if (starts[b] == starts[b + 1]) store_jacobian(buckets + b * 3 * W, Jacobian<F>::inf());
     }
 }
 
@@ -217,13 +276,18 @@ __device__ void precompute(const u32* points, u32* table, long long n, int shift
 #define DEFINE_SIGNED_MSM(G, F, MIN_BLOCKS)                                                    \
     extern "C" __global__ void __launch_bounds__(128, MIN_BLOCKS)                              \
         G##_acc_balanced(const u32* points, const u32* order, const u32* starts,               \
-                         long long nbuckets, long long L, u32* buckets, u32* slots,            \
+                         long long nbuckets, long long L, u32* buckets, u32* slots, u32* kv,   \
                          long long nthreads) {                                                 \
-        acc_balanced<F>(points, order, starts, nbuckets, L, buckets, slots, nthreads);         \
+        acc_balanced<F>(points, order, starts, nbuckets, L, buckets, slots, kv, nthreads);     \
     }                                                                                          \
-    extern "C" __global__ void G##_acc_fixup(const u32* starts, long long nbuckets,            \
-                                             long long L, const u32* slots, u32* buckets) {    \
-        acc_fixup<F>(starts, nbuckets, L, slots, buckets);                                     \
+    extern "C" __global__ void G##_acc_level(const u32* items, const u32* kv_in, long long N,  \
+                                             long long C, long long nbuckets, u32* buckets,    \
+                                             u32* out, u32* kv_out, long long nthreads) {      \
+        acc_level<F>(items, kv_in, N, C, nbuckets, buckets, out, kv_out, nthreads);            \
+    }                                                                                          \
+    extern "C" __global__ void G##_acc_empty(const u32* starts, long long nbuckets,            \
+                                             u32* buckets) {                                   \
+        acc_empty<F>(starts, nbuckets, buckets);                                               \
     }                                                                                          \
     extern "C" __global__ void G##_set_reduce(const u32* buckets, u32* seg_out, int c, int g,  \
                                               int segs) {                                      \

@@ -199,10 +199,13 @@ def test_msm_matches_naive(group, variant, data):
 
 
 @pytest.mark.parametrize("variant", MSM_VARIANTS)
-@pytest.mark.parametrize("group,log_n", [("g1", 20), ("g2", 16)])
-def test_msm_large_by_linear_combination_identity(group, log_n, variant):
+@pytest.mark.parametrize(
+    "group,log_n,skewed", [("g1", 20, False), ("g2", 16, False), ("g1", 18, True)]
+)
+def test_msm_large_by_linear_combination_identity(group, log_n, skewed, variant):
     """2^k points P_i = k_i G made on the GPU: sum s_i P_i = (sum s_i k_i) G (an independent
-    oracle: Python ints and one py_ecc scalar multiplication)."""
+    oracle: Python ints and one py_ecc scalar multiplication). Skewed: scalars mostly 0 and
+    1, as in witnesses, so a few buckets hold most of the points."""
     from cuzk_sim.gpu.module import launch
 
     cp = _cp()
@@ -210,6 +213,10 @@ def test_msm_large_by_linear_combination_identity(group, log_n, variant):
     n = 1 << log_n
     k = _random_scalars(rng, n)
     s = _random_scalars(rng, n)
+    if skewed:
+        pick = rng.random(n)
+        skew = [(0.7, 1), (0.8, 0), (0.9, R - 1)]
+        s = [next((x for q, x in skew if p < q), v) for p, v in zip(pick, s, strict=True)]
     s[:3] = [0, R - 1, 1]
     dk = cp.asarray(encoding.scalars_to_limbs(k))
     gen = bls.G1 if group == "g1" else bls.G2

@@ -5,10 +5,11 @@ prime (addition for point addition), so the expected value is plain sum s_i p_i 
 
 from __future__ import annotations
 
+import bisect
 import random
 
 import pytest
-from cuzk_sim.gpu.msm import SIGNED_BITS, SignedShape
+from cuzk_sim.gpu.msm import LEVEL_FAN_IN, SIGNED_BITS, SignedShape
 from cuzk_sim.reference.field import R
 
 Q = 2**61 - 1  # the toy group Z/Q
@@ -43,7 +44,9 @@ def test_signed_digits_recode_every_scalar(c):
         assert all(1 <= m <= 1 << (c - 1) for _, m, _ in digits)
 
 
-def model_msm(points: list[int], scalars: list[int], shape: SignedShape, chunk: int) -> int:
+def model_msm(
+    points: list[int], scalars: list[int], shape: SignedShape, chunk: int, fan: int = LEVEL_FAN_IN
+) -> int:
     n, c, nw, g = len(points), shape.c, shape.windows, shape.sets
     per_set, nb = shape.per_set, shape.buckets
     base = points
@@ -65,16 +68,20 @@ def model_msm(points: list[int], scalars: list[int], shape: SignedShape, chunk: 
         order[cursor[b]] = (idx, neg)
         cursor[b] += 1
     total = starts[nb]
-    # acc_balanced: thread t adds entries [t L, (t + 1) L)
+    # acc_balanced (level 0): thread t adds entries [t L, (t + 1) L); a bucket wholly inside
+    # is final; pieces of crossing buckets go to slots 2t (began before) / 2t + 1 (continues)
     buckets: list[int | None] = [None] * nb
-    slots: dict[int, int] = {}
+    writes = [0] * nb
     threads = -(-max(1, total) // chunk)
+    items: list[tuple[int, int, bool]] = []  # (value, key, valid) per slot
     for t in range(threads):
         lo, hi = t * chunk, min(t * chunk + chunk, total)
         if lo >= hi:
+            items += [(0, nb, False), (0, nb, False)]
             continue
-        b = max(k for k in range(nb + 1) if starts[k] <= lo)  # the kernel's binary search
-        bstart, bend = starts[b], starts[b + 1]
+        b = bisect.bisect_right(starts, lo) - 1  # last b with starts[b] <= lo (binary search)
+        b_first, bstart, bend = b, starts[b], starts[b + 1]
+        head, tail = (0, False), (0, False)
         acc, fresh = 0, True
         for j in range(lo, hi):
             idx, neg = order[j]
@@ -83,16 +90,12 @@ def model_msm(points: list[int], scalars: list[int], shape: SignedShape, chunk: 
             fresh = False
             if j + 1 == bend or j + 1 == hi:
                 if bstart < lo:
-                    key = 2 * t
+                    head = (acc, True)
                 elif bend > hi:
-                    key = 2 * t + 1
+                    tail = (acc, True)
                 else:
-                    assert buckets[b] is None
                     buckets[b] = acc
-                    key = None
-                if key is not None:
-                    assert key not in slots
-                    slots[key] = acc
+                    writes[b] += 1
                 fresh = True
                 if j + 1 < hi:
                     b += 1
@@ -100,21 +103,45 @@ def model_msm(points: list[int], scalars: list[int], shape: SignedShape, chunk: 
                     while bend <= j + 1:
                         b += 1
                         bstart, bend = starts[b], starts[b + 1]
-    # acc_fixup
+        items += [(head[0], b_first, head[1]), (tail[0], b, tail[1])]
+    # acc_level: the same over the slots (fan-in `fan`), until one thread holds them all
+    while True:
+        keys = [k for _, k, _ in items]
+        assert keys == sorted(keys), "slot keys must stay monotone"
+        n_items = len(items)
+        level_threads = -(-n_items // fan)
+        out: list[tuple[int, int, bool]] = []
+        for u in range(level_threads):
+            lo, hi = u * fan, min(u * fan + fan, n_items)
+            kfirst, klast = keys[lo], keys[hi - 1]
+            before = lo > 0 and keys[lo - 1] == kfirst
+            after = hi < n_items and keys[hi] == klast
+            head, tail = (0, False), (0, False)
+            acc, anyv = 0, False
+            for q in range(lo, hi):
+                v, k, ok = items[q]
+                if ok:
+                    acc, anyv = (acc + v) % Q, True
+                if q + 1 == hi or keys[q + 1] != k:
+                    if k == kfirst and before:
+                        head = (acc, anyv)
+                    elif k == klast and after:
+                        tail = (acc, anyv)
+                    elif anyv and k < nb:
+                        buckets[k] = acc
+                        writes[k] += 1
+                    acc, anyv = 0, False
+            out += [(head[0], kfirst, head[1]), (tail[0], klast, tail[1])]
+        if level_threads == 1:
+            assert not any(ok for _, _, ok in out)
+            break
+        items = out
+    # acc_empty
     for b in range(nb):
-        s0, s1 = starts[b], starts[b + 1]
-        if s0 == s1:
-            assert buckets[b] is None
+        if starts[b] == starts[b + 1]:
             buckets[b] = 0
-            continue
-        t0, t1 = s0 // chunk, (s1 - 1) // chunk
-        if t0 == t1:
-            continue
-        assert buckets[b] is None
-        acc = slots[2 * t0 + 1]
-        for t in range(t0 + 1, t1 + 1):
-            acc = (acc + slots[2 * t]) % Q
-        buckets[b] = acc
+            writes[b] += 1
+    assert writes == [1] * nb, "every bucket written exactly once"
     # set_reduce + tree: per set, sum_k (k + 1) B_k by segments
     segs = shape.segments
     seg_len = per_set // segs
@@ -136,18 +163,28 @@ def model_msm(points: list[int], scalars: list[int], shape: SignedShape, chunk: 
     return acc
 
 
+@pytest.mark.parametrize("skew", ["random", "ones", "few values"])
 @pytest.mark.parametrize("precomputed", [False, True])
-@pytest.mark.parametrize("n,chunk", [(1, 1), (7, 3), (50, None), (50, 5), (300, 64)])
-def test_model_of_the_signed_balanced_msm_equals_the_sum(n, chunk, precomputed):
+@pytest.mark.parametrize(
+    "n,chunk,fan", [(1, 1, 4), (7, 3, 4), (50, None, 16), (50, 5, 5), (200, 8, 4)]
+)
+def test_model_of_the_signed_balanced_msm_equals_the_sum(n, chunk, fan, precomputed, skew):
+    """Random scalars, and skewed ones (witnesses are mostly 0/1): buckets with thousands of
+    entries cross many threads, so the pieces go through several levels."""
     rng = random.Random(n * 7 + (chunk or 0) + precomputed)
     points = [rng.randrange(Q) for _ in range(n)]
-    scalars = [rng.randrange(R) for _ in range(n)]
+    if skew == "random":
+        scalars = [rng.randrange(R) for _ in range(n)]
+    elif skew == "ones":
+        scalars = [rng.choice([0, 1, 1, 1, R - 1]) for _ in range(n)]
+    else:
+        scalars = [rng.choice([3, 2**200, R - 1]) for _ in range(n)]
     scalars[0] = R - 1
     if n > 2:
         scalars[1] = 0
         points[2] = points[0]  # a repeated point
     shape = SignedShape.of("g1", n, precomputed=precomputed)
-    got = model_msm(points, scalars, shape, chunk or shape.acc_chunk)
+    got = model_msm(points, scalars, shape, chunk or shape.acc_chunk, fan)
     assert got == sum(s * p for s, p in zip(scalars, points, strict=True)) % Q
 
 
