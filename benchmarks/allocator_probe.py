@@ -166,7 +166,27 @@ def main() -> None:
             asy["cudaMalloc_can_use_idle_pool_bytes"] = False
         asy["reserved_after_cudaMalloc_attempt"] = reserved()
         rt.memPoolTrimTo(mp, 0)
-        rt.memPoolSetAttribute(mp, thr, 0)
+        # growth when the idle bytes cannot hold a request: 128 MiB idle (4 x 32 MiB), then
+        # 160 MiB: new bytes = 160 MiB (a whole new block) or 32 MiB (the missing part)?
+        mem = [apool.malloc(32 * MIB) for _ in range(4)]
+        del mem
+        f1 = free()
+        big = apool.malloc(160 * MIB)
+        asy["idle_128MiB_then_160MiB_request_new_bytes"] = f1 - free()
+        del big
+        rt.memPoolTrimTo(mp, 0)
+        # the same with only 64 MiB free beyond the idle bytes (a ballast): does it fit?
+        mem = [apool.malloc(32 * MIB) for _ in range(4)]
+        del mem
+        ballast = rt.malloc(free() - 64 * MIB)
+        try:
+            big = apool.malloc(160 * MIB)
+            asy["idle_128MiB_free_64MiB_160MiB_request"] = "fits"
+            del big
+        except Exception as e:
+            asy["idle_128MiB_free_64MiB_160MiB_request"] = f"{type(e).__name__}"
+        rt.free(ballast)
+        rt.memPoolTrimTo(mp, 0)
 
     def temporaries() -> None:
         from cuzk_sim.gpu.msm import MsmShape

@@ -31,13 +31,18 @@ EPOCH = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
 
 
 def job_lines(j: int, t0: int) -> tuple[list[str], int]:
-    """One job's lines (10 partitions, 2 workers) and the time its GPU work ends."""
+    """One job's lines (10 partitions, 2 workers) and the time its GPU work ends. Timings
+    vary from line to line (a fixed pseudo-random jitter), as measured ones do."""
     job = f"{j:08x}-7c57-4a8e-9d5b-0f3e2a9c11b7"
+
+    def jit(p: int, k: int) -> int:
+        return (j * 7919 + p * 104729 + k * 1299709) % 97
+
     when = EPOCH + dt.timedelta(milliseconds=t0)
     out = [emit.synth_start(t0, job, p) for p in range(10)]
     t = t0 + 32000
     for p in range(10):
-        out.append(emit.synth_end(t, job, p, 32000))
+        out.append(emit.synth_end(t, job, p, 32000 - jit(p, 0) * 13))
         out.append(
             emit.tracing_line(
                 when,
@@ -62,22 +67,30 @@ def job_lines(j: int, t0: int) -> tuple[list[str], int]:
             f"hot_path pre-prove overhead worker_id={w} partition=Some({p}) status_ms=0 "
             "fail_check_ms=0 mark_busy_ms=0 total_overhead_ms=0",
             emit.gpu_start(t, job, w, p),
-            emit.prep_msm(1602),
-            emit.pre_lock(301, 0 if w == 0 else 1800),
-            emit.ntt_h(3, 288, 45, 0, 351, 1, 690),
-            emit.ntt_msm_h(0, 694),
-            emit.barrier_wait(0, 0),
-            emit.batch_add(0, 603),
-            emit.tail_msm(0, 131, 1431),
-            emit.mutex_held(1800, 2101),
+            emit.prep_msm(1602 + jit(p, 1)),
+            emit.pre_lock(301 + jit(p, 2) % 9, 0 if w == 0 else 1800 + jit(p, 3)),
+            emit.ntt_h(
+                3,
+                288 + jit(p, 4) % 7,
+                45 + jit(p, 5) % 3,
+                0,
+                351 + jit(p, 6) % 11,
+                1,
+                690 + jit(p, 7) % 13,
+            ),
+            emit.ntt_msm_h(0, 694 + jit(p, 8) % 13),
+            emit.barrier_wait(0, jit(p, 9) % 3),
+            emit.batch_add(0, 603 + jit(p, 10) % 17),
+            emit.tail_msm(0, 131 + jit(p, 11) % 5, 1431 + jit(p, 12) % 29),
+            emit.mutex_held(1800 + jit(p, 13), 2101 + jit(p, 14)),
             f"{emit.tracing_timestamp(when)}  INFO {span}: cuzk_core::engine: GPU_TIMING "
             f"prove_start returned worker_id={w} partition=Some({p}) total_pre_prove_ms=2102 "
             "spawn_blocking_wall_ms=2101",
-            emit.b_g2_msm(1012),
-            emit.gpu_end(t + 2150, job, w, p, 2148),
+            emit.b_g2_msm(1012 + jit(p, 15)),
+            emit.gpu_end(t + 2150, job, w, p, 2148 + jit(p, 16)),
             f"{emit.tracing_timestamp(when)}  INFO cuzk_core::engine: FIN_TIMING malloc_trim "
             f"(success path) job_id={job} partition={p} malloc_trim_ms=3",
-            emit.partition_gpu_complete(when, job, p, 2148),
+            emit.partition_gpu_complete(when, job, p, 2148 + jit(p, 16)),
         ]
         t += 1800
     return out, t

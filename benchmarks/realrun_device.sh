@@ -8,7 +8,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}
 W=/tmp/realrun
 mkdir -p "$OUT" "$W/logs"
-WHAT=${WHAT:-probe tests grid faults}
+WHAT=${WHAT:-probe tests grid faults}  # also: bench (gpu_bench.py prove stages at 2^16, 2^18)
 WHL=${WHL:-../.whl}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
   "$WHL"/*.whl >"$W/logs/pip.log" 2>&1 || { echo "wheel install failed"; tail "$W/logs/pip.log"; }
@@ -37,16 +37,21 @@ if [[ " $WHAT " == *" grid "* ]]; then
   python3 -P -m cuzk_sim validate scenarios/validation/h200-grid.toml --out "$W/grid" \
     --report-only > /dev/null 2>&1
 fi
+if [[ " $WHAT " == *" bench "* ]]; then
+  stamp bench
+  timeout ${BENCH_TIMEOUT:-90} python3 -P benchmarks/gpu_bench.py --quick --max-log2 18 \
+    --json "$W/bench.json" > "$W/logs/bench.log" 2>&1; stamp "bench rc=$?"
+fi
 if [[ " $WHAT " == *" faults "* ]]; then
   stamp faults
   timeout ${FAULT_TIMEOUT:-120} python3 -P -m cuzk_sim gpu-run scenarios/validation/faults.toml \
-    --verify --fault oom:random:0.01 --fault oom:msm_b_g2.points:0.1 --fault exception:0.01 \
-    --fault shrink:1:600MiB --fault-seed 1 --details "$W/faults.json" --log "$W/faults.log" \
+    --verify --fault oom:random:0.003 --fault oom:msm_b_g2.points:0.05 --fault exception:0.003 \
+    --fault shrink:1:654MiB --fault-seed 1 --details "$W/faults.json" --log "$W/faults.log" \
     > "$W/logs/faults.txt" 2>&1; stamp "faults rc=$?"
 fi
 stamp done
 tar czf "$OUT/all.tgz" -C "$W" . 2>/dev/null
-for f in probe.json faults.json grid/report.md grid/summary.json logs/steps.txt; do
+for f in probe.json faults.json bench.json grid/report.md logs/steps.txt; do
   [ -f "$W/$f" ] && cp "$W/$f" "$OUT/$(echo "$f" | tr / -)"
 done
 tail -5 "$W/logs/tests.log" 2>/dev/null; tail -12 "$W/logs/grid.log" 2>/dev/null

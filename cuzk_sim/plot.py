@@ -243,6 +243,7 @@ def write_plot(result: SimResult, path: str, window: tuple[float, float] | None 
         f"{width:.3g} s bucket), host RAM, worker lanes{note}",
         fontsize=10,
     )
-    fig.tight_layout(rect=(0, 0.07, 1, 0.97))
+    height = sum(heights) + 1.2
+    fig.tight_layout(rect=(0, 0.8 / height, 1, 1 - 0.45 / height))  # legend and title room
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -59,6 +59,10 @@ class Buckets:
 
     def index(self, t: float) -> int | None:
         """Bucket index of time t (None: outside a fixed window), widening as needed."""
+        if t >= self.start and t <= self.end_of_window:  # the common case, first
+            i = int((t - self.start) / self.width)
+            if i < self.limit:
+                return i if i >= self.cur else self.cur
         if t < self.start:
             return None
         if t > self.end_of_window:
@@ -97,6 +101,12 @@ class Buckets:
         i = self.index(t)
         if i is None:
             self.last = value
+            return
+        if i == self.cur:  # the common case: same bucket as the previous value
+            b = self.data[i]
+            if value > b.peak:
+                b.peak, b.peak_parts = value, parts() if parts else None
+            b.end = self.last = value
             return
         if i != self.cur:
             prev = self.data.get(self.cur)
@@ -375,9 +385,10 @@ def simulate_recorded(
     from cuzk_sim.model.worker import compile_plan
 
     noise = Jitter(jitter, scenario.config.seed, replica)
-    merged = {
-        k: compile_plan(p, scenario.profile, merge=not noise) for k, p in scenario.plans.items()
-    }
+    # merged kernel runs keep their kernels (a span each in the detail window, a jitter
+    # factor each), so one compiled set serves inside and outside the window and a
+    # recording changes no number (model/compiled.py)
+    merged = {k: compile_plan(p, scenario.profile) for k, p in scenario.plans.items()}
     sim = Simulation(
         scenario.name,
         scenario.config,
@@ -391,10 +402,6 @@ def simulate_recorded(
     timeline.workers = tuple(w.name for w in sim.workers)
     timeline.synthesizers = scenario.config.synthesis_concurrency
     unmerged = merged
-    if timeline.detail is not None:
-        unmerged = {
-            k: compile_plan(p, scenario.profile, merge=False) for k, p in scenario.plans.items()
-        }
     for dev in {w.device.index: w.device for w in sim.workers}.values():
         timeline.resync(0.0, dev.memory)  # the CUDA context, before any allocation
     spans = sim.spans = _Spans(sim, timeline, merged, unmerged)

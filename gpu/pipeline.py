@@ -292,11 +292,11 @@ class LedgerBackend(Backend):
 
     def pools(self, gpu: int) -> dict[str, int]:
         m = self.memory[gpu]
-        return {"caching_pool_idle": m.caching_idle_bytes, "async_pool_idle": m.async_idle}
+        return {"caching_pool_idle": m.caching.idle, "async_pool_idle": m.async_pool.idle}
 
     def used_by_buffers(self, gpu: int) -> int:
         m = self.memory[gpu]
-        return m.sync_live + m.async_live + m.caching_live
+        return sum(a.live for a in m.allocators.values())
 
 
 @dataclass
@@ -345,6 +345,13 @@ class CupyBackend(Backend):
         rt = cupy.cuda.runtime
         attr = getattr(rt, "cudaMemPoolAttrReleaseThreshold", 4)
         rt.memPoolSetAttribute(self._mempool(gpu), attr, min(value, NEVER))
+
+    def release_threshold(self, gpu: int) -> int:
+        import cupy
+
+        rt = cupy.cuda.runtime
+        attr = getattr(rt, "cudaMemPoolAttrReleaseThreshold", 4)
+        return int(rt.memPoolGetAttribute(self._mempool(gpu), attr))
 
     def async_reserved_used(self, gpu: int) -> tuple[int, int]:
         import cupy
@@ -668,6 +675,9 @@ class RealRun:
         self.t0 = 0.0
         self.stopped_at_oom = False
         self.dispatched = 0  # partitions put in the queue
+        self.shrunk_bytes: dict[int, int] = {}  # faults: extra ballast taken mid-run
+        self.ballast_placed: dict[int, int] = {}  # the ballast of each GPU at the start
+        self.threshold_before: dict[int, int] = {}
         scope = self.spec.mutex_scope
         self._global = threading.Lock() if scope == "global" else None
         self._device_locks = {g: threading.Lock() for g in range(self.spec.gpus)}
@@ -747,6 +757,7 @@ class RealRun:
                 self.start_free[g] = be.mem_info(g)[0]
                 continue
             be.reset(g)
+            self.threshold_before[g] = be.release_threshold(g)
             be.set_release_threshold(g, spec.pool_release_threshold)
             free, total = be.mem_info(g)
             self.context_real[g] = total - free
@@ -768,7 +779,7 @@ class RealRun:
             if ballast > 0:
                 self.ballast[g].append(be.raw_malloc(g, ballast))
             after = be.mem_info(g)[0]
-            self.ballast_bytes[g] = free - after
+            self.ballast_bytes[g] = self.ballast_placed[g] = free - after
             self.start_free[g] = after
 
     def shrink(self, gpu: int, nbytes: int) -> None:
@@ -779,14 +790,21 @@ class RealRun:
                 mem = be.memory[gpu]
                 take = min(nbytes, mem.free)
                 mem.try_alloc("(ballast)", f"shrink{len(self.lines)}", take, "sync")
+            self.shrunk_bytes[gpu] = self.shrunk_bytes.get(gpu, 0) + take
             self.log(f"fault: VRAM cap of gpu{gpu} shrank by {take} bytes")
             return
         free = be.mem_info(gpu)[0]
-        take = min(nbytes, max(free - (4 << 20), 0))
-        if take >= 2 << 20:
-            before = be.mem_info(gpu)[0]
-            self.ballast[gpu].append(be.raw_malloc(gpu, take))
-            self.ballast_bytes[gpu] += before - be.mem_info(gpu)[0]
+        take = min(nbytes, max(free - (4 << 20), 0)) // BALLAST_GRANULE * BALLAST_GRANULE
+        if take > 0:
+            with self._stats:  # counted before it exists: no peak sample sees it as used
+                self.ballast_bytes[gpu] += take
+            try:
+                self.ballast[gpu].append(be.raw_malloc(gpu, take))
+            except Exception:
+                with self._stats:
+                    self.ballast_bytes[gpu] -= take
+                take = 0
+        self.shrunk_bytes[gpu] = self.shrunk_bytes.get(gpu, 0) + take
         self.log(f"fault: VRAM cap of gpu{gpu} shrank by {take} bytes")
 
     def _teardown(self) -> dict[int, int]:
@@ -807,7 +825,7 @@ class RealRun:
             self.ballast[g] = []
             self.ballast_bytes[g] = 0
             be.reset(g)
-            be.set_release_threshold(g, 0)
+            be.set_release_threshold(g, self.threshold_before.get(g, 0))
         return leaks
 
     def _warm_up(self) -> None:
@@ -1088,7 +1106,8 @@ class RealRun:
         return {
             "device": self.backend.kind,
             "context_bytes": {str(g): b for g, b in self.context_real.items()},
-            "ballast_bytes": {str(g): b for g, b in self.ballast_bytes.items()},
+            "ballast_bytes": {str(g): b for g, b in self.ballast_placed.items()},
+            "shrunk_bytes": {str(g): b for g, b in self.shrunk_bytes.items()},
             "start_free_bytes": {str(g): b for g, b in self.start_free.items()},
             # the card the run really had: free at start + the model's context (the ballast
             # sets free memory in 2 MiB steps, so this is the scenario's vram + < 2 MiB)
@@ -1107,6 +1126,19 @@ class RealRun:
                 j.partition for j in self.jobs if j.status == "failed" and not j.reason
             ],
         }
+
+
+def gpu_missing() -> str | None:
+    """Why the real device cannot run here (no CuPy, no CUDA device), or None."""
+    try:
+        import cupy
+    except ImportError as e:
+        return f"CuPy cannot be imported ({e})"
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # CUDARuntimeError without a driver
+        return f"no CUDA device ({type(e).__name__}: {e})"
+    return None if n > 0 else "no CUDA device"
 
 
 def backend_for(device: DeviceKind, spec: RunSpec, card_vram: int | None = None) -> Backend:

@@ -130,6 +130,13 @@ def calibrate(
             "cuzk plan of the configuration the log ran).",
         ),
     ] = None,
+    gpu_model: Annotated[
+        str | None,
+        typer.Option("--gpu-model", help="The card the log was taken on (default: the base's)."),
+    ] = None,
+    vram: Annotated[
+        str | None, typer.Option("--vram", help="Its VRAM, e.g. '20 GiB' (default: the base's).")
+    ] = None,
     kind: KindOpt = None,
 ) -> None:
     """Fit the profile figures the log measures; keep the base's others, marked as such."""
@@ -144,14 +151,27 @@ def calibrate(
         _out_path("-o", output, (".toml",))
         base_profile = load_profile(base)
         a, _, _ = analyze_logs(paths, kind=kind)
+        if vram is not None:
+            from cuzk_sim.units import parse_size
+
+            try:
+                parse_size(vram)
+            except ValueError as e:
+                raise InputError(f"--vram {vram}: {e}") from None
+        prover = None
         if scenario is not None:
             from cuzk_sim.scenario import load_scenario
 
-            plans = load_scenario(scenario).plans
+            scn = load_scenario(scenario)
+            plans = scn.plans
+            if scn.spec.plan is not None and scn.spec.plan.gpu_prover is not None:
+                prover = "cuzk_sim.gpu"  # a log of our own prover (gpu-run)
         else:
             plans = cuzk_plans(logged_config(a), base_profile.vram)
         names = [str(p) for p in paths]
-        doc, fits, notes = calibrated_profile(a, base, plans, names, output.stem)
+        doc, fits, notes = calibrated_profile(
+            a, base, plans, names, output.stem, prover, gpu_model, vram
+        )
         text = dumps(
             doc,
             header=f"Profile calibrated by cuzk-sim calibrate from {', '.join(names)}"
@@ -184,7 +204,8 @@ def calibrate(
         )
     console.print(t)
     if not fits:
-        console.print("no figure fitted: the log has none of the lines docs/logs.md lists")
+        why = "see the notes" if notes else "the log has none of the lines docs/logs.md lists"
+        console.print(f"no figure fitted ({why})")
     for n in notes:
         console.print(f"note: {n}")
     console.print("every other figure: kept from the base (its `source` says so)")

@@ -152,9 +152,14 @@ def run(
         try:
             if trace or plot:  # a bounded recording, on the fast path
                 # detail (every kernel, copy, lock): the trace window, else from the start
-                # up to the span budget; for a plot alone only its window (mutex bars)
-                detail = detail_window or ((0.0, math.inf) if trace else plot_window)
-                timeline = Timeline(window=plot_window or detail_window, detail=detail)
+                # (or the plot's window) up to the span budget; a plot alone needs only
+                # its mutex bars, so it keeps a smaller budget
+                detail = detail_window or plot_window or (0.0, math.inf)
+                timeline = Timeline(
+                    window=plot_window or detail_window,
+                    detail=detail,
+                    max_detail_spans=100_000 if trace else 20_000,
+                )
                 result = simulate_recorded(scn, timeline, progress=bar)
             else:
                 result = simulate(scn, record=bool(log), progress=bar)

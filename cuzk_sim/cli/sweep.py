@@ -60,7 +60,9 @@ class _Bar:
 
 
 def sweep(
-    spec: Annotated[Path, typer.Argument(help="Sweep spec TOML (docs/capacity-planning.md).")],
+    spec: Annotated[
+        Path, typer.Argument(metavar="SPEC", help="Sweep spec TOML (docs/capacity-planning.md).")
+    ],
     out: Annotated[
         Path, typer.Option("--out", help="Output folder (created; a rerun resumes it).")
     ],

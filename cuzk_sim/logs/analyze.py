@@ -43,6 +43,7 @@ def analyze_logs(
             raise InputError(f"{path}: no such log file")
         lines.starts.append(n + 1)
         lines.files.append(str(path))
+        parser.counts.bytes += path.stat().st_size
         try:
             with open(path, "rb", buffering=1 << 20) as f:
                 feed, take = parser.feed, a.feed

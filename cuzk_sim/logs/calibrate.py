@@ -33,7 +33,8 @@ from pathlib import Path
 from cuzk_sim.calibration import BUNDLED, Cost, Profile, load_profile
 from cuzk_sim.input_errors import InputError
 from cuzk_sim.logs.scenario_out import LoggedConfig
-from cuzk_sim.logs.timeline import Analyzer, Stat
+from cuzk_sim.logs.stats import Stat
+from cuzk_sim.logs.timeline import Analyzer
 from cuzk_sim.plan import Copy, Cpu, Goto, Kernel, Label, Lock, Plan, Step, Unlock
 from cuzk_sim.plans.circuits import SHAPES
 from cuzk_sim.plans.cuzk import CuzkVariant, build_partition_plan
@@ -51,6 +52,7 @@ class Fit:
     size: int | None
     fixed_s: float | None  # a new fixed cost (msm_g1's two-point fit), else the base's
     provenance: str
+    basis: str = "fitted"  # "measured": one line timed exactly this step at this size
 
     @property
     def change(self) -> float:
@@ -189,14 +191,25 @@ class Calibrator:
         if not k > 0:
             self.notes.append(f"cpu.{key}: reading {obs:.3f} s below its fixed cost; kept")
             return
-        self._add(f"cpu.{key}", cost, k, self.prov(f"{what} ({kind}, size {size})", st))
+        basis = "measured" if size == self.size_of(f"cpu.{key}") else "fitted"
+        self._add(
+            f"cpu.{key}", cost, k, self.prov(f"{what} ({kind}, size {size})", st), basis=basis
+        )
 
-    def _add(self, key: str, cost: Cost, k: float, prov: str, fixed: float | None = None) -> None:
+    def _add(
+        self,
+        key: str,
+        cost: Cost,
+        k: float,
+        prov: str,
+        fixed: float | None = None,
+        basis: str = "fitted",
+    ) -> None:
         size = self.size_of(key)
         base_s = cost.seconds(size)
         f = cost.fixed if fixed is None else fixed
         fitted = f + (base_s - cost.fixed) * k
-        self.fits.append(Fit(key, base_s, fitted, size, fixed, prov))
+        self.fits.append(Fit(key, base_s, fitted, size, fixed, prov, basis))
 
     def size_of(self, key: str) -> int:
         """The size the profile states the figure at (its `size` key)."""
@@ -402,6 +415,8 @@ def base_raw(name_or_path: str) -> tuple[dict, str]:
 def cuzk_plans(cfg: LoggedConfig, vram: int) -> dict[str, Plan]:
     variant = CuzkVariant(
         prestage=cfg.prestage,  # type: ignore[arg-type]
+        free_d_bc_after_ntt=cfg.memory_aware,
+        memory_aware_margin_bytes=512 << 20 if cfg.memory_aware else None,
         mutex_scope=cfg.mutex_scope,  # type: ignore[arg-type]
         b_g2_msm=cfg.b_g2_msm,  # type: ignore[arg-type]
     )
@@ -418,8 +433,13 @@ def calibrated_profile(
     plans: dict[str, Plan],
     log_names: list[str],
     name: str,
+    prover: str | None = None,
+    gpu_model: str | None = None,
+    vram: str | None = None,
 ) -> tuple[dict, list[Fit], list[str]]:
-    """The new profile document, the fits, and notes on figures left as they were."""
+    """The new profile document, the fits, and notes on figures left as they were.
+    prover / gpu_model / vram: what the log was taken with, when not the base's (the
+    log names neither the card nor its VRAM)."""
     base = load_profile(base_name)
     raw, _ = base_raw(base_name)
     sizes = {
@@ -440,10 +460,23 @@ def calibrated_profile(
             if fit.fixed_s is not None:
                 entry["fixed"] = _fmt_s(fit.fixed_s)
             entry["source"] = fit.provenance
+            entry["basis"] = fit.basis
     ce = raw["copy_engine"]
     bw = next((f for f in fits if f.key == "copy_engine.pageable"), None)
     if bw is not None:
         ce["pageable"] = f"{bw.fitted_s / 2**30:.4f} GiB/s"
+        old_basis = ce.get("basis")
+        keys = ("pageable", "pinned", "latency")
+        ce["basis"] = {
+            k: "fitted"
+            if k == "pageable"
+            else (
+                old_basis.get(k, "assumed")
+                if isinstance(old_basis, dict)
+                else old_basis or "assumed"
+            )
+            for k in keys
+        }
         ce["source"] = f"pageable {bw.provenance}; pinned and latency kept from base {base.name}"
     else:
         ce["source"] = f"kept from base {base.name}: {ce.get('source', '')}".strip()
@@ -453,6 +486,21 @@ def calibrated_profile(
     extract = raw.get("pce", {}).get("extract")
     if isinstance(extract, dict):
         extract["source"] = f"{kept} {extract.get('source', '')}".strip()
+    if prover is not None:
+        raw["prover"] = prover
+    gpu = raw["gpu"]
+    if gpu_model is not None or vram is not None:
+        gpu["model"] = gpu_model or gpu["model"]
+        gpu["vram"] = vram or gpu["vram"]
+        gpu["source"] = (
+            f"the card of {', '.join(log_names)} as given to calibrate; context overhead "
+            f"kept from base {base.name}"
+        )
+    else:
+        gpu["source"] = (
+            f"kept from base {base.name} (the log does not name its card: calibrate "
+            f"--gpu-model/--vram): {gpu.get('source', '')}"
+        ).strip()
     today = dt.date.today().isoformat()
     raw["name"] = name
     raw["provenance"] = (

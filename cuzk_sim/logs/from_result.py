@@ -75,10 +75,12 @@ def cuzk_log_lines(
     pce_extract_s: dict[str, float] | None = None,
     epoch: dt.datetime | None = None,
     pool_max: bool = True,
+    memory_aware: bool = False,
 ) -> list[str]:
     """The log, in time order. pce_extract_s: extraction seconds per kind (the profile's),
     for the `PCE extraction complete extract_ms=` field; pool_max: the async pool's release
-    threshold was set to UINT64_MAX (cuzk then logs it once per GPU)."""
+    threshold was set to UINT64_MAX (cuzk then logs it once per GPU); memory_aware: the
+    pre-staging asks cudaMemGetInfo first and logs `prestage_vram` (Phase 9's final fix)."""
     w = emit.LogWriter(None, epoch)  # type: ignore[arg-type]
     lines: list[_Line] = []
     seq = iter(range(1 << 62))
@@ -96,6 +98,7 @@ def cuzk_log_lines(
 
     ids = worker_ids(result)
     failed = _failed_parts(result)
+    vram_check = _vram_check(result) if memory_aware else None
     for t0 in run_epochs:
         add(t0, emit.engine_starting(w.when(t0)))
         for _name, (wid, gpu, sub) in sorted(ids.items(), key=lambda x: x[1]):
@@ -136,7 +139,7 @@ def cuzk_log_lines(
         tl(s.start_s, emit.gpu_pickup, proof, wid, part)
         tl(s.start_s, emit.gpu_start, proof, wid, part)
         shape = SHAPES.get(proof.rsplit("-", 1)[0])  # the model names proofs <kind>-<n>
-        for t, text in partition_timing(s, inner, shape):
+        for t, text in partition_timing(s, inner, shape, vram_check):
             add(t, text)
         if (proof, part) not in failed:
             tl(s.end_s, emit.gpu_end, proof, wid, part, _ms(s.start_s, s.end_s))
@@ -156,6 +159,8 @@ def cuzk_log_lines(
             add(t, emit.d_a_cache_allocated(int(m[1]), gpu))
             continue
         if text.startswith("CUZK_TIMING:"):
+            if vram_check is not None and "prestage_setup=" in text:
+                add(t, vram_check(t, 0, None))
             add(t, text)
             continue
         m = _PANIC.match(text)
@@ -194,6 +199,29 @@ def cuzk_log_lines(
     return [x.text for x in lines]
 
 
+def _vram_check(result: SimResult):
+    """prestage_vram lines from the run's VRAM samples (free = total - used then)."""
+    samples: dict[int, tuple[list[float], list[int]]] = {}
+    for t, dev, used in sorted(result.vram_samples):
+        ts, us = samples.setdefault(dev, ([], []))
+        ts.append(t)
+        us.append(used)
+
+    def line(t: float, dev: int, shape: CircuitShape | None) -> str:
+        total = result.vram_total_bytes.get(dev, 0)
+        ts, us = samples.get(dev, ([], []))
+        i = bisect.bisect_right(ts, t) - 1
+        free = total - (us[i] if i >= 0 else 0)
+        margin = 512 << 20
+        domain = shape.domain if shape is not None else 1 << 27
+        need_da, need_dbc = domain * 32, domain * 16  # d_a and d_bc, as the plan stages them
+        return emit.prestage_vram(
+            free >> 20, max(free - margin, 0) >> 20, need_da >> 20, need_dbc >> 20
+        )
+
+    return line
+
+
 def _failed_parts(result: SimResult) -> set[tuple[str, int]]:
     out = set()
     for e in result.oom_events:
@@ -204,7 +232,10 @@ def _failed_parts(result: SimResult) -> set[tuple[str, int]]:
 
 
 def partition_timing(
-    part: Span, inner: list[Span], shape: CircuitShape | None = None
+    part: Span,
+    inner: list[Span],
+    shape: CircuitShape | None = None,
+    vram_check=None,  # (t, device, shape) -> the prestage_vram line, when memory-aware
 ) -> list[tuple[float, str]]:
     """The C++ timing lines of one partition from its worker's spans inside it."""
     out: list[tuple[float, str]] = []
@@ -215,6 +246,8 @@ def partition_timing(
 
     staged = [x for x in inner if x.cat == "copy" and x.name.startswith("stage_")]
     if staged and shape is not None:  # the staging buffers were allocated: pre-staging ran
+        if vram_check is not None:
+            out.append((staged[0].start_s, vram_check(staged[0].start_s, part.device, shape)))
         out.append((staged[0].start_s, emit.prestage_ok(shape.domain, 0)))
     prep = first(lambda x: x.cat == "cpu" and x.name == "prep_msm")
     if prep is not None:
@@ -267,9 +300,10 @@ def write_cuzk_log(
     out: TextIO,
     pce_extract_s: dict[str, float] | None = None,
     pool_max: bool = True,
+    memory_aware: bool = False,
 ) -> int:
     """Write the log; returns the number of lines."""
-    lines = cuzk_log_lines(result, pce_extract_s, pool_max=pool_max)
+    lines = cuzk_log_lines(result, pce_extract_s, pool_max=pool_max, memory_aware=memory_aware)
     for line in lines:
         out.write(line + "\n")
     return len(lines)
@@ -282,5 +316,6 @@ def write_scenario_log(result: SimResult, scenario, path: str) -> int:
         for k, shape in scenario.shapes.items()
     }
     pool_max = scenario.config.pool_release_threshold == NEVER
+    aware = scenario.spec.variant.memory_aware_margin is not None
     with open(path, "w") as f:
-        return write_cuzk_log(result, f, extract, pool_max)
+        return write_cuzk_log(result, f, extract, pool_max, aware)

@@ -155,19 +155,38 @@ def _timeline(line: str, lineno: int) -> Record:
         return Record(lineno, "malformed", line, {"why": f"unknown TIMELINE event {event!r}"})
     fields: dict[str, object] = {"ms": t, "event": event, "job": job}
     if len(parts) == 5:
-        for item in parts[4].split(","):
-            k, sep, v = item.partition("=")
-            if not sep:
-                if item and item != "monolithic":
-                    fields.setdefault("detail", item)
-            elif k in _TIMELINE_INTS:
-                try:
-                    fields[k] = int(v)
-                except ValueError:
-                    return Record(lineno, "malformed", line, {"why": f"{k}={v} is not an integer"})
-            else:
-                fields[k] = v
+        detail = _DETAILS.get(parts[4])
+        if detail is None:
+            detail = _detail(parts[4])
+            if isinstance(detail, str):
+                return Record(lineno, "malformed", line, {"why": detail})
+            if len(_DETAILS) >= CACHE_ENTRIES:
+                _DETAILS.clear()
+            _DETAILS[parts[4]] = detail
+        fields.update(detail)
     return Record(lineno, "timeline", line, fields)
+
+
+CACHE_ENTRIES = 4096  # distinct TIMELINE details remembered (they repeat: worker=0,partition=3)
+_DETAILS: dict[str, dict[str, object]] = {}
+
+
+def _detail(text: str) -> dict[str, object] | str:
+    """`worker=1,partition=3,gpu_ms=3750` as fields, or why it is malformed."""
+    out: dict[str, object] = {}
+    for item in text.split(","):
+        k, sep, v = item.partition("=")
+        if not sep:
+            if item and item != "monolithic":
+                out.setdefault("detail", item)
+        elif k in _TIMELINE_INTS:
+            try:
+                out[k] = int(v)
+            except ValueError:
+                return f"{k}={v} is not an integer"
+        else:
+            out[k] = v
+    return out
 
 
 def tracing_fields(rest: str) -> dict[str, str]:
@@ -225,22 +244,20 @@ class LogParser:
         self._pending: Record | None = None  # a panic or terminate awaiting its message
         self.extra: list[Record] = []  # a second record of one line (rare): take it next
 
-    def feed(self, raw: bytes | str, lineno: int) -> Record | None:
-        """The record of this line, or None; see `extra` for a second one."""
+    def feed(self, raw: bytes, lineno: int) -> Record | None:
+        """The record of this line (bytes, as read from the file), or None; see `extra`
+        for a second one. The caller counts bytes (`counts.bytes`)."""
         c = self.counts
         c.lines += 1
-        if isinstance(raw, str):
-            raw = raw.encode("utf-8", "replace")
-        c.bytes += len(raw)
         if self._pending is None:
             if raw.startswith(b"TIMELINE,"):
-                rec = _timeline(raw.decode("utf-8", "replace").rstrip("\r\n"), lineno)
+                rec = _timeline(raw.decode("utf-8", "replace").rstrip(), lineno)
                 c.known += 1
                 if rec.kind == "malformed":
                     c.malformed += 1
                 return rec
             if raw.startswith(b"CUZK_TIMING: "):
-                text = raw.decode("utf-8", "replace").rstrip("\r\n")
+                text = raw.decode("utf-8", "replace").rstrip()
                 rec = _timing(text[13:], lineno, text)
                 c.known += 1
                 if rec.kind == "malformed":
@@ -337,6 +354,9 @@ def parse_lines(lines: Iterable[bytes | str], parser: LogParser | None = None) -
     """Records of the lines in order (line numbers from 1)."""
     p = parser or LogParser()
     for n, raw in enumerate(lines, 1):
+        if isinstance(raw, str):
+            raw = raw.encode("utf-8", "replace")
+        p.counts.bytes += len(raw)
         rec = p.feed(raw, n)
         if rec is not None:
             yield rec

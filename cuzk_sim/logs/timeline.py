@@ -14,18 +14,15 @@ into running statistics; at most `keep` closed partitions are kept for the repor
 
 from __future__ import annotations
 
-import math
-import statistics
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from cuzk_sim.logs.findings import FindingBook
+from cuzk_sim.logs.findings import FindingBook, end_of_log_findings
 from cuzk_sim.logs.parse import Counts, Record
+from cuzk_sim.logs.stats import Stat
 
 KEEP_PARTITIONS = 2000
-SYNTHESIS_BOUND_SHARE = 0.15  # of a GPU's window idle, queue empty, synthesis running
-MUTEX_CONTENTION_SHARE = 0.5  # total mutex wait against total mutex held
 CIRCUIT_KINDS = {
     "porep-32g": "porep",
     "snap-deals-32g": "snapdeals",
@@ -72,98 +69,7 @@ FIGURES = (
 )
 
 
-RESERVOIR = 4096  # samples kept per figure: the median is exact below this many
-
-
-@dataclass
-class Stat:
-    """Running count / sum / sum of squares / min / max, a seeded reservoir of samples
-    (for the median), and the first lines the figure came from."""
-
-    n: int = 0
-    total: float = 0.0
-    sq: float = 0.0
-    lo: float = math.inf
-    hi: float = -math.inf
-    lines: list[int] = field(default_factory=list)
-    samples: list[float] = field(default_factory=list)
-    rng: int = 88172645463325252  # a 64-bit LCG state: the reservoir is deterministic
-
-    def add(self, v: float, lineno: int | None = None) -> None:
-        self.n += 1
-        self.total += v
-        self.sq += v * v
-        if v < self.lo:
-            self.lo = v
-        if v > self.hi:
-            self.hi = v
-        if lineno is not None and len(self.lines) < 5:
-            self.lines.append(lineno)
-        self._keep(v)
-
-    def _keep(self, v: float) -> None:
-        if len(self.samples) < RESERVOIR:
-            self.samples.append(v)
-        else:  # reservoir sampling with our own seeded generator
-            self.rng = (self.rng * 6364136223846793005 + 1442695040888963407) % (1 << 64)
-            j = (self.rng >> 16) % self.n
-            if j < RESERVOIR:
-                self.samples[j] = v
-
-    def extend(self, vals: list[float], lineno: int | None = None) -> None:
-        """Add many readings at once (a finished job's), in order."""
-        if not vals:
-            return
-        self.total += sum(vals)
-        self.sq += sum(v * v for v in vals)
-        self.lo = min(self.lo, min(vals))
-        self.hi = max(self.hi, max(vals))
-        if lineno is not None and len(self.lines) < 5:
-            self.lines.append(lineno)
-        room = RESERVOIR - len(self.samples)
-        if room >= len(vals):
-            self.samples.extend(vals)
-            self.n += len(vals)
-            return
-        for v in vals:
-            self.n += 1
-            self._keep(v)
-
-    def merge(self, o: Stat) -> None:
-        for v in o.samples:
-            self.n += 1
-            self._keep(v)
-        self.n += o.n - len(o.samples)
-        self.total += o.total
-        self.sq += o.sq
-        self.lo = min(self.lo, o.lo)
-        self.hi = max(self.hi, o.hi)
-        self.lines = sorted(self.lines + o.lines)[:5]
-
-    @property
-    def mean(self) -> float:
-        return self.total / self.n if self.n else math.nan
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.samples) if self.samples else math.nan
-
-    @property
-    def std(self) -> float:
-        if self.n < 2:
-            return 0.0
-        return math.sqrt(max(self.sq / self.n - self.mean**2, 0.0))
-
-    def to_dict(self) -> dict:
-        return {
-            "n": self.n,
-            "mean": self.mean if self.n else None,
-            "median": self.median if self.n else None,
-            "std": self.std,
-            "min": self.lo if self.n else None,
-            "max": self.hi if self.n else None,
-            "lines": self.lines,
-        }
+FIGURE_SET = frozenset(FIGURES)
 
 
 @dataclass
@@ -185,7 +91,8 @@ class Partition:
     gpu: int | None = None
     timing: dict[str, int] = field(default_factory=dict)
     slots: set[str] = field(default_factory=set)
-    lines: list[tuple[int, str]] = field(default_factory=list)  # its TIMELINE lines (<= 8)
+    lines: list[tuple[int, str]] = field(default_factory=list)  # its GPU_START / GPU_END
+    jobrec: Job | None = None  # the job it belongs to
     outcome: str = "open"  # open | done | failed | unfinished
 
     def note(self, rec: Record) -> None:
@@ -360,6 +267,7 @@ class Analyzer:
             self._prestage(r)
         elif k == "prestage_vram":
             self.last_prestage_vram = (r.lineno, r.text)
+            self.variant["prestage_vram"] = self.variant.get("prestage_vram", 0) + 1
         elif k == "engine_start":
             self._engine_start(r)
         elif k == "worker_started":
@@ -397,7 +305,8 @@ class Analyzer:
             jk = (self.run, job)
             if jk not in self.jobs:
                 self.jobs[jk] = Job(self.run, job)
-            self.jobs[jk].open += 1
+            part.jobrec = self.jobs[jk]
+            part.jobrec.open += 1
         return part
 
     def _advance(self, t: int, lineno: int) -> None:
@@ -420,16 +329,17 @@ class Analyzer:
         return self.workers.get(worker, 0)
 
     def _timeline(self, r: Record) -> None:
-        f = r.fields
-        t, ev, job = int(f["ms"]), str(f["event"]), str(f["job"])
+        f = r.fields  # the parser made ms, worker, partition, synth_ms, gpu_ms ints
+        t, ev, job = f["ms"], f["event"], f["job"]
         p = f.get("partition")
-        p = int(p) if p is not None else None
         if self.first_ms is None:
             self.first_ms = t
-        self.last_ms = t if self.last_ms is None else max(self.last_ms, t)
+        if self.last_ms is None or t > self.last_ms:
+            self.last_ms = t
         self._advance(t, r.lineno)
         part = self._part(job, p)
-        part.note(r)
+        if ev == "GPU_START" or ev == "GPU_END":  # the lines findings cite
+            part.lines.append((r.lineno, r.text))
         jobrec = self.jobs[(self.run, job)]
         if jobrec.first_ms is None:
             jobrec.first_ms = t
@@ -443,7 +353,7 @@ class Analyzer:
             jobrec.synth_end = t if jobrec.synth_end is None else max(jobrec.synth_end, t)
             self.synth_active = max(self.synth_active - 1, 0)
             if "synth_ms" in f:
-                part.synth_ms = int(f["synth_ms"])
+                part.synth_ms = f["synth_ms"]
                 self._stat(part, "synth_ms", part.synth_ms, r.lineno)
         elif ev == "GPU_QUEUE":
             part.queued = t
@@ -454,11 +364,11 @@ class Analyzer:
             if part.queued is not None:
                 self.queue = max(self.queue - 1, 0)
                 self._stat(part, "queue_ms", t - part.queued, r.lineno)
-            part.worker = _int(f.get("worker"))
+            part.worker = f.get("worker")
             part.gpu = self._gpu_of(part.worker)
         elif ev == "GPU_START":
             part.start = t
-            part.worker = _int(f.get("worker"))
+            part.worker = f.get("worker")
             part.gpu = self._gpu_of(part.worker)
             part.outcome = "open"
             self.open_sections.append(part)
@@ -473,7 +383,7 @@ class Analyzer:
                 use.first = t
         elif ev == "GPU_END":
             part.end = t
-            part.gpu_ms = _int(f.get("gpu_ms"))
+            part.gpu_ms = f.get("gpu_ms")
             if part.gpu_ms is not None:
                 self._stat(part, "gpu_ms", part.gpu_ms, r.lineno)
             if part.start is not None:
@@ -527,6 +437,10 @@ class Analyzer:
         )
         if kind.startswith("unknown") and len(self.circuits) == 1:  # the one PCE it used
             kind = CIRCUIT_KINDS.get(next(iter(self.circuits)), kind)
+        if kind.startswith("unknown"):  # our model and gpu-run name jobs <kind>-<n>
+            named = job.job.rsplit("-", 1)[0]
+            if named in CIRCUIT_KINDS.values():
+                kind = named
         job.kind = kind
         # done: every partition it started came back (cuzk starts all of a job's
         # partitions' synthesis at once, so the log names them all)
@@ -557,12 +471,11 @@ class Analyzer:
             )
         self.jobs.pop((job.run, job.job), None)
 
-    def _stat(self, part: Partition | None, name: str, value: object, lineno: int) -> None:
-        v = float(value)  # type: ignore[arg-type]
+    def _stat(self, part: Partition | None, name: str, v: float, lineno: int) -> None:
         if part is None:
             self.orphan_stats.setdefault(name, Stat()).add(v, lineno)
             return
-        job = self.jobs.get((part.run, part.job))
+        job = part.jobrec
         if job is None:
             self.orphan_stats.setdefault(name, Stat()).add(v, lineno)
             return
@@ -592,12 +505,13 @@ class Analyzer:
         else:
             return
         sec = self._attribute(slot, r)
+        timing = sec.timing if sec is not None else None
         for key, v in f.items():
-            if key in ("gpu_tid", "num_circuits"):
+            if key == "gpu_tid" or key == "num_circuits":
                 continue
-            if sec is not None:
-                sec.timing[key] = int(v)  # type: ignore[arg-type]
-            if key in FIGURES:
+            if timing is not None:
+                timing[key] = v  # type: ignore[assignment]
+            if key in FIGURE_SET:
                 self._stat(sec, key, v, r.lineno)
         if slot == "b_g2":
             self.variant["b_g2_cpu"] = self.variant.get("b_g2_cpu", 0) + 1
@@ -688,7 +602,10 @@ class Analyzer:
     def _prestage(self, r: Record) -> None:
         outcome = str(r.fields.get("prestage_setup"))
         self.variant[f"prestage_{outcome}"] = self.variant.get(f"prestage_{outcome}", 0) + 1
-        self._attribute("prestage", r)
+        sec = self._attribute("prestage", r)
+        if sec is not None:  # staged before or after taking the mutex?
+            where = "prestage_under" if "lock" in sec.slots else "prestage_outside"
+            self.variant[where] = self.variant.get(where, 0) + 1
         if outcome in ("fallback", "skip_vram"):
             err = r.fields.get("err")
             why = (
@@ -800,70 +717,8 @@ class Analyzer:
 
     def finish(self) -> Analyzer:
         self._close_all("unfinished", self.now_line)
-        self._end_findings()
+        end_of_log_findings(self)
         return self
-
-    def _end_findings(self) -> None:
-        if self.routed_to_gpu0():
-            others = sorted({g for g in self.workers.values() if g != 0})
-            ev = [self.worker_lines[w] for w in sorted(self.worker_lines) if self.workers[w] != 0][
-                :2
-            ]
-            ev += [self.cpp_gpus[0]]
-            self.book.add(
-                "routing_to_gpu0",
-                f"Workers were assigned to GPUs {sorted(set(self.workers.values()))}, but "
-                "the per-GPU lines of the C++ prover (d_a cache, pool threshold) name GPU 0 "
-                f"only: the GPU work of GPUs {others} ran on GPU 0 (gpu_index not passed "
-                "down), so those GPUs idle and GPU 0 carries every worker's buffers.",
-                ev,
-            )
-        for cid, (n, text) in self.pce_save_failed.items():
-            self.book.add(
-                "pce_save_failed",
-                f"The PCE of {cid} could not be saved to the param cache, so it is "
-                "re-extracted after every daemon restart (83 s and 14 GiB of host memory "
-                "for SnapDeals): make the param cache writable by the daemon's user.",
-                [(n, text)],
-            )
-        for cid, seen in self.pce_extracted.items():
-            if len(seen) > 1:
-                total = sum(ms_ for _, _, ms_ in seen) / 1000
-                self.book.add(
-                    "pce_reextracted",
-                    f"The PCE of {cid} was extracted {len(seen)} times in this log "
-                    f"({total:.0f} s in all); after the first it should load from disk.",
-                    [(n, t) for n, t, _ in seen],
-                )
-        if (
-            self.mutex_held.n >= 4
-            and self.mutex_wait.total >= MUTEX_CONTENTION_SHARE * self.mutex_held.total
-        ):
-            share = self.mutex_wait.total / max(self.mutex_held.total, 1)
-            self.book.add(
-                "mutex_contention",
-                f"Workers waited on the GPU mutex {self.mutex_wait.total / 1000:.1f} s in "
-                f"all, {share:.0%} of the {self.mutex_held.total / 1000:.1f} s it was held "
-                f"({self.mutex_wait.n} sections): the GPU section is the bottleneck, more "
-                "workers per GPU only queue behind it.",
-                [(self.worst_wait[1], self.worst_wait[2])],
-            )
-        for g, use in sorted(self.gpus.items()):
-            window = (use.last or 0) - (use.first or 0)
-            if (
-                window > 0
-                and use.starved_ms >= SYNTHESIS_BOUND_SHARE * window
-                and use.sections >= 2
-            ):
-                gap, before, after = use.longest_gap or (0.0, (0, ""), (0, ""))
-                self.book.add(
-                    "synthesis_bound",
-                    f"GPU {g} sat idle with an empty GPU queue while synthesis ran for "
-                    f"{use.starved_ms / 1000:.1f} s, {use.starved_ms / window:.0%} of its "
-                    f"{window / 1000:.1f} s of work (longest gap {gap / 1000:.1f} s): "
-                    "synthesis, not the GPU, sets the pace.",
-                    [x for x in (before, after) if x[0]],
-                )
 
     # --- results ---
 

@@ -28,8 +28,10 @@ is a parameter, not code:
   segment with one live chunk stays reserved whole: that is the fragmentation modelled.
   Each new segment is one cudaMalloc, which takes device memory in 2 MiB granules: a
   segment costs its size rounded up to `segment_granule`, the slack in no chunk (measured
-  on the H200: the real pipeline's peaks equal this to the byte on every run that fits,
-  docs/validation.md).
+  on the H200: with it the real pipeline's peaks equal the model's to the byte on 32 of
+  the grid's 49 runs that fit, within 4 MiB on the others, docs/validation.md; the driver
+  packs allocations of at most 1 MiB into shared 2 MiB pages, which the model charges a
+  whole granule each).
 
 `DeviceMemory` holds the ledger, one allocator of each kind, the live buffers by
 (owner, buffer), and frees queued at a future time (`free_at` / `settle`).

@@ -1,11 +1,19 @@
-"""The cuzk engine as SimPy processes: arrivals, synthesis, a priority queue, GPU workers.
+"""The cuzk engine as SimPy processes: arrivals, synthesis, the queues, GPU workers.
 
-Proofs arrive into a priority job queue. `synthesis_concurrency` synthesizers take one
-proof at a time, reserve host RAM for all its partitions (waiting on the budget), make
-sure the PCE is available, and synthesize up to `max_parallel_synthesis` partitions in
-parallel. A synthesizer runs at most `synthesis_lookahead` proofs ahead of the GPUs.
-Partitions go to a priority queue served by devices × gpu_workers_per_device workers,
-each executing its kind's plan on the device its routing policy names.
+Owns the run: it builds the devices, the host (RAM budget, cores, PCE cache), the
+`Machine` the workers execute plans on, and the fast layer's decisions
+(model/fast.py); it moves proofs from arrival to completion and assembles the result.
+
+Proofs arrive into a priority job queue. Whole-proof synthesis (the default):
+`synthesis_concurrency` synthesizers take one proof at a time, reserve host RAM for all
+its partitions (waiting on the budget), make sure the PCE is available, and synthesize
+up to `max_parallel_synthesis` partitions in parallel; a synthesizer runs at most
+`synthesis_lookahead` proofs ahead of the GPUs; partitions go to a priority queue.
+Per-partition synthesis (`partition_workers` N > 0, cuzk's Phase 7 pool): each partition
+waits for one of N permits, reserves its own host memory, is synthesized, and is sent
+into a FIFO channel of max(synthesis_lookahead, N) partitions, holding its permit until
+the send went through. Partitions are served by devices × gpu_workers_per_device
+workers, each executing its kind's plan on the device its routing policy names.
 """
 
 from __future__ import annotations
@@ -72,6 +80,11 @@ class EngineConfig:
     # allocator -> rounding in bytes (e.g. a measured cudaMallocAsync granule); () = the
     # defaults of model/allocator.py (2 MiB for sync and async, 512 B for caching)
     allocator_granularity: tuple[tuple[str, int], ...] = ()
+    # cuzk's per-partition synthesis pool ([synthesis] partition_workers, Phase 7): 0 =
+    # whole-proof synthesis (rounds of max_parallel_synthesis); N > 0 = each partition
+    # synthesized on its own under a semaphore of N permits, each held through the send
+    # into a bounded channel of max(synthesis_lookahead, N) partitions
+    partition_workers: int = 0
 
 
 def plan_cpu_demand(cp: CompiledPlan) -> float:
@@ -157,11 +170,12 @@ class Simulation:
         parts = max(
             [a.partitions or self.shapes[a.kind].partitions for a in cfg.arrivals], default=1
         )
-        synth_demand = (
-            cfg.synthesis_concurrency
-            * min(parts, cfg.max_parallel_synthesis)
-            * self.profile.synthesis_threads
+        at_once = (  # partitions synthesized at once
+            cfg.partition_workers
+            if cfg.partition_workers
+            else cfg.synthesis_concurrency * min(parts, cfg.max_parallel_synthesis)
         )
+        synth_demand = at_once * self.profile.synthesis_threads
         plan_demand = max((plan_cpu_demand(cp) for cp in self.plans.values()), default=0)
         self.cores_shared = (
             not self.fast.arithmetic_cpu
@@ -175,7 +189,14 @@ class Simulation:
             on_disk=set(cfg.pce_on_disk),
         )
         self.jobs = simpy.PriorityStore(env)
-        self.partitions = simpy.PriorityStore(env)
+        if cfg.partition_workers:
+            # cuzk engine.rs (Phase 7): the synthesis -> GPU channel, auto-sized to
+            # max(synthesis_lookahead, partition_workers), FIFO; and the permits
+            cap = max(cfg.synthesis_lookahead, 1, cfg.partition_workers)
+            self.partitions = simpy.Store(env, capacity=cap)
+            self.partition_permits = simpy.Resource(env, capacity=cfg.partition_workers)
+        else:
+            self.partitions = simpy.PriorityStore(env)
         # each synthesizer may run `synthesis_lookahead` proofs ahead of the GPUs
         slots = cfg.synthesis_concurrency * (cfg.synthesis_lookahead + 1)
         self.lookahead = simpy.Container(env, capacity=slots, init=slots)
@@ -243,6 +264,58 @@ class Simulation:
         self.arrivals_open -= 1
         self._maybe_finish()
 
+    def _synthesis_seconds(self, proof: Proof) -> float:
+        """One partition's synthesis time (a round synthesizes its partitions in parallel,
+        each taking this long)."""
+        shape = self.shapes[proof.kind]
+        if shape.synthesis_s is not None:
+            return shape.synthesis_s
+        return self.profile.cpu_seconds(
+            "synthesis", shape.constraints, f"synthesis of {proof.kind}"
+        )
+
+    def _dispatch_partitions(self) -> Generator:
+        """partition_workers > 0: take a proof, make its PCE available, hand each partition
+        to its own synthesis task (which waits for a permit), and go on to the next proof
+        (cuzk spawns the tasks and does not wait for them)."""
+        env = self.env
+        while True:
+            item = yield self.jobs.get()
+            proof: Proof = item.item
+            if self.shapes[proof.kind].pce:
+                yield from self.pce.ensure(env, self.ram, proof.kind, self.log)
+            for p in range(proof.partitions):
+                env.process(self._synthesize_partition(proof, p))
+
+    def _synthesize_partition(self, proof: Proof, p: int) -> Generator:
+        """One partition: a permit, its host memory (the budget), its synthesis, then the
+        send into the channel — the permit is released only once the send went through, so
+        at most partition_workers syntheses and finished-but-unsent partitions exist."""
+        env, shape = self.env, self.shapes[proof.kind]
+        permit = self.partition_permits.request()
+        yield permit
+        if proof.failed:  # cuzk skips the synthesis of a failed job's partitions
+            self.partition_permits.release(permit)
+            self._partition_back(proof, reserved=False)
+            return
+        asked = env.now
+        yield self.ram.reserve("synthesis", proof.id, shape.host_bytes)
+        self.ram_wait_s += env.now - asked
+        seconds = self._synthesis_seconds(proof)
+        t0 = env.now
+        if self.cores_shared:
+            yield self.cores.run(self.jitter.scale(seconds), self.profile.synthesis_threads)
+        else:
+            yield env.timeout(self.jitter.scale(seconds))
+            self.cores.work_s += seconds * self.profile.synthesis_threads
+        self.events += 2
+        self.synth_busy_s += env.now - t0
+        if self.record or self.timeline is not None:
+            name = f"{proof.id}/{p}"
+            self.spans.append(Span("partition-synth", -1, name, "synthesis", t0, env.now))
+        yield self.partitions.put(simpy.PriorityItem((-shape.priority, next(self.seq)), (proof, p)))
+        self.partition_permits.release(permit)
+
     def _synthesize(self, index: int) -> Generator:
         env, cfg = self.env, self.config
         while True:
@@ -256,11 +329,7 @@ class Simulation:
             if shape.pce:
                 yield from self.pce.ensure(env, self.ram, proof.kind, self.log)
             rounds = math.ceil(proof.partitions / cfg.max_parallel_synthesis)
-            seconds = shape.synthesis_s
-            if seconds is None:
-                seconds = self.profile.cpu_seconds(
-                    "synthesis", shape.constraints, f"synthesis of {proof.kind}"
-                )
+            seconds = self._synthesis_seconds(proof)
             t0 = env.now
             if self.cores_shared:  # each round: its partitions in parallel, sharing cores
                 left = proof.partitions
@@ -291,9 +360,8 @@ class Simulation:
             item = yield self.partitions.get()
             self.events += 1
             proof, p = item.item
-            shape = self.shapes[proof.kind]
             proof.picked += 1
-            if proof.picked == proof.partitions:
+            if proof.picked == proof.partitions and not self.config.partition_workers:
                 self.lookahead.put(1)
             if not proof.failed:
                 t0 = env.now
@@ -314,17 +382,23 @@ class Simulation:
                         if not self.stop.triggered:
                             self.stop.succeed()
                         return
-            self.ram.unreserve("synthesis", proof.id, shape.host_bytes)
-            proof.returned += 1
-            if proof.returned == proof.partitions:  # every partition is back (done or not)
-                proof.finished = True
-                self.unfinished -= 1
-                if not proof.failed:
-                    self.done_times.append((proof.id, proof.kind, env.now))
-                    self.log(f"proof {proof.id} done")
-                else:
-                    self.log(f"proof {proof.id} failed")
-                self._maybe_finish()
+            self._partition_back(proof)
+
+    def _partition_back(self, proof: Proof, reserved: bool = True) -> None:
+        """A partition is back from the GPU workers (done, failed or dropped): its host
+        memory is released; the proof finishes with its last partition."""
+        if reserved:
+            self.ram.unreserve("synthesis", proof.id, self.shapes[proof.kind].host_bytes)
+        proof.returned += 1
+        if proof.returned == proof.partitions:  # every partition is back (done or not)
+            proof.finished = True
+            self.unfinished -= 1
+            if not proof.failed:
+                self.done_times.append((proof.id, proof.kind, self.env.now))
+                self.log(f"proof {proof.id} done")
+            else:
+                self.log(f"proof {proof.id} failed")
+            self._maybe_finish()
 
     def _restart(self, at: float) -> Generator:
         yield self.env.timeout(at)
@@ -347,7 +421,9 @@ class Simulation:
         for a in cfg.arrivals:
             env.process(self._arrive(a))
         for i in range(cfg.synthesis_concurrency):
-            env.process(self._synthesize(i))
+            env.process(
+                self._dispatch_partitions() if cfg.partition_workers else self._synthesize(i)
+            )
         for w in self.workers:
             env.process(self._gpu_worker(w))
         for t in cfg.restarts_s:

@@ -95,6 +95,7 @@ def engine_config(
         synthesis_concurrency=eng.pipeline.synthesis_concurrency,
         synthesis_lookahead=eng.pipeline.synthesis_lookahead,
         max_parallel_synthesis=eng.pipeline.max_parallel_synthesis,
+        partition_workers=eng.synthesis.partition_workers,
         routing=var.routing,
         pool_release_threshold=NEVER if threshold == "max" else parse_size(threshold),
         on_oom=spec.on_oom,

@@ -81,6 +81,11 @@ class PipelineSection(_Strict):
     max_parallel_synthesis: int = Field(18, ge=1, le=MAX_CONCURRENCY)
 
 
+class SynthesisSection(_Strict):
+    # cuzk [synthesis] partition_workers (engine.rs Phase 7): 0 = whole-proof synthesis
+    partition_workers: int = Field(0, ge=0, le=4096)
+
+
 class MemorySection(_Strict):
     total_budget: str = "auto"  # "auto" = host RAM − safety_margin
     safety_margin: SizeText = "5 GiB"
@@ -96,6 +101,7 @@ class PceSection(_Strict):
 class Engine(_Strict):
     gpus: GpusSection = GpusSection()
     pipeline: PipelineSection = PipelineSection()
+    synthesis: SynthesisSection = SynthesisSection()
     memory: MemorySection = MemorySection()
     pce: PceSection = PceSection()
 

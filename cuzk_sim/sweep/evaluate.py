@@ -59,6 +59,20 @@ class Task:
     folder: str  # where the scenario's relative paths (plan.file, profile) point
     replicas: int = 1
     jitter: float = 0.0
+    code: str | None = None  # the client's code fingerprint; None: not checked
+
+
+def check_code(task: Task) -> None:
+    """Refuse to simulate with other code than the client's (a Dask worker with another
+    installation): an InputError, so the sweep stops with one line, storing nothing."""
+    from cuzk_sim.sweep.fingerprint import code_fingerprint
+
+    mine = code_fingerprint()
+    if task.code is not None and task.code != mine:
+        raise InputError(
+            f"a sweep worker runs other cuzk-sim code (fingerprint {mine}, the client's "
+            f"{task.code}): install the same cuzk-sim on every worker"
+        )
 
 
 def load_task_scenario(task: Task):
@@ -87,6 +101,7 @@ def is_safe(row: dict[str, Any]) -> bool:
 
 def evaluate(task: Task) -> dict[str, Any]:
     """The metric columns of one configuration's row."""
+    check_code(task)  # outside the try: other code is no row, it stops the sweep
     row: dict[str, Any] = dict.fromkeys(METRIC_COLUMNS)
     row.update(key=task.key, replicas=task.replicas, jitter=task.jitter)
     try:

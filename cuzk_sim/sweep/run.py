@@ -20,6 +20,7 @@ from cuzk_sim.overrides import apply_overrides
 from cuzk_sim.sweep.configs import Configuration, config_key, expand
 from cuzk_sim.sweep.evaluate import METRIC_COLUMNS, Task, evaluate
 from cuzk_sim.sweep.executors import make_executor
+from cuzk_sim.sweep.fingerprint import code_fingerprint
 from cuzk_sim.sweep.search import SearchTask, run_search
 from cuzk_sim.sweep.spec import CARD_KEY, VRAM_KEY, WORKERS_KEY, SweepSpec
 from cuzk_sim.sweep.store import RowStore, prepare_out
@@ -58,7 +59,7 @@ def check_replicas(replicas: int, jitter: float) -> None:
 def _task(spec: SweepSpec, raw: dict, key: str, replicas: int, jitter: float) -> Task:
     # the folder absolute: a Dask worker may run in another working directory
     folder = str(spec.base_path.parent.resolve())
-    return Task(key, raw, str(spec.base_path), folder, replicas, jitter)
+    return Task(key, raw, str(spec.base_path), folder, replicas, jitter, code_fingerprint())
 
 
 def search_tasks(spec: SweepSpec, replicas: int, jitter: float) -> list[SearchTask]:

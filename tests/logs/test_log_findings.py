@@ -155,3 +155,11 @@ def test_plot_is_written(tmp_path):
     out = tmp_path / "p.png"
     r = runner.invoke(app, ["logs", str(FIXTURES / "synthesis-bound.log"), "--plot", str(out)])
     assert r.exit_code == 0 and out.stat().st_size > 1000
+
+
+def test_every_json_key_is_documented():
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "logs.md").read_text()
+    section = doc.split("## `--json`", 1)[1].split("\n## ", 1)[0]
+    d = json.loads(runner.invoke(app, ["logs", str(INCIDENT), "--json"]).stdout)
+    missing = [k for k in d if f"`{k}`" not in section]
+    assert not missing, missing

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import tomllib
 from importlib import resources
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -76,7 +77,7 @@ count = 3
 
 def cost_at(profile, key: str) -> float:
     section, kind = key.split(".")
-    raw = tomllib.loads(open(profile.source).read())
+    raw = tomllib.loads(Path(profile.source).read_text())
     size = int(raw[section][kind]["size"])
     table = profile.kernels if section == "kernel" else profile.cpus
     return table[kind].seconds(size)
@@ -106,6 +107,13 @@ def test_model_log_calibrates_back_to_the_known_profile(tmp_path, prestage, work
     assert raw["kernel"]["ntt"]["source"].startswith("fitted from")
     assert raw["kernel"]["msm_g2"]["source"].startswith("kept from base rtx5070ti")
     assert raw["cpu"]["assemble"]["source"].startswith("kept from base rtx5070ti")
+    # basis (measured | fitted | derived | assumed): one line timing one step is measured,
+    # a shared factor or a two-point fit is fitted, a kept figure keeps the base's
+    base_raw = tomllib.loads((resources.files("cuzk_sim.profiles") / "rtx5070ti.toml").read_text())
+    assert raw["cpu"]["synthesis"]["basis"] == "measured"
+    assert raw["kernel"]["ntt"]["basis"] == "fitted"
+    assert raw["kernel"]["msm_g2"]["basis"] == base_raw["kernel"]["msm_g2"]["basis"]
+    assert raw["prover"] == "cuzk"
     if prestage == "off":  # a/b/c go up inside the NTT phase: the upload is visible
         assert fitted.pageable_bw == pytest.approx(truth.pageable_bw, rel=0.01)
     else:  # pre-staged: the upload overlaps, the base's rate is kept
@@ -199,6 +207,7 @@ partitions = 4
     assert r.exit_code == 0, r.output
     fitted = tomllib.loads(out.read_text())
     assert "mutex_held_ms (the whole GPU section" in fitted["kernel"]["ntt"]["source"]
+    assert fitted["prover"] == "cuzk_sim.gpu"  # the plans were our prover's
     replay = tmp_path / "replay.toml"
     r = runner.invoke(
         app,

@@ -94,7 +94,7 @@ def toy_scenario(plan: Plan, workers: int = 2, proofs: int = 1, partitions: int 
         host_ram_budget=10**6,
         gpu_workers_per_device=workers,
         max_parallel_synthesis=64,
-        synthesis_lookahead=8,
+        synthesis_lookahead=cfg.pop("synthesis_lookahead", 8),
         on_oom=cfg.pop("on_oom", "continue"),
         pce_on_disk=("toy",),
         arrivals=(Arrivals("toy", proofs),),

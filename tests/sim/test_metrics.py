@@ -125,6 +125,11 @@ def test_bottleneck_rules():
     assert bottleneck(**{**args, "host_ram": 0.7})[0] == "host-ram"
     assert bottleneck(**{**args, "gpu": 0.9, "mutex": 0.95})[0] == "gpu"  # GPU work in the lock
     assert bottleneck(**{**args, "gpu": 0.5, "mutex": 0.95})[0] == "mutex"
+    # an open stream the farm keeps up with: the arrivals set the pace, however busy
+    busy = {**args, "synthesis": 0.9}
+    assert bottleneck(**busy)[0] == "synthesis"
+    verdict, evidence = bottleneck(**busy, keeps_up="5 of 16292 proofs unfinished at the end")
+    assert verdict == "none" and "keeps up with its arrivals" in evidence
 
 
 def test_json_carries_the_metrics_and_fallbacks_taken():

@@ -285,11 +285,14 @@ BUNDLED = sorted(
 @pytest.mark.slow
 @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: Path(p).stem)
 def test_fast_layer_equals_the_plain_interpreter_on_every_bundled_scenario(path):
+    from cuzk_sim.recording import Timeline, simulate_recorded
     from cuzk_sim.runner import simulate
     from cuzk_sim.scenario import load_scenario
 
     scn = load_scenario(path)
     fast = simulate(scn).to_dict()
-    assert json.dumps(fast) == json.dumps(simulate(scn, record=True).to_dict())  # --trace
+    assert json.dumps(fast) == json.dumps(simulate(scn, record=True).to_dict())
+    traced = simulate_recorded(scn, Timeline()).to_dict()  # what --trace / --plot run
+    assert json.dumps(fast) == json.dumps(traced)
     assert json.dumps(fast) == json.dumps(simulate(scn, fast=EXACT_OFF).to_dict())
     assert_close(fast, simulate(scn, fast=FastPaths.none()).to_dict())

@@ -138,3 +138,26 @@ def test_validate_is_resumable_and_writes_predictions_first(tmp_path, scenario_f
     assert len(calls) == 3  # resumed: nothing ran again
     lines = (tmp_path / "out" / "real.jsonl").read_text().splitlines()
     assert len(lines) == 3 and all(json.loads(x)["real"]["scenario"] == "w1" for x in lines)
+
+
+def test_real_device_without_a_gpu_is_one_line_exit_2(scenario_file):
+    from cuzk_sim.gpu.pipeline import gpu_missing
+
+    if gpu_missing() is None:
+        pytest.skip("a GPU is present: the real device runs")
+    r = runner.invoke(app, ["gpu-run", str(scenario_file())])
+    assert r.exit_code == 2 and "--device real" in r.output and "Traceback" not in r.output
+    spec = Path(__file__).parents[2] / "scenarios" / "validation" / "h200-grid.toml"
+    r = runner.invoke(app, ["validate", str(spec), "--out", str(scenario_file().parent / "o")])
+    assert r.exit_code == 2 and "--predict-only" in r.output
+
+
+def test_cuzk_log_reads_back_with_the_logs_command(scenario_file, tmp_path):
+    log = tmp_path / "cuzk.log"
+    r = runner.invoke(
+        app, ["gpu-run", str(scenario_file()), "--device", "dry-run", "--log", str(log)]
+    )
+    assert r.exit_code == 0, r.output
+    d = json.loads(runner.invoke(app, ["logs", str(log), "--json"]).stdout)  # read as cuzk's
+    assert not d["malformed"] and d["engine_starts"] == 1
+    assert (d["partitions_total"], d["proofs_done"]) == (8, 2)  # 2 proofs of 4 partitions
