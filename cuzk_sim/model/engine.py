@@ -32,6 +32,7 @@ from cuzk_sim.model.allocator import NEVER, DeviceMemory
 from cuzk_sim.model.cores import HostCores
 from cuzk_sim.model.gpu import Device
 from cuzk_sim.model.host import HostMemory, PceCache
+from cuzk_sim.model.interpreter import panic
 from cuzk_sim.model.jitter import Jitter, replica_seed
 from cuzk_sim.model.machine import Machine
 from cuzk_sim.model.worker import CompiledPlan, FastLayer, FastPaths, Worker, execute_plan
@@ -73,7 +74,8 @@ class EngineConfig:
     on_oom: Literal["stop", "continue"] = "stop"
     pce_writable: bool = True
     pce_on_disk: tuple[str, ...] = ()
-    restarts_s: tuple[float, ...] = ()
+    restarts_s: tuple[float, ...] = ()  # daemon restarts: in-flight work is lost
+    devices_lost_s: tuple[tuple[float, int], ...] = ()  # (when, GPU): the device is gone
     duration_s: float | None = None
     seed: int = 0
     arrivals: tuple[Arrivals, ...] = ()
@@ -216,6 +218,7 @@ class Simulation:
         self.stopped_at_oom = False
         self.partitions_ok = 0
         self.partitions_failed = 0
+        self.lost_devices: set[int] = set()
 
     # --- what the machine holds, by the names other code reads ---
 
@@ -285,7 +288,7 @@ class Simulation:
             if self.shapes[proof.kind].pce:
                 yield from self.pce.ensure(env, self.ram, proof.kind, self.log)
             for p in range(proof.partitions):
-                env.process(self._synthesize_partition(proof, p))
+                self._spawn(self._synthesize_partition(proof, p))
 
     def _synthesize_partition(self, proof: Proof, p: int) -> Generator:
         """One partition: a permit, its host memory (the budget), its synthesis, then the
@@ -357,9 +360,11 @@ class Simulation:
     def _gpu_worker(self, w: Worker) -> Generator:
         env = self.env
         while True:
-            item = yield self.partitions.get()
+            get = self.waiting_get[w.name] = self.partitions.get()
+            item = yield get
             self.events += 1
             proof, p = item.item
+            self.current[w.name] = (proof, p)
             proof.picked += 1
             if proof.picked == proof.partitions and not self.config.partition_workers:
                 self.lookahead.put(1)
@@ -382,6 +387,7 @@ class Simulation:
                         if not self.stop.triggered:
                             self.stop.succeed()
                         return
+            del self.current[w.name]
             self._partition_back(proof)
 
     def _partition_back(self, proof: Proof, reserved: bool = True) -> None:
@@ -400,10 +406,127 @@ class Simulation:
                 self.log(f"proof {proof.id} failed")
             self._maybe_finish()
 
+    # --- the daemon's processes, restarts and lost devices ---
+
+    def _start_daemon(self) -> None:
+        """Start what one daemon process runs: the synthesizers (or the partition
+        dispatcher) and a GPU worker per worker slot whose device is not lost."""
+        cfg, env = self.config, self.env
+        self.daemon: list[simpy.Process] = []  # what a restart kills
+        self.worker_procs: dict[str, simpy.Process] = {}
+        self.waiting_get: dict[str, simpy.Event] = {}  # a GPU worker's pending queue get
+        self.current: dict[str, tuple[Proof, int]] = {}  # a GPU worker's partition
+        for i in range(cfg.synthesis_concurrency):
+            gen = self._dispatch_partitions() if cfg.partition_workers else self._synthesize(i)
+            self.daemon.append(env.process(self._killable(gen)))
+        for w in self.workers:
+            if w.device.index not in self.lost_devices:
+                proc = env.process(self._killable(self._gpu_worker(w)))
+                self.daemon.append(proc)
+                self.worker_procs[w.name] = proc
+
+    def _spawn(self, gen: Generator) -> None:
+        """A daemon process started during the run (a partition's synthesis)."""
+        self.daemon.append(self.env.process(self._killable(gen)))
+
+    @staticmethod
+    def _killable(gen: Generator) -> Generator:
+        """A daemon process: a restart or a lost device ends it (simpy.Interrupt)."""
+        try:
+            return (yield from gen)
+        except simpy.Interrupt:
+            return None
+
     def _restart(self, at: float) -> Generator:
+        """A daemon restart (cuzk-daemon is one process): everything in flight is lost —
+        synthesis, queued and running partitions, device buffers (persistent caches too),
+        pinned buffers, host reservations, mutexes, the in-memory PCE. Proofs in flight
+        fail; arrivals go on into the restarted daemon, which starts empty."""
         yield self.env.timeout(at)
+        env, cfg = self.env, self.config
+        for proc in self.daemon:
+            if proc.is_alive:
+                proc.interrupt("daemon restart")
+        lost = [p for p in self.proofs if not p.finished]
+        for proof in lost:
+            proof.failed = proof.finished = True
+            self.unfinished -= 1
+            self.log(f"proof {proof.id} failed: lost in a daemon restart")
+        # a new process: empty queues, memories, mutexes (peaks and counters carried)
+        old_ram, old_cores = self.ram, self.cores
+        self.ram = HostMemory(env, cfg.host_ram_budget, samples=old_ram.samples)
+        self.ram.peak_used = old_ram.peak_used
+        self.cores = HostCores(env, cfg.host_cores, samples=old_cores.samples)
+        self.cores.peak_demand, self.cores.work_s = old_cores.peak_demand, old_cores.work_s
+        self.machine.ram, self.machine.cores = self.ram, self.cores
+        for mx in self.mutexes.values():
+            mx.reset(env.now)
+        for dev in self.devices:
+            old = dev.memory
+            dev.memory = DeviceMemory(
+                old.device,
+                old.total,
+                context=old.context,
+                release_threshold=old.release_threshold,
+                granularity=old.granularity,
+            )
+            dev.memory.peak_used = old.peak_used
+            dev.compute_free_at = min(dev.compute_free_at, env.now)  # its queued work died
+            for direction, t in dev.copy_free_at.items():
+                dev.copy_free_at[direction] = min(t, env.now)
+            if self.timeline is not None:
+                self.timeline.resync(env.now, dev.memory)
+        for w in self.workers:
+            w.held.clear()
+            w.begin(env.now)
+        self._fresh_queues()
         self.pce.restart()
-        self.log("daemon restart: in-memory PCE dropped")
+        self.pce.pending.clear()  # an extraction in flight died with the process
+        self.sections.clear()  # learnt sections keyed by the old memories' states
+        lost_text = f"; {len(lost)} proofs in flight lost" if lost else ""
+        self.log(f"daemon restart: in-memory PCE dropped{lost_text}")
+        self._start_daemon()
+        self._maybe_finish()
+
+    def _fresh_queues(self) -> None:
+        cfg, env = self.config, self.env
+        self.jobs = simpy.PriorityStore(env)
+        if cfg.partition_workers:
+            cap = max(cfg.synthesis_lookahead, 1, cfg.partition_workers)
+            self.partitions = simpy.Store(env, capacity=cap)
+            self.partition_permits = simpy.Resource(env, capacity=cfg.partition_workers)
+        else:
+            self.partitions = simpy.PriorityStore(env)
+        slots = cfg.synthesis_concurrency * (cfg.synthesis_lookahead + 1)
+        self.lookahead = simpy.Container(env, capacity=slots, init=slots)
+
+    def _lose_device(self, at: float, device: int) -> Generator:
+        """A GPU falls off the bus: the workers whose work runs on it stop; the partition
+        each was proving fails with its proof; what they held (mutexes, pinned host
+        buffers) is released; the other workers go on. Queued partitions wait for them."""
+        yield self.env.timeout(at)
+        self.lost_devices.add(device)
+        gone = [w for w in self.workers if w.device.index == device]
+        for w in gone:
+            proc = self.worker_procs.pop(w.name, None)
+            if proc is None or not proc.is_alive:
+                continue
+            proc.interrupt("device lost")
+            get = self.waiting_get.pop(w.name, None)
+            if get is not None and not get.triggered:
+                get.cancel()  # else the queue would hand the next partition to no one
+            elif get is not None and w.name not in self.current:
+                self.partitions.put(get.value)  # handed over but not yet taken: requeue
+            for mx in self.mutexes.values():  # a worker waiting on a mutex leaves its queue
+                mx.waiters = type(mx.waiters)(x for x in mx.waiters if x[0] != w.name)
+            panic(self.machine, w)  # release its mutexes, free its buffers, unpin
+            job = self.current.pop(w.name, None)
+            if job is not None:
+                proof, _ = job
+                self.partitions_failed += 1
+                proof.failed = True
+                self._partition_back(proof)
+        self.log(f"gpu{device} lost: {len(gone)} workers stopped")
 
     def _maybe_finish(self) -> None:
         if self.arrivals_open == 0 and self.unfinished == 0 and not self.stop.triggered:
@@ -420,14 +543,11 @@ class Simulation:
         env, cfg = self.env, self.config
         for a in cfg.arrivals:
             env.process(self._arrive(a))
-        for i in range(cfg.synthesis_concurrency):
-            env.process(
-                self._dispatch_partitions() if cfg.partition_workers else self._synthesize(i)
-            )
-        for w in self.workers:
-            env.process(self._gpu_worker(w))
+        self._start_daemon()
         for t in cfg.restarts_s:
             env.process(self._restart(t))
+        for t, d in cfg.devices_lost_s:
+            env.process(self._lose_device(t, d))
         if cfg.duration_s is not None:
             env.process(self._deadline(cfg.duration_s))
         self.stall: str | None = None

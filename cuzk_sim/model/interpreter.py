@@ -200,13 +200,13 @@ def _cpu_helper(
 ) -> Generator[simpy.Event, object, float]:
     """After the stream's previous work and the worker's issue time, run on the shared
     cores; returns its end time."""
-    env = m.env
+    env, cores = m.env, m.cores  # the cores of its issue (a daemon restart brings new ones)
     if isinstance(prev, simpy.Event):
         prev = prev.value if prev.processed else (yield prev)
     start = max(ready, prev)
     if start > env.now:
         yield env.timeout(start - env.now)
-    yield m.cores.run(seconds, s.threads)
+    yield cores.run(seconds, s.threads)
     if m.recorder.record:
         m.recorder.spans.append(Span(w.name, -1, s.name, "cpu", start, env.now))
     return env.now

@@ -102,6 +102,7 @@ def engine_config(
         pce_writable=eng.pce.cache_writable,
         pce_on_disk=tuple(eng.pce.cached),
         restarts_s=tuple(parse_duration(t) for t in spec.restarts),
+        devices_lost_s=tuple((parse_duration(d.at), d.gpu) for d in spec.lost_devices),
         duration_s=parse_duration(spec.duration) if spec.duration else None,
         seed=spec.seed,
         arrivals=tuple(

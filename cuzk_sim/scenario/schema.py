@@ -186,6 +186,11 @@ class Expect(_Strict):
         return v
 
 
+class LostDevice(_Strict):
+    at: DurationText  # when the GPU falls off the bus
+    gpu: int = Field(ge=0, le=63)
+
+
 class ScenarioFile(_Strict):
     name: Text | None = None
     description: str = Field("", max_length=100_000)
@@ -193,14 +198,25 @@ class ScenarioFile(_Strict):
     on_oom: Literal["stop", "continue"] = "stop"
     profile: str = "rtx5070ti"
     duration: DurationText | None = None
-    # daemon restarts (the in-memory PCE is lost)
+    # daemon restarts: in-flight proofs, device and pinned buffers and the in-memory PCE lost
     restarts: list[DurationText] = Field([], max_length=10_000)
+    lost_devices: list[LostDevice] = Field([], max_length=64)  # GPUs that stop working
     hardware: Hardware = Hardware()
     engine: Engine = Engine()
     variant: Variant = Variant()  # type: ignore[valid-type]
     plan: PlanSource | None = None
     workload: list[Workload] = Field(min_length=1, max_length=1000)
     expect: Expect | None = None
+
+    @model_validator(mode="after")
+    def _lost_devices_exist(self) -> ScenarioFile:
+        for i, d in enumerate(self.lost_devices):
+            if d.gpu >= self.hardware.gpus:
+                raise ValueError(
+                    f"lost_devices[{i}].gpu = {d.gpu}: there are {self.hardware.gpus} GPUs "
+                    f"(0..{self.hardware.gpus - 1})"
+                )
+        return self
 
     @model_validator(mode="after")
     def _endless_needs_duration(self) -> ScenarioFile:

@@ -62,7 +62,7 @@ def run_plan(
         synthesis_lookahead=cfg.pop("synthesis_lookahead", 8),
         on_oom=on_oom,
         pce_on_disk=("toy",),
-        arrivals=(Arrivals("toy", proofs),),
+        arrivals=cfg.pop("arrivals", (Arrivals("toy", proofs),)),
         **cfg,
     )
     profile = profile or toy_profile()
