@@ -263,8 +263,8 @@ def execute(
                 learnt = None
                 if replay is not None:
                     mem.restore(replay)
-                    if tl is not None:
-                        tl.resync(env.now, mem)
+                    if tl is not None:  # live buffers as at entry: only the pools moved
+                        tl.vram_change(env.now, dev.index, mem.used, None, 0)
                 elif learning is not None:
                     key, ooms, lines = learning
                     end = mem.snapshot()

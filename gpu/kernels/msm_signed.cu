@@ -23,8 +23,13 @@
 // 3. *_set_reduce: per segment of a set, sum_k (k + 1) B_k by running sums;
 // 4. *_sum_groups (tree over segments) + *_combine (Horner over the g sets, c-bit shifts;
 //    Jacobian result, made affine on the host).
-// Macros: G1_ACC_MIN_BLOCKS (default 1), the launch bound of g1_acc_balanced (128 threads).
+// Macros: G1_ACC_MIN_BLOCKS (default 1), the launch bound of g1_acc_balanced (128 threads);
+// ACC_FLUSH_SLOTS (default 0) 1 stores a boundary piece when its run ends instead of
+// holding it in registers to the end of the thread (fewer registers; benchmark switch).
 #include "curve.cuh"
+#ifndef ACC_FLUSH_SLOTS
+#define ACC_FLUSH_SLOTS 0
+#endif
 
 __device__ __forceinline__ u32 window_raw(const u32* s, int bit, int c) {
     int word = bit >> 5, off = bit & 31;
@@ -130,10 +135,18 @@ __device__ void acc_balanced(const u32* points, const u32* order, const u32* sta
             fresh = false;
             if (j + 1 == bend || j + 1 == hi) {
                 if (bstart < lo) {
+#if ACC_FLUSH_SLOTS
+                    store_jacobian(slots + (2 * t) * 3 * W, acc);
+#else
                     head = acc;
+#endif
                     head_ok = true;
                 } else if (bend > hi) {
+#if ACC_FLUSH_SLOTS
+                    store_jacobian(slots + (2 * t + 1) * 3 * W, acc);
+#else
                     tail = acc;
+#endif
                     tail_ok = true;
                 } else {
                     store_jacobian(buckets + b * 3 * W, acc);
@@ -148,8 +161,15 @@ __device__ void acc_balanced(const u32* points, const u32* order, const u32* sta
                 }
             }
         }
+#if ACC_FLUSH_SLOTS  // values already stored: keys and flags only
+        put_slot<F>(slots, kv, 2 * t, (u32)b_first, false, head);
+        kv[4 * t + 1] = head_ok;
+        put_slot<F>(slots, kv, 2 * t + 1, (u32)b, false, tail);
+        kv[4 * t + 3] = tail_ok;
+#else
         put_slot<F>(slots, kv, 2 * t, (u32)b_first, head_ok, head);
         put_slot<F>(slots, kv, 2 * t + 1, (u32)b, tail_ok, tail);
+#endif
     }
 }
 

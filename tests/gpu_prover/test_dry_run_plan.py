@@ -282,3 +282,35 @@ def test_a_declined_attempt_frees_what_the_first_branch_allocated():
         ("free", "a"),
     ]
     assert dev.live == {}
+
+
+def test_the_signed_msm_buffers_at_2_27_by_hand():
+    """The default (signed) MSM's buffers in the 2^27 plan, sizes by hand: G2, 2^27 points,
+    c = 16 -> 16 windows x 2^15 buckets; Jacobian G2 = 3 x 24 words = 288 B; accumulation
+    threads capped at 2^18 (2^31 entries / 2^18 = 8192 points each), 2 slots per thread;
+    the first level's 2^19 slots / 16 per thread -> 2^15 threads -> 2^16 slots."""
+    plan = dry_run_plan(PartitionShape.synthetic(27))
+    sizes = {s.buffer: s.bytes for s in plan.steps if isinstance(s, Alloc)}
+    assert sizes["msm_b_g2.buckets"] == 16 * 2**15 * 288 == 144 << 20
+    assert sizes["msm_b_g2.counts"] == 4 * (16 * 2**15 + 1)
+    assert sizes["msm_b_g2.order"] == 4 * 2**27 * 16 == 8 << 30
+    assert sizes["msm_b_g2.slots"] == 2 * 2**18 * 288 == 144 << 20
+    assert sizes["msm_b_g2.slot_keys"] == 2 * 2**18 * 8
+    assert sizes["msm_b_g2.slots2"] == 2**16 * 288 == 18 << 20
+    assert sizes["msm_b_g2.result"] == 288  # Jacobian; made affine on the host
+    assert not any(name.endswith(".table") for name in sizes)  # no precomputed bases
+    assert sizes["msm_a.slots"] == 2 * 2**18 * 144  # G1 Jacobian = 144 B
+    # peak during msm_b_g2: d_a, d_witness 4 GiB each, points 24 GiB, order 8 GiB, then the
+    # scratch: counts, starts, buckets, slots, slot keys, slots2, their keys, segments
+    # (16 x 2048 x 288 B), tree (16 x 256 x 288 B), windows, result
+    scratch = 2 * 4 * (2**19 + 1) + 2 * (144 << 20) + (4 << 20) + (18 << 20) + (1 << 19)
+    scratch += 16 * 2048 * 288 + 16 * 256 * 288 + 16 * 288 + 288
+    assert _peak(plan) == (40 << 30) + scratch
+
+
+def test_the_earlier_msm_stays_selectable_in_the_plan():
+    plan = dry_run_plan(PartitionShape.synthetic(20), ProverFlags(msm_algo="unsigned"))
+    names = {s.buffer for s in plan.steps if isinstance(s, Alloc)}
+    assert "msm_a.slots" not in names and "msm_a.buckets" in names
+    with pytest.raises(ValueError, match="msm_algo"):
+        ProverFlags(msm_algo="fast")

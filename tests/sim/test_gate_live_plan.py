@@ -140,7 +140,7 @@ def with_extra_alloc_in_the_lock(real_dry_run, buffer: str, nbytes: int):
 
 
 def test_a_prover_change_reaches_the_gate(monkeypatch):
-    # 100 GiB more under the lock: 40.31 + 100 + 0.39 GiB > 140.40 GiB on the H200.
+    # 100 GiB more under the lock: 40.32 + 100 + 0.39 GiB > 140.40 GiB on the H200.
     monkeypatch.setattr(
         prover,
         "dry_run_plan",
