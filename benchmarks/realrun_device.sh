@@ -4,6 +4,8 @@
 # at most 8 files (the device tool's limit): all.tgz holds every log and output.
 # Usage (device machine, repo root, .whl next to it): bash benchmarks/realrun_device.sh
 #   env: WHAT="probe tests grid faults"  ONLY=<config glob>  GRID_TIMEOUT=s  CUZK_COMMIT=sha
+#   WHAT may also name: gputests (every GPU test, tests/gpu_prover), calib (the logs loop:
+#   gpu-run -> calibrate -> scenario-from-log -> run/check on a second gpu-run, issue 11)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 W=/tmp/realrun
@@ -30,6 +32,27 @@ if [[ " $WHAT " == *" tests "* ]]; then
   timeout ${TEST_TIMEOUT:-180} python3 -P -m pytest tests/gpu_prover/test_gpu_run.py -q \
     -p no:cacheprovider --durations=6 > "$W/logs/tests.log" 2>&1; stamp "tests rc=$?"
 fi
+if [[ " $WHAT " == *" gputests "* ]]; then
+  stamp gputests
+  CUZK_HYPOTHESIS_PROFILE=ci timeout ${GPUTEST_TIMEOUT:-240} python3 -P -m pytest tests/gpu_prover \
+    -q -p no:cacheprovider --durations=8 > "$W/logs/gputests.log" 2>&1; stamp "gputests rc=$?"
+fi
+if [[ " $WHAT " == *" calib "* ]]; then
+  stamp calib
+  C=$W/calib; mkdir -p "$C"
+  sed 's/^gpu_workers_per_device = 1$/gpu_workers_per_device = 2/; s/^count = 2$/count = 3/' \
+    scenarios/validation/base.toml > scenarios/validation/calib-b.toml
+  ( set -x
+    python3 -P -m cuzk_sim gpu-run scenarios/validation/base.toml --log "$C/a.log" --json > "$C/a.json"
+    python3 -P -m cuzk_sim gpu-run scenarios/validation/calib-b.toml --log "$C/b.log" --json > "$C/b.json"
+    python3 -P -m cuzk_sim calibrate "$C/a.log" --base h200 --scenario scenarios/validation/base.toml \
+      --gpu-model "NVIDIA H200" -o "$C/h200-a.toml"
+    python3 -P -m cuzk_sim scenario-from-log "$C/b.log" --profile "$C/h200-a.toml" \
+      --plan-from scenarios/validation/calib-b.toml -o "$C/b.toml"
+    python3 -P -m cuzk_sim run "$C/b.toml"
+    python3 -P -m cuzk_sim check "$C/b.toml" ) > "$W/logs/calib.log" 2>&1
+  stamp "calib rc=$?"; tail -25 "$W/logs/calib.log"
+fi
 if [[ " $WHAT " == *" grid "* ]]; then
   stamp grid
   timeout ${GRID_TIMEOUT:-200} python3 -P -m cuzk_sim validate scenarios/validation/h200-grid.toml \
@@ -54,5 +77,6 @@ tar czf "$OUT/all.tgz" -C "$W" . 2>/dev/null
 for f in probe.json faults.json bench.json grid/report.md logs/steps.txt; do
   [ -f "$W/$f" ] && cp "$W/$f" "$OUT/$(echo "$f" | tr / -)"
 done
-tail -5 "$W/logs/tests.log" 2>/dev/null; tail -12 "$W/logs/grid.log" 2>/dev/null
+tail -5 "$W/logs/tests.log" 2>/dev/null; tail -4 "$W/logs/gputests.log" 2>/dev/null
+tail -12 "$W/logs/grid.log" 2>/dev/null
 cat "$W/logs/steps.txt"

@@ -159,18 +159,27 @@ def calibrate(
             except ValueError as e:
                 raise InputError(f"--vram {vram}: {e}") from None
         prover = None
+        shapes = None
         if scenario is not None:
             from cuzk_sim.scenario import load_scenario
 
             scn = load_scenario(scenario)
-            plans = scn.plans
+            plans, shapes = scn.plans, scn.shapes
             if scn.spec.plan is not None and scn.spec.plan.gpu_prover is not None:
                 prover = "cuzk_sim.gpu"  # a log of our own prover (gpu-run)
         else:
             plans = cuzk_plans(logged_config(a), base_profile.vram)
         names = [str(p) for p in paths]
         doc, fits, notes = calibrated_profile(
-            a, base, plans, names, output.stem, prover, gpu_model, vram
+            a,
+            base,
+            plans,
+            names,
+            output.stem,
+            prover=prover,
+            shapes=shapes,
+            gpu_model=gpu_model,
+            vram=vram,
         )
         text = dumps(
             doc,

@@ -36,7 +36,7 @@ from cuzk_sim.logs.scenario_out import LoggedConfig
 from cuzk_sim.logs.stats import Stat
 from cuzk_sim.logs.timeline import Analyzer
 from cuzk_sim.plan import Copy, Cpu, Goto, Kernel, Label, Lock, Plan, Step, Unlock
-from cuzk_sim.plans.circuits import SHAPES
+from cuzk_sim.plans.circuits import SHAPES, CircuitShape
 from cuzk_sim.plans.cuzk import CuzkVariant, build_partition_plan
 
 MIN_SAMPLES = 1
@@ -71,6 +71,7 @@ class PlanSections:
     prep: list[Cpu]
     b_g2: list[Cpu]
     held: list[Step]  # everything between the lock and the unlock (kernels and copies)
+    tail_copies: list[Copy]  # copies after the H MSM, up to the last tail MSM
 
 
 def main_path(plan: Plan) -> list[Step]:
@@ -107,12 +108,21 @@ def plan_sections(plan: Plan) -> PlanSections:
         or (isinstance(s, Copy) and s.stream == "compute")
     ]
     after = [s for s in path[h + 1 : unlock] if isinstance(s, Kernel)]
+    tails = [
+        i
+        for i in range(h + 1, unlock)
+        if isinstance(path[i], Kernel) and path[i].kind in ("msm_g1", "msm_g2")
+    ]
+    last_tail = tails[-1] if tails else h
     return PlanSections(
         ntt=ntt,
         coset=[s for s in ntt if isinstance(s, Kernel) and s.name.endswith("coset_intt_h")],
         msm_h=[path[h]] if isinstance(path[h], Kernel) else [],
         batch=[s for s in after if s.kind.startswith("batch_add")],
         tail=[s for s in after if s.kind in ("msm_g1", "msm_g2")],
+        tail_copies=[
+            s for s in path[h + 1 : last_tail] if isinstance(s, Copy) and s.stream == "compute"
+        ],
         held=[
             s
             for s in path[lock + 1 : unlock]
@@ -153,9 +163,11 @@ class Calibrator:
         plans: dict[str, Plan],
         log_names: list[str],
         base_sizes: dict[str, int],
+        shapes: dict[str, CircuitShape] | None = None,
     ) -> None:
         self.a, self.base, self.plans = a, base, plans
         self.base_sizes = base_sizes
+        self.shapes = shapes or SHAPES
         self.logs = ", ".join(log_names)
         self.fits: list[Fit] = []
         self.notes: list[str] = []
@@ -216,10 +228,13 @@ class Calibrator:
         return self.base_sizes[key]
 
     def _fit_kind(self, kind: str) -> None:
-        shape = SHAPES[kind]
+        shape = self.shapes[kind]
         sec = plan_sections(self.plans[kind])
         b = self.base
-        self._cpu(kind, "synthesis", "synth_ms", shape.constraints, "SYNTH_END synth_ms")
+        if shape.synthesis_s is None:
+            self._cpu(kind, "synthesis", "synth_ms", shape.constraints, "SYNTH_END synth_ms")
+        else:  # the scenario fixes the synthesis time: the profile's figure is not used
+            self.notes.append(f"cpu.synthesis: {kind}'s synthesis time is set by the scenario")
         for s in sec.prep[:1]:
             self._cpu(kind, "prep_msm", "prep_msm_ms", s.size, "CUZK_TIMING prep_msm_ms")
         for s in sec.b_g2[:1]:
@@ -236,12 +251,13 @@ class Calibrator:
         g2_tail_s = sum(
             b.kernel_seconds(s.kind, s.size, "tail") for s in sec.tail if s.kind == "msm_g2"
         )
+        tail_copy_s = sum(b.copy_seconds(c.bytes, c.pinned) for c in sec.tail_copies)
         if t_st is not None and g1_tail:
             eqs.append(
                 (
                     len(g1_tail),
                     float(sum(s.size for s in g1_tail)),
-                    _reading(t_st) / 1000 - g2_tail_s,
+                    _reading(t_st) / 1000 - g2_tail_s - tail_copy_s,
                     t_st,
                     "tail_msm_ms",
                 )
@@ -268,6 +284,11 @@ class Calibrator:
         # --- NTT + pointwise (one factor), and the upload where the NTTs reveal it ---
         group = [s for s in sec.ntt if isinstance(s, Kernel)]
         copies = [s for s in sec.ntt if isinstance(s, Copy)]
+        # CUZK_NTT_H's ntt_kernels + coset_intt_sync end with the coset iNTT: the copies
+        # before it (a/b/c), not those between it and the H MSM (its points, ours)
+        cut = sec.ntt.index(sec.coset[0]) if sec.coset else len(sec.ntt)
+        early = [s for s in sec.ntt[:cut] if isinstance(s, Copy)]
+        pre_kernels = [s for s in sec.ntt[: cut + 1] if isinstance(s, Kernel)]
         g_fixed = sum(b.kernels[s.kind].fixed for s in group)
         g_var = sum(_var(b.kernels[s.kind], s.size) for s in group)
         copy_s = sum(b.copy_seconds(s.bytes, s.pinned) for s in copies)
@@ -281,10 +302,12 @@ class Calibrator:
             cost = b.kernels[c.kind]
             k_ntt = (_reading(coset) / 1000 - cost.fixed) / _var(cost, c.size)
             prov = self.prov("CUZK_NTT_H coset_intt_sync (one coset iNTT)", coset)
-            upload = total - (g_fixed + k_ntt * g_var)
-            nbytes = sum(s.bytes for s in copies)
-            lat = b.copy_latency * len(copies)
-            if copies and all(not s.pinned for s in copies) and upload > lat:
+            pre_fixed = sum(b.kernels[s.kind].fixed for s in pre_kernels)
+            pre_var = sum(_var(b.kernels[s.kind], s.size) for s in pre_kernels)
+            upload = total - (pre_fixed + k_ntt * pre_var)
+            nbytes = sum(s.bytes for s in early)
+            lat = b.copy_latency * len(early)
+            if early and all(not s.pinned for s in early) and upload > lat:
                 bw = nbytes / (upload - lat)
                 self.fits.append(
                     Fit(
@@ -434,6 +457,7 @@ def calibrated_profile(
     log_names: list[str],
     name: str,
     prover: str | None = None,
+    shapes: dict[str, CircuitShape] | None = None,
     gpu_model: str | None = None,
     vram: str | None = None,
 ) -> tuple[dict, list[Fit], list[str]]:
@@ -446,7 +470,7 @@ def calibrated_profile(
         **{f"kernel.{k}": int(v["size"]) for k, v in raw["kernel"].items()},
         **{f"cpu.{k}": int(v["size"]) for k, v in raw["cpu"].items()},
     }
-    cal = Calibrator(a, base, plans, log_names, sizes)
+    cal = Calibrator(a, base, plans, log_names, sizes, shapes)
     fits = cal.run()
     fitted = {f.key for f in fits}
     for section in ("kernel", "cpu"):

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from cuzk_sim.input_errors import InputError, from_validation, key_path
 from cuzk_sim.input_files import MAX_JSON_BYTES
-from cuzk_sim.plan import Plan, PlanError
+from cuzk_sim.plan import Lock, Plan, PlanError, Unlock
 from cuzk_sim.plans.circuits import SHAPES, CircuitShape
 from cuzk_sim.plans.cuzk import CuzkVariant, build_partition_plan
 from cuzk_sim.plans.gpu_prover import gpu_prover_plan
@@ -48,10 +48,25 @@ def partition_plans(
     shapes = dict(SHAPES)
     if spec.plan is not None:
         replay = _replayed_plan(spec.plan, source, base)
+        if spec.plan.gpu_prover is not None:
+            replay = with_lock_scope(replay, spec.variant.mutex_scope)
         for k in spec.plan.kinds or kinds:
             plans[k] = replay
             shapes[k] = replayed_shape(SHAPES[k], replay, spec.plan.host)
     return PartitionPlans(plans, shapes)
+
+
+def with_lock_scope(plan: Plan, scope: str) -> Plan:
+    """Our prover's plan with its device lock taken at `scope` (variant.mutex_scope): the
+    prover always asks for its device's lock, and the real pipeline (gpu/pipeline.py) maps
+    that lock to one per GPU, one for all or none — the model replays the same."""
+    if scope == "device":
+        return plan
+    steps = tuple(
+        dataclasses.replace(s, scope=scope) if isinstance(s, (Lock, Unlock)) else s
+        for s in plan.steps
+    )
+    return Plan(plan.name, steps, {**plan.meta, "mutex_scope": scope})
 
 
 def _replayed_plan(src: PlanSource, source: str, base: Path | None) -> Plan:

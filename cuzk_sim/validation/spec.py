@@ -32,7 +32,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from cuzk_sim.input_errors import InputError, from_validation
-from cuzk_sim.plan import Lock, Plan, Unlock
+from cuzk_sim.overrides import apply_overrides
 from cuzk_sim.scenario import Scenario, scenario_from_dict
 
 DEFAULT_CAPS = (-10.0, -3.0, -1.0, 1.0, 3.0, 10.0)
@@ -87,41 +87,11 @@ class ValidationSpec:
     configs: tuple[Configuration, ...]
 
 
-def _set_path(raw: dict, dotted: str, value: Any, where: str) -> None:
-    keys = dotted.split(".")
-    node = raw
-    for k in keys[:-1]:
-        nxt = node.setdefault(k, {})
-        if not isinstance(nxt, dict):
-            raise InputError(f"{where}: set.{dotted}: {k!r} is not a table in the base scenario")
-        node = nxt
-    node[keys[-1]] = value
-
-
-def with_lock_scope(plan: Plan, scope: str) -> Plan:
-    """The plan with its device lock taken at `scope` (variant.mutex_scope): the model's
-    counterpart of the real pipeline's lock (our prover always asks for its device's)."""
-    if scope == "device":
-        return plan
-    steps = tuple(
-        dataclasses.replace(s, scope=scope) if isinstance(s, (Lock, Unlock)) else s
-        for s in plan.steps
-    )
-    return Plan(plan.name, steps, {**plan.meta, "mutex_scope": scope})
-
-
-def model_scenario(scn: Scenario) -> Scenario:
-    """The scenario as the model must see it to describe what gpu-run does: our prover's
-    plans take the lock at the variant's mutex_scope."""
-    scope = scn.spec.variant.mutex_scope
-    plans = {k: with_lock_scope(p, scope) if "flags" in p.meta else p for k, p in scn.plans.items()}
-    return dataclasses.replace(scn, plans=plans)
-
-
 def build_scenario(base_raw: dict, base_dir: Path, cfg: ConfigIn, where: str) -> Scenario:
-    raw = copy.deepcopy(base_raw)
-    for dotted, value in cfg.set.items():
-        _set_path(raw, dotted, value, where)
+    try:
+        raw = apply_overrides(base_raw, cfg.set)
+    except InputError as e:
+        raise InputError(f"{where}: set.{e}") from None
     raw["name"] = cfg.name
     scn = scenario_from_dict(raw, where, base_dir)
     if cfg.kinds:
@@ -139,17 +109,7 @@ def build_scenario(base_raw: dict, base_dir: Path, cfg: ConfigIn, where: str) ->
             alone = scenario_from_dict(one, f"{where}: kinds.{kind}", base_dir)
             plans[kind], shapes[kind] = alone.plans[kind], alone.shapes[kind]
         scn = dataclasses.replace(scn, plans=plans, shapes=shapes)
-    return model_scenario(scn)
-
-
-def is_validation_spec(path: Path) -> bool:
-    """A TOML file with a top-level `base` and `config` (and no `workload`) is a validation
-    spec, not a scenario: `check` and `gate` skip it when they search a folder."""
-    try:
-        raw = tomllib.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return False  # the scenario loader reports it
-    return "base" in raw and "config" in raw and "workload" not in raw
+    return scn
 
 
 def load_spec(path: str | Path) -> ValidationSpec:

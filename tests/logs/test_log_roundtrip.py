@@ -231,3 +231,37 @@ partitions = 4
     with_base = simulate(load_scenario(tmp_path / "base.toml")).seconds_per_proof
     assert predicted == pytest.approx(result.seconds_per_proof, rel=0.02)
     assert abs(with_base / result.seconds_per_proof - 1) > 0.05  # the base alone was off
+
+
+def test_per_partition_synthesis_spans_become_their_partitions_lines(tmp_path):
+    """cuzk's Phase 7 path (`[engine.synthesis] partition_workers`): one synthesis per
+    partition, each its own SYNTH_START / SYNTH_END."""
+    s = tmp_path / "pw.toml"
+    s.write_text(
+        """
+seed = 1
+profile = "rtx5070ti"
+[hardware]
+gpus = 1
+host_cores = 1024
+[engine.gpus]
+gpu_workers_per_device = 1
+[engine.synthesis]
+partition_workers = 4
+[engine.pce]
+cached = ["porep"]
+[variant]
+pool_release_threshold = "0 B"
+[[workload]]
+kind = "porep"
+count = 2
+"""
+    )
+    scn = load_scenario(s)
+    result = simulate(scn, record=True)
+    assert result.proofs_completed == 2
+    log = tmp_path / "pw.log"
+    write_scenario_log(result, scn, str(log))
+    text = log.read_text()
+    assert text.count(",SYNTH_START,") == 20 and text.count(",SYNTH_END,") == 20
+    assert "synth_ms=32000" in text  # one partition's synthesis, as the profile prices it
