@@ -358,37 +358,44 @@ class Simulation:
                 )
 
     def _gpu_worker(self, w: Worker) -> Generator:
+        """Serve partitions until the run ends, the daemon restarts or the device is lost
+        (simpy.Interrupt, caught here: no wrapper around the hottest process)."""
         env = self.env
-        while True:
-            get = self.waiting_get[w.name] = self.partitions.get()
-            item = yield get
-            self.events += 1
-            proof, p = item.item
-            self.current[w.name] = (proof, p)
-            proof.picked += 1
-            if proof.picked == proof.partitions and not self.config.partition_workers:
-                self.lookahead.put(1)
-            if not proof.failed:
-                t0 = env.now
-                label = f"{proof.id}/{p}"
-                ok = yield from execute_plan(
-                    self.machine, w, self.plans[proof.kind], label, self.layer
-                )
-                if self.record or self.timeline is not None:
-                    self.spans.append(Span(w.name, w.device.index, label, "partition", t0, env.now))
-                if ok:
-                    self.partitions_ok += 1
-                    proof.done += 1
-                else:
-                    self.partitions_failed += 1
-                    proof.failed = True
-                    if self.config.on_oom == "stop":
-                        self.stopped_at_oom = True
-                        if not self.stop.triggered:
-                            self.stop.succeed()
-                        return
-            del self.current[w.name]
-            self._partition_back(proof)
+        try:
+            while True:
+                get = self.waiting_get[w.name] = self.partitions.get()
+                item = yield get
+                self.events += 1
+                proof, p = item.item
+                self.current[w.name] = (proof, p)
+                proof.picked += 1
+                if proof.picked == proof.partitions and not self.config.partition_workers:
+                    self.lookahead.put(1)
+                if not proof.failed:
+                    t0 = env.now
+                    label = f"{proof.id}/{p}"
+                    ok = yield from execute_plan(
+                        self.machine, w, self.plans[proof.kind], label, self.layer
+                    )
+                    if self.record or self.timeline is not None:
+                        self.spans.append(
+                            Span(w.name, w.device.index, label, "partition", t0, env.now)
+                        )
+                    if ok:
+                        self.partitions_ok += 1
+                        proof.done += 1
+                    else:
+                        self.partitions_failed += 1
+                        proof.failed = True
+                        if self.config.on_oom == "stop":
+                            self.stopped_at_oom = True
+                            if not self.stop.triggered:
+                                self.stop.succeed()
+                            return
+                del self.current[w.name]
+                self._partition_back(proof)
+        except simpy.Interrupt:
+            return
 
     def _partition_back(self, proof: Proof, reserved: bool = True) -> None:
         """A partition is back from the GPU workers (done, failed or dropped): its host
@@ -421,7 +428,7 @@ class Simulation:
             self.daemon.append(env.process(self._killable(gen)))
         for w in self.workers:
             if w.device.index not in self.lost_devices:
-                proc = env.process(self._killable(self._gpu_worker(w)))
+                proc = env.process(self._gpu_worker(w))  # killable itself (the hot one)
                 self.daemon.append(proc)
                 self.worker_procs[w.name] = proc
 
