@@ -1,7 +1,13 @@
-"""GPU prover benchmarks on one device: G1/G2 MSM, NTT, full partition prove (synthetic key).
+"""GPU prover benchmarks on one device: G1/G2 MSM, NTT, full partition prove (synthetic key),
+the earlier kernels and the current ones side by side in one run (ratio per row).
 
 Prints a table (median of CUDA-event timings after a warm-up) and writes JSON.
-Usage: python3 benchmarks/gpu_bench.py [--quick] [--json out.json]
+Usage: python3 benchmarks/gpu_bench.py [--quick] [--json out.json] [--only msm_g1,ntt,...]
+       [--sizes 16,20] [--max-log2 24]
+Variants: NTT `fr_ntt_group` (old) vs `fr_ntt_group_tw` (new); MSM `unsigned` (old) vs
+`signed` (new) vs `signed` over precomputed bases (table built before timing, its build time
+and bytes reported); prove with msm_algo unsigned vs signed (default flags), and signed with
+prestage + pinned.
 Synthetic data: points P_i = k_i G computed on the GPU, random scalars < 2^254; a full
 prove uses random a/b/c vectors (the NTT-H and MSM work is the same as for a real witness).
 """
@@ -63,9 +69,9 @@ def _points(cp, group: str, n: int):
     return out
 
 
-def bench_msm(cp, group: str, logs: list[int], reps: int) -> list[dict]:
+def bench_msm(cp, group: str, logs: list[int], reps: int, sweep: bool = False) -> list[dict]:
     from cuzk_sim.gpu.device import Buffer, Device
-    from cuzk_sim.gpu.msm import msm
+    from cuzk_sim.gpu.msm import msm, precompute_table
 
     t0 = time.perf_counter()
     pts = _points(cp, group, 1 << max(logs))
@@ -75,20 +81,59 @@ def bench_msm(cp, group: str, logs: list[int], reps: int) -> list[dict]:
     for k in logs:
         n = 1 << k
         sc = _scalars(cp, n, k).reshape(-1)
-        dev = Device("real")
         p = Buffer("points", 0, pts[:n].reshape(-1))
         s = Buffer("scalars", 0, sc)
-        ms = _timeit(lambda dev=dev, p=p, s=s, n=n: msm(dev, f"msm_{group}", group, p, s, n), reps)
-        phases: dict[str, float] = {}
-        msm(dev, f"msm_{group}", group, p, s, n, phase_ms=phases)
-        rows.append(
-            {"what": f"msm_{group}", "log2": k, "ms": ms, "points_gen_s": gen_s, "phases": phases}
-        )
-        print(
-            f"msm_{group} 2^{k}: {ms:.2f} ms  phases(ms): "
-            + ", ".join(f"{a}={b:.2f}" for a, b in phases.items()),
-            flush=True,
-        )
+        results = {}
+        for variant in ("unsigned", "signed", "precomputed"):
+            dev = Device("real")
+            table, build_s = None, 0.0
+            if variant == "precomputed":
+                t0 = time.perf_counter()
+                table = precompute_table(dev, f"msm_{group}.table", group, p, n)
+                cp.cuda.Device().synchronize()
+                build_s = time.perf_counter() - t0
+            algo = "unsigned" if variant == "unsigned" else "signed"
+
+            def run(dev=dev, p=p, s=s, n=n, algo=algo, table=table, phases=None):
+                return msm(dev, f"msm_{group}", group, p, s, n, 0, phases, algo, table)
+
+            ms = _timeit(run, reps)
+            phases: dict[str, float] = {}
+            results[variant] = run(phases=phases)
+            row = {"what": f"msm_{group}", "variant": variant, "log2": k, "ms": ms}
+            row |= {"points_gen_s": gen_s, "phases": phases}
+            if table is not None:
+                row |= {"table_build_s": build_s, "table_bytes": table.nbytes}
+                dev.free(table.name)
+            rows.append(row)
+            print(
+                f"msm_{group} 2^{k} [{variant}]: {ms:.2f} ms  phases(ms): "
+                + ", ".join(f"{a}={b:.2f}" for a, b in phases.items())
+                + (
+                    f"  table {table.nbytes / 2**30:.2f} GiB built in {build_s:.2f} s"
+                    if table
+                    else ""
+                ),
+                flush=True,
+            )
+        if sweep:  # accumulation threads (points per thread = entries / threads)
+            import cuzk_sim.gpu.msm as gmsm
+
+            default = gmsm.MAX_ACC_THREADS
+            for log_t in (16, 17, 19, 20):
+                gmsm.MAX_ACC_THREADS = 1 << log_t
+                dev = Device("real")
+                ms = _timeit(lambda dev=dev, p=p, s=s, n=n: msm(dev, "m", group, p, s, n), reps)
+                results[f"acc 2^{log_t}"] = msm(dev, "m", group, p, s, n)
+                rows.append(
+                    {"what": f"msm_{group}", "variant": f"acc 2^{log_t}", "log2": k, "ms": ms}
+                )
+                print(f"msm_{group} 2^{k} [signed, <= 2^{log_t} acc threads]: {ms:.2f} ms")
+            gmsm.MAX_ACC_THREADS = default
+        same = all((v == results["unsigned"]).all() for v in results.values())
+        print(f"msm_{group} 2^{k}: variants agree: {same}", flush=True)
+        if not same:
+            raise SystemExit(f"msm_{group} 2^{k}: the variants' results differ")
     return rows
 
 
@@ -103,10 +148,19 @@ def bench_ntt(cp, logs: list[int], reps: int) -> list[dict]:
         t = gntt.DeviceTables.from_buffer(
             cp.asarray(gntt.domain_tables(k, dom.omega, 7, 1).pack()), k
         )
-        a = _scalars(cp, n, k).reshape(-1)
-        ms = _timeit(lambda a=a, t=t: gntt.ntt(a, t), reps)
-        rows.append({"what": "ntt", "log2": k, "ms": ms})
-        print(f"ntt 2^{k}: {ms:.2f} ms", flush=True)
+        src = _scalars(cp, n, k).reshape(-1)
+        outs = {}
+        for name in reversed(gntt.NTT_KERNELS):  # old first
+            a = src.copy()
+            ms = _timeit(lambda a=a, t=t, name=name: gntt.ntt(a, t, name), reps)
+            b = src.copy()
+            gntt.ntt(b, t, name)
+            outs[name] = b
+            variant = "old" if name == "fr_ntt_group" else "new"
+            rows.append({"what": "ntt", "variant": variant, "kernel": name, "log2": k, "ms": ms})
+            print(f"ntt 2^{k} [{name}]: {ms:.2f} ms", flush=True)
+        if not all(bool((v == outs["fr_ntt_group"]).all()) for v in outs.values()):
+            raise SystemExit(f"ntt 2^{k}: the kernels' results differ")
     return rows
 
 
@@ -141,11 +195,12 @@ def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
             _scalars(cp, 3 * n, 1).get().reshape(3, n, 8), _scalars(cp, n, 2).get(), pts
         )
         key = HostKey(pts, bls.G1, bls.G1, bls.G2, bls.G1, bls.G2)
-        for flags in (
-            ProverFlags(),
-            ProverFlags(prestage=True, pinned=True),
-            ProverFlags(msm_chunk=1 << 18),
-        ):
+        variants = {
+            "old (unsigned MSM)": ProverFlags(msm_algo="unsigned"),
+            "new (default)": ProverFlags(),
+            "new prestage+pinned": ProverFlags(prestage=True, pinned=True),
+        }
+        for tag, flags in variants.items():
             walls = []
             for _ in range(reps + 1):
                 t0 = time.perf_counter()
@@ -161,14 +216,10 @@ def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
                 stage = name.split(".")[0].replace("upload_", "upload:")
                 stages[stage] = stages.get(stage, 0.0) + ms
             ms = statistics.median(walls[1:])
-            tag = (
-                "prestage+pinned"
-                if flags.prestage
-                else f"chunk {flags.msm_chunk}"
-                if flags.msm_chunk
-                else "default"
+            variant = "old" if tag.startswith("old") else "new" if tag == "new (default)" else tag
+            rows.append(
+                {"what": "prove", "variant": variant, "log2": k, "ms": ms, "stages_ms": stages}
             )
-            rows.append({"what": "prove", "log2": k, "ms": ms, "flags": tag, "stages_ms": stages})
             print(
                 f"prove 2^{k} [{tag}]: {ms:.1f} ms  stages(ms): "
                 + ", ".join(f"{s}={v:.1f}" for s, v in stages.items()),
@@ -183,7 +234,14 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     ap.add_argument("--only", default="msm_g1,msm_g2,ntt,prove")
     ap.add_argument("--max-log2", type=int, default=24)
+    ap.add_argument("--sizes", default=None, help="comma-separated log2 sizes (default: all)")
+    ap.add_argument("--sweep", action="store_true", help="G1 MSM: also vary accumulation threads")
     args = ap.parse_args()
+    sizes = {int(x) for x in args.sizes.split(",")} if args.sizes else None
+
+    def pick(logs: tuple[int, ...]) -> list[int]:
+        return [k for k in logs if k <= args.max_log2 and (sizes is None or k in sizes)]
+
     import cupy as cp
 
     only = set(args.only.split(","))
@@ -198,21 +256,39 @@ def main() -> None:
     }
     print(info, flush=True)
     rows: list[dict] = []
-    if "ntt" in only:
-        rows += bench_ntt(cp, [k for k in (16, 18, 20, 22, 24) if k <= args.max_log2], reps)
-    if "msm_g1" in only:
-        rows += bench_msm(cp, "g1", [k for k in (16, 18, 20, 22) if k <= args.max_log2], reps)
-    if "msm_g2" in only:
-        rows += bench_msm(cp, "g2", [k for k in (16, 18, 20) if k <= args.max_log2], reps)
-    if "prove" in only:
-        rows += bench_prove(cp, [k for k in (16, 18, 20) if k <= args.max_log2], 2)
+    if "ntt" in only and pick((16, 18, 20, 22, 24)):
+        rows += bench_ntt(cp, pick((16, 18, 20, 22, 24)), reps)
+    if "msm_g1" in only and pick((16, 18, 20, 22)):
+        rows += bench_msm(cp, "g1", pick((16, 18, 20, 22)), reps, args.sweep)
+    if "msm_g2" in only and pick((16, 18, 20)):
+        rows += bench_msm(cp, "g2", pick((16, 18, 20)), reps)
+    if "prove" in only and pick((16, 18, 20)):
+        rows += bench_prove(cp, pick((16, 18, 20)), 2)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"info": info, "rows": rows}, f, indent=1)
-    print("\n| what | size | ms |\n|---|---|---|")
-    for r in rows:
-        print(f"| {r['what']} {r.get('flags', '')} | 2^{r['log2']} | {r['ms']:.2f} |")
+    print(side_by_side(rows))
     sys.stdout.flush()
+
+
+def side_by_side(rows: list[dict]) -> str:
+    """Markdown: one line per (what, size) with the old and new times and new / old."""
+    table: dict[tuple[str, int], dict[str, float]] = {}
+    for r in rows:
+        table.setdefault((r["what"], r["log2"]), {})[r.get("variant", "new")] = r["ms"]
+    others = sorted({v for t in table.values() for v in t} - {"old", "new", "unsigned", "signed"})
+    head = "| what | size | old ms | new ms | new/old | " + " | ".join(others) + " |"
+    lines = ["", head, "|" + "---|" * (5 + len(others))]
+    for (what, k), t in table.items():
+        old = t.get("old", t.get("unsigned"))
+        new = t.get("new", t.get("signed"))
+        ratio = f"{new / old:.2f}" if old and new else ""
+        cells = [f"{t[o]:.2f}" if o in t else "" for o in others]
+        fmt = [f"{v:.2f}" if v else "" for v in (old, new)]
+        lines.append(
+            f"| {what} | 2^{k} | {fmt[0]} | {fmt[1]} | {ratio} | " + " | ".join(cells) + " |"
+        )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

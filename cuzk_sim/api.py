@@ -108,10 +108,8 @@ def simulate(
 
         result: SimResult = run_once(scenario, record=record, progress=progress)
         return result
-    try:
-        from cuzk_sim.replicas import run_replicas
-    except ImportError:
-        raise InputError("replicas: this build has no timing jitter (cuzk_sim.replicas)") from None
+    from cuzk_sim.replicas import run_replicas
+
     return run_replicas(scenario, replicas, jitter)
 
 

@@ -7,6 +7,13 @@ the pinned or pageable bandwidth. A step whose kind the profile does not price i
 error naming the step and the profile file. The `[host]` table gives the host's cores
 (shared by CPU work, see model/cores.py) and the cost of pinning host memory
 (cudaHostAlloc / cudaHostRegister): fixed + bytes / rate.
+
+Honesty: a profile names the card it was measured on (`[gpu] model`, `vram`) and the
+prover it prices (`prover`: "cuzk" = cuzk / supraseal-c2 as published, "cuzk_sim.gpu" =
+our CuPy prover); every figure says how it was obtained (`basis`: measured, fitted,
+derived or assumed) and from where (`source`). A table whose figures differ in basis
+gives a table (`basis = { pinned = "assumed", pageable = "derived" }`).
+`profile_warnings` says when a scenario uses a profile for another card or prover.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import math
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
@@ -33,6 +40,10 @@ from cuzk_sim.units import (
 )
 
 Scaling = Literal["linear", "n_log_n"]
+Basis = Literal["measured", "fitted", "derived", "assumed"]
+BasisIn = Basis | dict[str, Basis] | None
+Prover = Literal["cuzk", "cuzk_sim.gpu"]
+PROVER_NAMES = {"cuzk": "cuzk (supraseal-c2)", "cuzk_sim.gpu": "our CuPy prover (cuzk_sim.gpu)"}
 
 
 def _work(size: int, scaling: Scaling) -> float:
@@ -62,6 +73,7 @@ class _CostIn(_Strict):
     scaling: Scaling = "linear"
     threads: float = 1.0  # cores the measured run kept busy (the demand of engine work)
     source: str = ""  # where the figure comes from
+    basis: BasisIn = None  # measured | fitted | derived | assumed
 
     @field_validator("threads")
     @classmethod
@@ -83,9 +95,11 @@ class _CostIn(_Strict):
 
 
 class _GpuIn(_Strict):
-    model: str
+    model: str  # the card the figures were taken on
     vram: SizeText
     context_overhead: SizeText
+    source: str = ""
+    basis: BasisIn = None
 
 
 class _CopyIn(_Strict):
@@ -93,6 +107,7 @@ class _CopyIn(_Strict):
     pageable: BandwidthText
     latency: DurationText = "10 us"
     source: str = ""
+    basis: BasisIn = None
 
 
 class _HostIn(_Strict):
@@ -100,6 +115,7 @@ class _HostIn(_Strict):
     pin_rate: BandwidthText = "20 GiB/s"  # page-locking rate of cudaHostRegister/HostAlloc
     pin_fixed: DurationText = "0 s"
     source: str = ""
+    basis: BasisIn = None
 
     @field_validator("cores")
     @classmethod
@@ -113,17 +129,73 @@ class _PceIn(_Strict):
     extract: _CostIn  # extraction time by constraints
     load: DurationText  # reading a saved PCE from the param cache
     host_bytes: SizeText  # transient host memory while extracting
+    source: str = ""
+    basis: BasisIn = None
 
 
 class _ProfileIn(_Strict):
     name: str
     provenance: str
+    prover: Prover | None = None  # the prover whose timings these are
     gpu: _GpuIn
     copy_engine: _CopyIn
     kernel: dict[str, _CostIn]
     cpu: dict[str, _CostIn]
     pce: _PceIn
     host: _HostIn = _HostIn()
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure of a profile as `cuzk-sim profile show` lists it."""
+
+    key: str  # e.g. kernel.ntt, copy_engine.pinned
+    value: str  # as written in the profile ("45 ms at 134217728, n_log_n")
+    basis: str  # measured | fitted | derived | assumed | unstated
+    source: str
+
+
+def _basis(basis: BasisIn, name: str) -> str:
+    if basis is None:
+        return "unstated"
+    if isinstance(basis, str):
+        return basis
+    return basis.get(name, "unstated")
+
+
+def _figures(p: _ProfileIn) -> tuple[Figure, ...]:
+    out = [
+        Figure(f"gpu.{k}", str(getattr(p.gpu, k)), _basis(p.gpu.basis, k), p.gpu.source)
+        for k in ("vram", "context_overhead")
+    ]
+    out += [
+        Figure(
+            f"copy_engine.{k}",
+            str(getattr(p.copy_engine, k)),
+            _basis(p.copy_engine.basis, k),
+            p.copy_engine.source,
+        )
+        for k in ("pinned", "pageable", "latency")
+    ]
+
+    def cost(key: str, c: _CostIn) -> Figure:
+        value = f"{c.time} at size {c.size}" + (f", fixed {c.fixed}" if c.fixed != "0 s" else "")
+        value += f", {c.scaling}" if c.scaling != "linear" else ""
+        value += f", {c.threads:g} threads" if c.threads != 1.0 else ""
+        return Figure(key, value, _basis(c.basis, "time"), c.source)
+
+    out += [cost(f"kernel.{k}", c) for k, c in sorted(p.kernel.items())]
+    out += [cost(f"cpu.{k}", c) for k, c in sorted(p.cpu.items())]
+    out.append(cost("pce.extract", p.pce.extract))
+    out += [
+        Figure(f"pce.{k}", str(getattr(p.pce, k)), _basis(p.pce.basis, k), p.pce.source)
+        for k in ("load", "host_bytes")
+    ]
+    out += [
+        Figure(f"host.{k}", str(getattr(p.host, k)), _basis(p.host.basis, k), p.host.source)
+        for k in ("cores", "pin_rate", "pin_fixed")
+    ]
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -146,6 +218,8 @@ class Profile:
     synthesis_threads: float = 1.0  # cores one partition's synthesis keeps busy
     pin_rate: float = 20 * 2**30  # bytes per second
     pin_fixed: float = 0.0
+    prover: str | None = None  # "cuzk" | "cuzk_sim.gpu"; None: the profile does not say
+    figures: tuple[Figure, ...] = ()  # every figure with its basis and source
 
     def pin_seconds(self, nbytes: int) -> float:
         """Time to page-lock `nbytes` of host memory."""
@@ -223,4 +297,68 @@ def load_profile(name_or_path: str, base: Path | None = None) -> Profile:
         synthesis_threads=p.cpu["synthesis"].threads,
         pin_rate=parse_bandwidth(p.host.pin_rate),
         pin_fixed=parse_duration(p.host.pin_fixed),
+        prover=p.prover,
+        figures=_figures(p),
     )
+
+
+def _card_key(name: str) -> str:
+    """'NVIDIA GeForce RTX 5070 Ti' and 'rtx5070ti' -> 'rtx5070ti' (for comparing cards)."""
+    key = name.lower()
+    for word in ("nvidia", "geforce", "tesla", "(", ")"):
+        key = key.replace(word, " ")
+    key = key.split(" gb ")[0].split(" hbm")[0]
+    return "".join(ch for ch in key if ch.isalnum())
+
+
+def plan_prover(scenario: Any) -> str | None:
+    """Which prover the scenario's plans come from: "cuzk" (the cuzk builder),
+    "cuzk_sim.gpu" (our prover's live plan or a plan file it wrote), None (unknown)."""
+    plan = scenario.spec.plan
+    if plan is None:
+        return "cuzk"
+    if plan.gpu_prover is not None:
+        return "cuzk_sim.gpu"
+    replays = [p for p in scenario.plans.values() if p.name.startswith("gpu-prover-")]
+    meta = " ".join(str(p.meta.get("producer", "")) for p in scenario.plans.values())
+    if replays or "cuzk_sim.gpu" in meta or "gpu-plan" in meta:
+        return "cuzk_sim.gpu"
+    return None
+
+
+VRAM_SAME = 0.05  # VRAM within 5 % is the same card (vendor GiB vs nvidia-smi's total)
+
+
+def profile_warnings(scenario: Any) -> list[str]:
+    """One line per way the profile does not fit the scenario: another card (hardware.card
+    or hardware.vram differs from the profile's card) or another prover than the plan's."""
+    prof: Profile = scenario.profile
+    hw = scenario.spec.hardware
+    out: list[str] = []
+    card = getattr(hw, "card", None)  # hardware.card: a preset of cuzk_sim/cards.py
+    where = f"profile {prof.name} ({prof.source})"
+    if card:
+        from cuzk_sim.cards import card as preset
+
+        c = preset(str(card))
+        if c.profile != prof.name and _card_key(c.model) != _card_key(prof.gpu_model):
+            out.append(
+                f"hardware.card = {card!r} ({c.model}) but {where} was measured on "
+                f"{prof.gpu_model}: its timings are that card's"
+            )
+    if hw.vram is not None and abs(parse_size(hw.vram) - prof.vram) > VRAM_SAME * prof.vram:
+        from cuzk_sim.units import format_size
+
+        out.append(
+            f"hardware.vram = {hw.vram} but {where} was measured on {prof.gpu_model} "
+            f"({format_size(prof.vram)}): its timings are that card's, not this one's"
+        )
+    ours = plan_prover(scenario)
+    if prof.prover is None:
+        out.append(f"{where} does not say which prover it prices (no `prover` key)")
+    elif ours is not None and ours != prof.prover:
+        out.append(
+            f"{where} prices {PROVER_NAMES[prof.prover]} but the plan is "
+            f"{PROVER_NAMES[ours]}'s: throughput is priced with another prover's timings"
+        )
+    return out

@@ -169,6 +169,13 @@ def measure(sim: Simulation) -> RunMetrics:
     host_cores = _share(sim.cores.work_s, sim.config.host_cores * t)
     finished = sum(k.completed + k.failed for k in kinds)
     completed = sum(k.completed for k in kinds)
+    # an open stream of arrivals that the farm keeps up with (no backlog at the end beyond
+    # what is in flight) is limited by its arrivals, however busy a stage is
+    cfg = sim.config
+    in_flight = synths * (cfg.synthesis_lookahead + 1) + len(sim.workers)
+    open_stream = any(a.every_s for a in cfg.arrivals)
+    backlog = sum(not p.finished for p in sim.proofs)
+    keeps_up = open_stream and backlog <= max(in_flight, 0.01 * len(sim.proofs))
     verdict, evidence = bottleneck(
         gpu=sum(x.compute_utilization for x in devices) / len(devices) if devices else 0.0,
         copy=sum(max(x.copy_utilization.values()) for x in devices) / len(devices)
@@ -181,6 +188,7 @@ def measure(sim: Simulation) -> RunMetrics:
         synthesis=synthesis_busy,
         host_ram=host_ram_wait,
         host_cores=host_cores,
+        keeps_up=f"{backlog} of {len(sim.proofs)} proofs unfinished at the end" if keeps_up else "",
     )
     return RunMetrics(
         time_s=t,
@@ -200,7 +208,13 @@ def measure(sim: Simulation) -> RunMetrics:
 
 
 def bottleneck(
-    gpu: float, copy: float, mutex: float, synthesis: float, host_ram: float, host_cores: float
+    gpu: float,
+    copy: float,
+    mutex: float,
+    synthesis: float,
+    host_ram: float,
+    host_cores: float,
+    keeps_up: str = "",
 ) -> tuple[Bottleneck, str]:
     """The stage that sets the throughput, and the figures that say so.
 
@@ -210,7 +224,8 @@ def bottleneck(
     pace). On the device side the mutex wins over the engines only when the engines work
     less than ENGINE_SHARE_OF_LOCK of the time it is held (the lock serialises other
     work); between the engines, the busier. Synthesizers slowed by too few cores count as
-    synthesis (host-core utilization is part of the evidence)."""
+    synthesis (host-core utilization is part of the evidence). keeps_up: set (a sentence
+    on the backlog) when an open arrival stream is kept up with: then "none" too."""
     device_side = max(gpu, copy, mutex)
     candidates = {"synthesis": synthesis, "host-ram": host_ram, "device": device_side}
     top = max(candidates, key=lambda k: candidates[k])
@@ -219,6 +234,8 @@ def bottleneck(
         f"GPU compute {gpu:.0%}, copy engines {copy:.0%}, mutex held {mutex:.0%}; "
         f"host cores {host_cores:.0%}"
     )
+    if keeps_up:
+        return "none", f"keeps up with its arrivals ({keeps_up}): {evidence}"
     if candidates[top] < SATURATED:
         return "none", f"nothing saturated (under capacity): {evidence}"
     if top != "device":

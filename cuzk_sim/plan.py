@@ -16,6 +16,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from cuzk_sim.plan_analysis import PlanAnalysis, analyze
+
 MutexScope = Literal["device", "process", "global", "none"]
 Allocator = Literal["sync", "async", "caching"]
 Direction = Literal["HtoD", "DtoH", "DtoD"]
@@ -183,84 +185,18 @@ class Plan:
 
     def validate(self, source: str = "<plan>") -> None:
         """Static checks: sizes non-negative, labels defined once, every jump target exists
-        and lies after the jump (so every plan terminates: a worker cannot loop forever).
+        and lies after the jump (so every plan terminates: a worker cannot loop forever),
+        and on every path (each fallback taken or not) an unlock releases a held mutex, a
+        lock never waits on the worker itself and nothing is held at the end (else workers
+        would deadlock). Raises the first problem `plan_analysis.analyze` finds.
         (Allocating a live buffer again is allowed: the simulator models it as a leak.)"""
-        labels: dict[str, int] = {}
-        for i, s in enumerate(self.steps):
-            if isinstance(s, Label):
-                if s.name in labels:
-                    raise PlanError(f"{source}: steps[{i}]: label {s.name!r} defined twice")
-                labels[s.name] = i
-        for i, s in enumerate(self.steps):
-            for fname in ("bytes", "size", "margin", "threads"):
-                v = getattr(s, fname, None)
-                if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
-                    raise PlanError(
-                        f"{source}: steps[{i}] ({s.op}).{fname} must be a "
-                        f"non-negative integer, got {v!r}"
-                    )
-            memory = getattr(s, "memory", "device")
-            if memory not in ("device", "host_pinned"):
-                raise PlanError(
-                    f"{source}: steps[{i}] ({s.op}).memory must be 'device' or "
-                    f"'host_pinned', got {memory!r}"
-                )
-            if memory == "host_pinned" and getattr(s, "per_device", False):
-                raise PlanError(
-                    f"{source}: steps[{i}] ({s.op}).per_device does not apply to host_pinned "
-                    "memory (host memory belongs to the process, not to a device)"
-                )
-            target = getattr(s, "fallback", None) or getattr(s, "label", None)
-            if target is not None and target not in labels:
-                raise PlanError(
-                    f"{source}: steps[{i}] ({s.op}) jumps to undefined label {target!r}"
-                )
-            if target is not None and labels[target] <= i:
-                raise PlanError(
-                    f"{source}: steps[{i}] ({s.op}): jumps backwards to label {target!r} "
-                    f"(steps[{labels[target]}]); plans must make forward progress"
-                )
-        self._check_mutexes_balanced(labels, source)
+        problems = self.analysis().problems
+        if problems:
+            raise PlanError(f"{source}: {problems[0]}")
 
-    def _check_mutexes_balanced(self, labels: dict[str, int], source: str) -> None:
-        """On every path (each fallback taken or not): an unlock releases a mutex the worker
-        holds, a lock never waits on the worker itself, and nothing is held at the end.
-        Otherwise workers would deadlock and the run would end with proofs never finished.
-        Steps of scope `none` are no-ops. Jumps go forward only, so the walk terminates."""
-        seen: set[tuple[int, frozenset[tuple[str, int]]]] = set()
-        todo: list[tuple[int, frozenset[tuple[str, int]]]] = [(0, frozenset())]
-        while todo:
-            pc, held = todo.pop()
-            while (pc, held) not in seen:
-                seen.add((pc, held))
-                if pc == len(self.steps):
-                    if held:
-                        name, at = min(held, key=lambda h: h[1])
-                        raise PlanError(
-                            f"{source}: steps[{at}] (lock): mutex {name!r} is still held at the "
-                            "end of the plan on some path; every lock needs a matching unlock"
-                        )
-                    break
-                s = self.steps[pc]
-                owner = {name: at for name, at in held}
-                if isinstance(s, Lock) and s.scope != "none":
-                    if s.mutex in owner:
-                        raise PlanError(
-                            f"{source}: steps[{pc}] (lock): mutex {s.mutex!r} is already held "
-                            f"(locked at steps[{owner[s.mutex]}]); the worker would wait on "
-                            "itself"
-                        )
-                    held = held | {(s.mutex, pc)}
-                elif isinstance(s, Unlock) and s.scope != "none":
-                    if s.mutex not in owner:
-                        raise PlanError(
-                            f"{source}: steps[{pc}] (unlock): mutex {s.mutex!r} is not held "
-                            "here on some path; an unlock must release a held mutex"
-                        )
-                    held = held - {(s.mutex, owner[s.mutex])}
-                if isinstance(s, Alloc) and s.fallback is not None:
-                    todo.append((labels[s.fallback], held))
-                pc = labels[s.label] if isinstance(s, Goto) else pc + 1
+    def analysis(self) -> PlanAnalysis:
+        """Every static fact about this plan, from one walk of its paths."""
+        return analyze(self)
 
     def buffers(self) -> list[tuple[str, int]]:
         """(buffer, bytes) of every alloc step, in order."""

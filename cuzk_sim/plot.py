@@ -9,6 +9,8 @@ pixel, so a 24 h farm draws as fast as a one-minute run.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from cuzk_sim.recording import RESIDUAL
 from cuzk_sim.result import OomEvent, SimResult
 
@@ -63,6 +65,43 @@ def _in_window(t: float, window: tuple[float, float] | None) -> bool:
     return window is None or window[0] <= t <= window[1]
 
 
+@dataclass(frozen=True)
+class Marker:
+    panel: str  # "gpu<d>" (its VRAM), "host" (the host RAM budget) or "lanes"
+    kind: str  # OOM | fallback | skip
+    t: float
+    y: float  # GiB in use when it happened (memory panels) or the lane's row
+
+
+def markers(
+    result: SimResult, lanes: list[str], window: tuple[float, float] | None = None
+) -> list[Marker]:
+    """Where each OOM, fallback and skip is drawn: on the memory that refused (a host
+    OOM on the host panel, at the budget in use then) and on the worker's lane."""
+    out: list[Marker] = []
+    for e in result.oom_events:
+        if not _in_window(e.time_s, window):
+            continue
+        kind = _kind(e)
+        if e.where == "host":
+            out.append(
+                Marker("host", kind, e.time_s, (result.host_budget_bytes - e.free_bytes) / GIB)
+            )
+        else:
+            y = (result.vram_total_bytes[e.device] - e.free_bytes) / GIB
+            out.append(Marker(f"gpu{e.device}", kind, e.time_s, y))
+        if e.worker in lanes:
+            out.append(Marker("lanes", kind, e.time_s, float(lanes.index(e.worker))))
+    return out
+
+
+def lanes_of(result: SimResult) -> list[str]:
+    """Every GPU worker (busy or not, holding pinned memory or not), then synthesizers."""
+    tl = result.timeline
+    assert tl is not None
+    return list(tl.workers) + [f"synth{i}" for i in range(tl.synthesizers)]
+
+
 def write_plot(result: SimResult, path: str, window: tuple[float, float] | None = None) -> None:
     tl = result.timeline
     if tl is None:
@@ -78,7 +117,7 @@ def write_plot(result: SimResult, path: str, window: tuple[float, float] | None 
     end = result.sim_time_s if window is None else min(window[1], result.sim_time_s)
     x0 = 0.0 if window is None else window[0]
     devices = sorted(result.vram_total_bytes)
-    lanes = list(tl.workers) + [f"synth{i}" for i in range(tl.synthesizers)]
+    lanes = lanes_of(result)
     heights = [1.6] * len(devices) + [1.6, max(1.2, 0.28 * len(lanes))]
     fig, axes = plt.subplots(
         len(heights),
@@ -151,19 +190,10 @@ def write_plot(result: SimResult, path: str, window: tuple[float, float] | None 
     ax_host.set_ylim(0, result.host_budget_bytes / GIB * 1.08)
     ax_host.tick_params(labelsize=7)
     # --- markers: on the memory that failed, and on the worker's lane ---
-    seen: set[str] = set()
-    for e in result.oom_events:
-        if not _in_window(e.time_s, window):
-            continue
-        kind = _kind(e)
-        seen.add(kind)
-        if e.where == "host":
-            ax_host.plot(e.time_s, (result.host_budget_bytes - e.free_bytes) / GIB, **MARKERS[kind])
-        elif e.device in device_axes:
-            y = (result.vram_total_bytes[e.device] - e.free_bytes) / GIB
-            device_axes[e.device].plot(e.time_s, y, **MARKERS[kind])
-        if e.worker in lanes:
-            ax_lanes.plot(e.time_s, lanes.index(e.worker), **MARKERS[kind])
+    panels = {f"gpu{d}": ax for d, ax in device_axes.items()}
+    panels.update(host=ax_host, lanes=ax_lanes)
+    for m in markers(result, lanes, window):
+        panels[m.panel].plot(m.t, m.y, **MARKERS[m.kind])
     # --- lanes: partitions, synthesis, mutex holds and waits (where recorded) ---
     gap = max(end - x0, 1e-9) / LANE_PIXELS
     by_lane: dict[tuple[str, str], list[tuple[float, float]]] = {}
@@ -190,7 +220,8 @@ def write_plot(result: SimResult, path: str, window: tuple[float, float] | None 
     ax_lanes.set_yticks(range(len(lanes)), lanes, fontsize=7)
     ax_lanes.set_ylim(len(lanes) - 0.5, -0.5)
     ax_lanes.set_xlabel("simulated time (s)")
-    ax_lanes.set_xlim(x0, end if end > x0 else x0 + 1)
+    span = end - x0 if end > x0 else 1.0
+    ax_lanes.set_xlim(x0 - 0.005 * span, x0 + 1.015 * span)  # markers at the ends stay whole
     # --- legends and title ---
     handles = [Patch(color=colours[n], label=n) for n in layers if n in colours]
     handles += [
@@ -212,6 +243,7 @@ def write_plot(result: SimResult, path: str, window: tuple[float, float] | None 
         f"{width:.3g} s bucket), host RAM, worker lanes{note}",
         fontsize=10,
     )
-    fig.tight_layout(rect=(0, 0.05, 1, 0.97))
+    height = sum(heights) + 1.2
+    fig.tight_layout(rect=(0, 0.8 / height, 1, 1 - 0.45 / height))  # legend and title room
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -59,6 +59,10 @@ class Buckets:
 
     def index(self, t: float) -> int | None:
         """Bucket index of time t (None: outside a fixed window), widening as needed."""
+        if t >= self.start and t <= self.end_of_window:  # the common case, first
+            i = int((t - self.start) / self.width)
+            if i < self.limit:
+                return i if i >= self.cur else self.cur
         if t < self.start:
             return None
         if t > self.end_of_window:
@@ -98,12 +102,19 @@ class Buckets:
         if i is None:
             self.last = value
             return
+        if i == self.cur:  # the common case: same bucket as the previous value
+            b = self.data[i]
+            if value > b.peak:
+                b.peak, b.peak_parts = value, parts() if parts else None
+            b.end = self.last = value
+            return
         if i != self.cur:
             prev = self.data.get(self.cur)
             if prev is not None and before is not None:
                 prev.end_parts = before()
-            elif self.cur < 0 and i > 0 and before is not None:  # the state the window opens on
-                self.data[0] = Bucket(self.last, before(), self.last, before())
+            elif self.cur < 0 and i > 0 and self.fixed:  # the state the window opens on
+                parts_then = before() if before is not None else None
+                self.data[0] = Bucket(self.last, parts_then, self.last, parts_then)
         b = self.data.get(i)
         if b is None:
             self.data[i] = Bucket(value, parts() if parts else None, value)
@@ -114,20 +125,41 @@ class Buckets:
         self.cur = i
         self.last = value
 
-    def set_peak(self, t: float, value: float, parts: dict[str, float] | None) -> None:
-        """A peak seen without a state change (a replayed critical section's)."""
+    def add_value(self, t: float, value: float) -> None:
+        """`add` without a breakdown, its common case inlined (host RAM, CPU threads:
+        about a million values a day of the farm)."""
+        if self.start <= t <= self.end_of_window:
+            i = int((t - self.start) / self.width)
+            if i == self.cur:
+                b = self.data[i]
+                if value > b.peak:
+                    b.peak = value
+                b.end = self.last = value
+                return
+        self.add(t, value)
+
+    def set_peak(
+        self,
+        t: float,
+        value: float,
+        parts: dict[str, float] | None,
+        now_parts: Callable[[], dict[str, float]],
+    ) -> None:
+        """A peak seen without a state change (a replayed critical section's);
+        now_parts(): the (unchanged) breakdown, to close the bucket before."""
         i = self.index(t)
         if i is None:
             return
+        if i != self.cur:
+            prev = self.data.get(self.cur)
+            if prev is not None:
+                prev.end_parts = now_parts()
         b = self.data.get(i)
         if b is None:
-            self.data[i] = b = Bucket(value, parts, self.last)
-            if i != self.cur:
-                prev = self.data.get(self.cur)
-                b.end_parts = prev.end_parts if prev is not None else None
-                self.cur = i
+            self.data[i] = Bucket(value, parts, self.last)
         elif value > b.peak:
             b.peak, b.peak_parts = value, parts
+        self.cur = i
 
     def series(self, until: float, now_parts: dict | None = None) -> list[tuple[float, Bucket]]:
         """(bucket start time, bucket) for every bucket up to `until`; an empty bucket
@@ -157,8 +189,8 @@ class _HostSink:
 
     def append(self, sample: tuple[float, int, int]) -> None:
         t, used, pinned = sample
-        self.tl.host.add(t, used)
-        self.tl.pinned.add(t, pinned)
+        self.tl.host.add_value(t, used)
+        self.tl.pinned.add_value(t, pinned)
 
 
 class _CoreSink:
@@ -166,7 +198,7 @@ class _CoreSink:
         self.tl = tl
 
     def append(self, sample: tuple[float, float]) -> None:
-        self.tl.cores.add(sample[0], sample[1])
+        self.tl.cores.add_value(sample[0], sample[1])
 
 
 class _SettleSink:
@@ -215,7 +247,7 @@ class Timeline:
     buckets: int = 1500
     window: tuple[float, float] | None = None  # plot only this (seconds)
     detail: tuple[float, float] | None = (0.0, math.inf)  # kernels, copies, locks here
-    max_detail_spans: int = 200_000
+    max_detail_spans: int = 100_000
     vram: dict[int, Buckets] = field(default_factory=dict)
     host: Buckets = field(init=False)
     pinned: Buckets = field(init=False)
@@ -312,7 +344,7 @@ class Timeline:
 
     def replayed_peak(self, t: float, dev: int, peak: tuple) -> None:
         _, used, parts = peak
-        self._device(dev).set_peak(t, used, parts)
+        self._device(dev).set_peak(t, used, parts, lambda: self._parts(dev))
 
     # --- reading it back ---
 
@@ -331,10 +363,20 @@ def parse_window(text: str, option: str) -> tuple[float, float]:
     lo, sep, hi = text.partition("..")
     if not sep:
         raise InputError(f"{option} {text!r}: expected START..END, e.g. 2h..3h")
+
+    def seconds(part: str) -> float:
+        part = part.strip()
+        try:
+            return float(part)  # a bare number: seconds
+        except ValueError:
+            return parse_duration(part)
+
     try:
-        t0, t1 = parse_duration(lo.strip()), parse_duration(hi.strip())
+        t0, t1 = seconds(lo), seconds(hi)
     except UnitError as e:
         raise InputError(f"{option} {text!r}: {e}") from None
+    if not (math.isfinite(t0) and math.isfinite(t1) and t0 >= 0):
+        raise InputError(f"{option} {text!r}: START and END must be finite times >= 0")
     if not t1 > t0:
         raise InputError(f"{option} {text!r}: END must be after START")
     return t0, t1
@@ -344,13 +386,21 @@ def simulate_recorded(
     scenario: Scenario,
     timeline: Timeline,
     progress: Callable[[float, float], None] | None = None,
+    *,
+    jitter: float = 0.0,
+    replica: int = 0,
 ) -> SimResult:
     """Run a scenario on the fast path with a Timeline; inside the timeline's detail
     window (and up to its span budget) the model records every step as a full recording
-    does (plans unmerged, every span)."""
+    does (plans unmerged, every span). jitter, replica: as cuzk_sim.runner.simulate."""
     from cuzk_sim.model.engine import Simulation
+    from cuzk_sim.model.jitter import Jitter
     from cuzk_sim.model.worker import compile_plan
 
+    noise = Jitter(jitter, scenario.config.seed, replica)
+    # merged kernel runs keep their kernels (a span each in the detail window, a jitter
+    # factor each), so one compiled set serves inside and outside the window and a
+    # recording changes no number (model/compiled.py)
     merged = {k: compile_plan(p, scenario.profile) for k, p in scenario.plans.items()}
     sim = Simulation(
         scenario.name,
@@ -360,14 +410,13 @@ def simulate_recorded(
         scenario.profile,
         False,
         timeline=timeline,
+        jitter=noise,
     )
     timeline.workers = tuple(w.name for w in sim.workers)
     timeline.synthesizers = scenario.config.synthesis_concurrency
     unmerged = merged
-    if timeline.detail is not None:
-        unmerged = {
-            k: compile_plan(p, scenario.profile, merge=False) for k, p in scenario.plans.items()
-        }
+    for dev in {w.device.index: w.device for w in sim.workers}.values():
+        timeline.resync(0.0, dev.memory)  # the CUDA context, before any allocation
     spans = sim.spans = _Spans(sim, timeline, merged, unmerged)
     if timeline.detail is not None and timeline.detail[0] <= 0:
         spans.detail(True)

@@ -6,6 +6,7 @@ before it reaches rich, so `[/]` in a name prints as itself.
 
 from __future__ import annotations
 
+import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -122,8 +123,8 @@ def post_mortem(event: OomEvent) -> str:
 
 
 def print_run(result: SimResult, console: Console) -> None:
-    for w in result.warnings:
-        console.print(f"warning: {w}", markup=False, style="yellow")
+    for w in result.warnings:  # one line each, on stderr (the table stays parseable)
+        typer.echo(f"warning: {w}", err=True)
     console.print(run_table(result))
     if result.fatal_ooms:
         console.print(post_mortem(result.fatal_ooms[0]), markup=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cuzk_sim.model.engine import Simulation
+from cuzk_sim.model.fast import FastPaths
 from cuzk_sim.model.jitter import Jitter
 from cuzk_sim.model.worker import compile_plan
 from cuzk_sim.result import SimResult
@@ -18,15 +19,17 @@ def simulate(
     *,
     jitter: float = 0.0,
     replica: int = 0,
+    fast: FastPaths | None = None,
 ) -> SimResult:
-    """record: keep the timeline (spans, VRAM samples) for --trace and --plot; progress:
-    called with (done, total) now and then (see Simulation.run). jitter: a fraction (0.05 =
-    5 %) by which every kernel, copy, CPU and arrival duration is perturbed
-    (model/jitter.py); replica: which seeded noise stream (replica 0 without jitter is
-    the plain deterministic run)."""
-    noise = Jitter(jitter, scenario.config.seed, replica)
+    """record: keep the timeline (spans, VRAM samples) for --trace and --plot — it changes
+    no number; progress: called with (done, total) now and then (see Simulation.run).
+    jitter: a fraction (0.05 = 5 %) by which every kernel, copy, CPU and arrival duration
+    is perturbed (model/jitter.py); replica: which seeded noise stream (replica 0 without
+    jitter is the plain deterministic run). fast: which speed-ups the model may use
+    (model/fast.py; default all, `FastPaths.none()` runs the plain interpreter)."""
+    fast = fast or FastPaths()
     plans = {
-        k: compile_plan(p, scenario.profile, merge=not record and not noise)
+        k: compile_plan(p, scenario.profile, merge=fast.merge_kernels)
         for k, p in scenario.plans.items()
     }
     sim = Simulation(
@@ -36,6 +39,7 @@ def simulate(
         scenario.shapes,
         scenario.profile,
         record,
-        jitter=noise,
+        jitter=Jitter(jitter, scenario.config.seed, replica),
+        fast=fast,
     )
     return sim.run(progress)

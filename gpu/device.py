@@ -10,6 +10,14 @@ Modes
 Allocators: `caching` (CuPy's default pool), `async` (cudaMallocAsync pool), `sync`
 (plain cudaMalloc, freed at once). Workers of one device share one lock (cuzk's per-GPU
 mutex). A failed allocation raises `DeviceOutOfMemory` naming the buffer.
+
+Memory-aware allocations (a `margin`: cudaMemGetInfo first) run inside `attempt(label,
+first, otherwise)`: `first` with its margin allocations, else, when one is refused, what
+`first` allocated is freed and `otherwise` runs. A run records the branch it takes. A dry
+run with `both_branches` cannot know the free memory, so it records both, the way the
+model replays them: `first` with its margin allocations labelled `fallback=label`, a jump
+over the fallback path, then at `label` the frees of `first`'s buffers (a no-op for one not
+allocated yet) and `otherwise`, joining at `label_done`. One run of the prover's code.
 """
 
 from __future__ import annotations
@@ -19,12 +27,27 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from cuzk_sim.plan import Alloc, Copy, Cpu, Free, Kernel, Lock, Plan, Step, Sync, Unlock
+from cuzk_sim.plan import (
+    Alloc,
+    Copy,
+    Cpu,
+    Free,
+    Goto,
+    Kernel,
+    Label,
+    Lock,
+    Plan,
+    Step,
+    Sync,
+    Unlock,
+)
 
 Mode = Literal["real", "dry-run", "traced"]
 AllocatorName = Literal["caching", "async", "sync"]
+
+T = TypeVar("T")
 
 _LOCKS: dict[int, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
@@ -68,12 +91,18 @@ class Device:
     allocator: AllocatorName = "caching"
     # dry-run only: free bytes assumed by memory-aware allocations (None: always enough)
     assume_free_bytes: int | None = None
+    # dry-run only: record both branches of every `attempt` (decided when the plan is
+    # replayed) instead of the one `assume_free_bytes` implies
+    both_branches: bool = False
     steps: list[Step] = field(default_factory=list)
     timings_ms: list[tuple[str, float]] = field(default_factory=list)
     # (acquired, released) perf_counter seconds of each hold of the device lock
     lock_holds: list[tuple[float, float]] = field(default_factory=list)
     _live: dict[str, Buffer] = field(default_factory=dict)
     _pool: Any = None
+    _held: str | None = None  # the mutex this device's lock is held as
+    _acquired: float = 0.0
+    _fallback: str | None = None  # the label margin allocations fall back to (both_branches)
 
     def __post_init__(self) -> None:
         if self.mode not in ("real", "dry-run", "traced"):
@@ -82,6 +111,8 @@ class Device:
             raise ValueError(
                 f"Device.allocator must be caching, async or sync, got {self.allocator!r}"
             )
+        if self.both_branches and self.mode != "dry-run":
+            raise ValueError("Device.both_branches needs mode='dry-run' (a run takes one branch)")
 
     @property
     def runs(self) -> bool:
@@ -134,13 +165,20 @@ class Device:
         first check free >= nbytes + margin and raise NotEnoughFreeMemory otherwise."""
         if name in self._live:
             raise RuntimeError(f"buffer {name!r} allocated twice without a free")
-        if margin is not None:
+        fallback = self._fallback if margin is not None else None
+        if margin is not None and fallback is None:
             free = self.free_bytes()
             if free is not None and free < nbytes + margin:
                 raise NotEnoughFreeMemory(name, nbytes, free, self.gpu_index)
         self.steps.append(
             Alloc(
-                name, nbytes, self.plan_allocator, persistent=persistent, margin=margin, note=note
+                name,
+                nbytes,
+                self.plan_allocator,
+                persistent=persistent,
+                margin=margin,
+                fallback=fallback,
+                note=note,
             )
         )
         buf = Buffer(name, nbytes)
@@ -170,6 +208,45 @@ class Device:
     @property
     def live(self) -> dict[str, int]:
         return {name: b.nbytes for name, b in self._live.items()}
+
+    def attempt(self, label: str, first: Callable[[], T], otherwise: Callable[[], T]) -> T:
+        """`first()`; if one of its memory-aware allocations is refused, free what it
+        allocated and return `otherwise()` instead. With `both_branches` (dry run), record
+        both (see the module docstring). A refusal must come before `first` takes the
+        lock, and both branches must end with the same buffers live and the same lock."""
+        start, live, held = len(self.steps), dict(self._live), self._held
+        if not self.both_branches:
+            try:
+                return first()
+            except NotEnoughFreeMemory:
+                if self._held != held:
+                    raise RuntimeError(
+                        f"attempt {label!r}: a memory-aware allocation after taking the lock"
+                    ) from None
+                for name in [n for n in self._live if n not in live]:
+                    self.free(name)
+                return otherwise()
+        self._fallback = label
+        try:
+            taken = first()
+        finally:
+            self._fallback = None
+        allocs = [s for s in self.steps[start:] if isinstance(s, Alloc)]
+        if not any(s.fallback == label for s in allocs):
+            return taken  # no memory-aware allocation: `first` cannot fall back
+        ends = (sorted(self._live), self._held)
+        allocated = [s.buffer for s in allocs]
+        done = f"{label}_done"
+        self.steps += [Goto(done), Label(label), *(Free(b) for b in allocated)]
+        self._live, self._held = live, held
+        out = otherwise()
+        if (sorted(self._live), self._held) != ends:
+            raise RuntimeError(
+                f"attempt {label!r}: the branches end in different states: "
+                f"{ends} after the first, {(sorted(self._live), self._held)} after the fallback"
+            )
+        self.steps.append(Label(done))
+        return out
 
     # ---------------------------------------------------------------- work
 
@@ -238,26 +315,50 @@ class Device:
 
             cupy.cuda.get_current_stream().synchronize()
 
-    @contextmanager
-    def locked(self, mutex: str | None = None) -> Iterator[None]:
-        """Hold this device's lock (shared by all workers of the device)."""
+    def lock(self, mutex: str | None = None) -> None:
+        """Take this device's lock (shared by all workers of the device)."""
         mutex = mutex or f"gpu{self.gpu_index}"
-        lock = device_lock(self.gpu_index) if self.runs else None
-        if lock is not None:
-            lock.acquire()
-        acquired = time.perf_counter()
+        if self._held is not None:
+            raise RuntimeError(f"lock {mutex!r} taken while {self._held!r} is held")
+        if self.runs:
+            device_lock(self.gpu_index).acquire()
+        self._held, self._acquired = mutex, time.perf_counter()
         self.steps.append(Lock(mutex, "device"))
+
+    def unlock(self) -> None:
+        """Give the lock back once this device's GPU work has ended."""
+        if self._held is None:
+            raise RuntimeError("unlock without holding the lock")
+        self.steps.append(Unlock(self._held, "device"))
         try:
-            yield
-        finally:
-            self.steps.append(Unlock(mutex, "device"))
             if self.runs:
                 import cupy
 
                 cupy.cuda.get_current_stream().synchronize()  # GPU work ends inside the lock
-            self.lock_holds.append((acquired, time.perf_counter()))
-            if lock is not None:
-                lock.release()
+        finally:
+            self.lock_holds.append((self._acquired, time.perf_counter()))
+            self._held = None
+            if self.runs:
+                device_lock(self.gpu_index).release()
+
+    @contextmanager
+    def locked(self, mutex: str | None = None) -> Iterator[None]:
+        """Hold this device's lock for the block."""
+        self.lock(mutex)
+        try:
+            yield
+        finally:
+            self.unlock()
+
+    @contextmanager
+    def critical_section(self) -> Iterator[None]:
+        """A block in which code (e.g. either branch of an `attempt`) takes the lock; it is
+        given back when the block ends, normally or not."""
+        try:
+            yield
+        finally:
+            if self._held is not None:
+                self.unlock()
 
     def plan(self, name: str, **meta: Any) -> Plan:
         plan = Plan(name, tuple(self.steps), meta=dict(meta))

@@ -2,12 +2,18 @@
 
 Scalars are standard-form Fr limbs (n, 8); points affine Montgomery limbs. Every scratch
 buffer is allocated through the `Device` with the stage's name, so the plan shows them.
-Steps (kernels/msm.cu): counting sort of (window, digit) keys, one thread per bucket,
-segmented bucket reduction, window sums, Horner over windows.
+Two algorithms, selectable (`algo`), so benchmarks run them side by side:
+- `signed` (default, kernels/msm_signed.cu): signed digits (2^(c-1) buckets per window),
+  counting sort, balanced accumulation (every thread adds the same number of sorted
+  points, pieces of buckets that cross threads summed after), segmented reduction, tree,
+  Horner over the windows; optionally over precomputed bases 2^(w c) P_i (`table`), which
+  leaves one bucket set and no doublings.
+- `unsigned` (kernels/msm.cu): unsigned digits, one thread per bucket.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Literal
 
@@ -16,6 +22,12 @@ import numpy as np
 from .device import Buffer, Device
 
 Group = Literal["g1", "g2"]
+MsmAlgo = Literal["signed", "unsigned"]
+MSM_ALGOS = ("signed", "unsigned")
+SIGNED_BITS = 256  # 255-bit scalars plus the carry of the signed recoding
+MAX_ACC_THREADS = 1 << 18  # accumulation threads (bounds the slots buffer at any size)
+MIN_ACC_CHUNK = 32  # sorted points per accumulation thread, at least
+LEVEL_FAN_IN = 16  # slots per thread in each level that sums the pieces of crossing buckets
 SCALAR_BITS = 255
 POINT_WORDS = {"g1": 24, "g2": 48}  # affine x | y, u32 words
 SEGMENT_LEN = 16  # buckets per thread in the bucket reduction
@@ -62,6 +74,156 @@ class MsmShape:
         }
 
 
+@dataclass(frozen=True)
+class SignedShape:
+    """Layout of one signed-digit MSM of n points: windows of c bits (windows c >= 256),
+    `sets` bucket sets of 2^(c-1) buckets (one per window; one in all with precomputed
+    bases), accumulation in `acc_threads` threads of `acc_chunk` sorted points each."""
+
+    group: Group
+    n: int
+    c: int
+    windows: int
+    precomputed: bool
+    acc_chunk: int
+    acc_threads: int
+
+    @classmethod
+    def of(cls, group: Group, n: int, precomputed: bool = False) -> SignedShape:
+        bits = n.bit_length()
+        # one bucket set (precomputed): wider windows cost 2^(c-1) buckets once, not per window
+        c = max(4, min(20, bits - 1)) if precomputed else max(4, min(16, bits - 4))
+        windows = -(-SIGNED_BITS // c)
+        if precomputed and n * windows >= 1 << 31:
+            raise ValueError(f"precomputed MSM of {n} points x {windows} tables: index > 2^31")
+        entries = max(1, n * windows)
+        chunk = max(MIN_ACC_CHUNK, -(-entries // MAX_ACC_THREADS))
+        return cls(group, n, c, windows, precomputed, chunk, -(-entries // chunk))
+
+    @property
+    def sets(self) -> int:
+        return 1 if self.precomputed else self.windows
+
+    @property
+    def tables(self) -> int:
+        return self.windows if self.precomputed else 1
+
+    @property
+    def per_set(self) -> int:
+        return 1 << (self.c - 1)
+
+    @property
+    def buckets(self) -> int:
+        return self.sets * self.per_set
+
+    @property
+    def segments(self) -> int:
+        return max(1, self.per_set // SEGMENT_LEN)
+
+    @property
+    def jacobian_words(self) -> int:
+        return POINT_WORDS[self.group] * 3 // 2
+
+    def level_slots(self, level: int) -> int:
+        """Slots out of accumulation level `level` (0: the accumulation itself, 2 per thread;
+        each later level: 2 per LEVEL_FAN_IN slots of the level before)."""
+        slots = 2 * self.acc_threads
+        for _ in range(level):
+            slots = 2 * -(-slots // LEVEL_FAN_IN)
+        return slots
+
+    def levels(self) -> int:
+        """Levels after the accumulation: until one thread takes every slot."""
+        k = 0
+        while self.level_slots(k) > LEVEL_FAN_IN:
+            k += 1
+        return k + 1
+
+    def table_bytes(self) -> int:
+        """Device bytes of the precomputed bases (tables x n affine points)."""
+        return 4 * POINT_WORDS[self.group] * self.n * self.windows
+
+    def scratch(self) -> dict[str, int]:
+        """Buffer suffix -> bytes, in allocation order."""
+        jw = self.jacobian_words
+        return {
+            "counts": 4 * (self.buckets + 1),
+            "starts": 4 * (self.buckets + 1),
+            "order": 4 * max(1, self.n * self.windows),
+            "buckets": 4 * self.buckets * jw,
+            "slots": 4 * 2 * self.acc_threads * jw,
+            "slot_keys": 4 * 2 * 2 * self.acc_threads,
+            "slots2": 4 * self.level_slots(1) * jw,
+            "slot_keys2": 4 * 2 * self.level_slots(1),
+            "segments": 4 * self.sets * self.segments * jw,
+            "tree": 4 * self.sets * max(1, self.segments // TREE_FAN_IN) * jw,
+            "windows": 4 * self.sets * jw,
+            "result": 4 * jw,  # Jacobian; jacobian_to_affine on the host
+        }
+
+
+def jacobian_to_affine(group: Group, words: np.ndarray) -> np.ndarray:
+    """Affine Montgomery limbs (as the unsigned MSM returns) of a Jacobian Montgomery point:
+    one inversion in Python ints instead of a serial chain of products in one GPU thread."""
+    from cuzk_sim.reference.field import Q
+
+    from .encoding import FQ_MONT, FQ_MONT_INV, ints_to_limbs, limbs_to_ints
+
+    k = 1 if group == "g1" else 2
+    v = [c * FQ_MONT_INV % Q for c in limbs_to_ints(words.reshape(3 * k, 12))]
+    x, y, z = v[:k], v[k : 2 * k], v[2 * k :]
+    if not any(z):
+        return np.zeros(POINT_WORDS[group], dtype=np.uint32)
+
+    def mul(a: list[int], b: list[int]) -> list[int]:  # Fq or Fq2 = Fq[u]/(u^2 + 1)
+        if k == 1:
+            return [a[0] * b[0] % Q]
+        return [(a[0] * b[0] - a[1] * b[1]) % Q, (a[0] * b[1] + a[1] * b[0]) % Q]
+
+    if k == 1:
+        zi = [pow(z[0], -1, Q)]
+    else:
+        norm = pow((z[0] * z[0] + z[1] * z[1]) % Q, -1, Q)
+        zi = [z[0] * norm % Q, -z[1] * norm % Q]
+    zi2 = mul(zi, zi)
+    coords = mul(x, zi2) + mul(y, mul(zi2, zi))
+    return ints_to_limbs([c * FQ_MONT % Q for c in coords], 12).reshape(-1)
+
+
+def default_algo() -> MsmAlgo:
+    """$CUZK_MSM_ALGO (signed | unsigned), default signed."""
+    algo = os.environ.get("CUZK_MSM_ALGO", "signed")
+    if algo not in MSM_ALGOS:
+        raise ValueError(f"CUZK_MSM_ALGO must be one of {MSM_ALGOS}, got {algo!r}")
+    return algo  # type: ignore[return-value]
+
+
+def precompute_table(dev: Device, name: str, group: Group, points: Buffer, n: int) -> Buffer:
+    """Fixed bases for a precomputed signed MSM of these n points: a device buffer `name`
+    holding 2^(t c) P_i for every window t (SignedShape.table_bytes). Built once per key:
+    n x 256 doublings and one inversion per entry, far more than one MSM."""
+    shape = SignedShape.of(group, n, precomputed=True)
+    table = dev.alloc(name, shape.table_bytes(), persistent=True)
+
+    def run() -> None:
+        from .module import launch
+
+        launch(
+            "msm_signed.cu",
+            f"{group}_precompute",
+            n,
+            points.array,
+            table.array,
+            np.int64(n),
+            np.int32(shape.c),
+            np.int32(shape.windows),
+            threads=64,
+        )
+
+    dev.kernel(f"{name}.build", f"msm_{group}", n, run)
+    return table
+
+
 def msm(
     dev: Device,
     stage: str,
@@ -71,9 +233,181 @@ def msm(
     n: int,
     scalar_offset_words: int = 0,
     phase_ms: dict[str, float] | None = None,
+    algo: MsmAlgo | None = None,
+    table: Buffer | None = None,
 ) -> np.ndarray | None:
     """sum_{i<n} s_i P_i as affine Montgomery limbs (host array; None in dry-run).
-    phase_ms: if given, CUDA-event milliseconds of each phase are added to it (benchmarks)."""
+    phase_ms: if given, CUDA-event milliseconds of each phase are added to it (benchmarks).
+    algo: None = `default_algo()`. table: precomputed bases of `points` (`precompute_table`;
+    signed only)."""
+    algo = algo or default_algo()
+    if algo == "signed":
+        return _msm_signed(
+            dev, stage, group, points, scalars, n, scalar_offset_words, phase_ms, table
+        )
+    if table is not None:
+        raise ValueError("precomputed bases need algo='signed'")
+    return _msm_unsigned(dev, stage, group, points, scalars, n, scalar_offset_words, phase_ms)
+
+
+class _Marks:
+    """CUDA events between phases (only when phase_ms is asked for)."""
+
+    def __init__(self, phase_ms: dict[str, float] | None) -> None:
+        self.phase_ms, self.marks = phase_ms, []
+
+    def __call__(self, name: str) -> None:
+        if self.phase_ms is not None:
+            import cupy
+
+            ev = cupy.cuda.Event()
+            ev.record()
+            self.marks.append((name, ev))
+
+    def collect(self) -> None:
+        if self.phase_ms is None:
+            return
+        import cupy
+
+        self.marks[-1][1].synchronize()
+        for (_, a), (name, b) in zip(self.marks, self.marks[1:], strict=False):
+            self.phase_ms[name] = self.phase_ms.get(name, 0.0) + cupy.cuda.get_elapsed_time(a, b)
+
+
+def _tree(group: Group, bufs: dict[str, Buffer], sets: int, segments: int, kernel: str) -> None:
+    """Sum each set's segments into `windows` (fan-in TREE_FAN_IN levels, ping-pong)."""
+    from .module import launch
+
+    src, per = "segments", segments
+    file = "msm_signed.cu" if kernel == "sum_groups" else "msm.cu"
+    while per > 1:
+        fan = min(TREE_FAN_IN, per)
+        per //= fan
+        dst = "windows" if per == 1 else ("tree" if src == "segments" else "segments")
+        groups = sets * per
+        launch(
+            file,
+            f"{group}_{kernel}",
+            groups,
+            bufs[src].array,
+            bufs[dst].array,
+            np.int64(groups),
+            np.int32(fan),
+            threads=64,
+        )
+        src = dst
+    if segments == 1:
+        bufs["windows"].array[:] = bufs["segments"].array[: bufs["windows"].array.size]
+
+
+def _msm_signed(
+    dev: Device,
+    stage: str,
+    group: Group,
+    points: Buffer,
+    scalars: Buffer,
+    n: int,
+    scalar_offset_words: int,
+    phase_ms: dict[str, float] | None,
+    table: Buffer | None,
+) -> np.ndarray | None:
+    shape = SignedShape.of(group, n, precomputed=table is not None)
+    bufs = {k: dev.alloc(f"{stage}.{k}", v) for k, v in shape.scratch().items()}
+
+    def run() -> None:
+        import cupy
+
+        from .module import launch
+
+        mark = _Marks(phase_ms)
+        mark("start")
+        f = "msm_signed.cu"
+        s = scalars.array[scalar_offset_words : scalar_offset_words + 8 * n]
+        counts, starts = bufs["counts"].array, bufs["starts"].array
+        nb = shape.buckets
+        c, nw, g = np.int32(shape.c), np.int32(shape.windows), np.int32(shape.sets)
+        counts.fill(0)
+        launch(f, "signed_count", n, s, counts, np.int64(n), c, nw, g)
+        starts[0] = 0
+        cupy.cumsum(counts[:nb], out=starts[1 : nb + 1])
+        counts[:nb] = starts[:nb]  # counts becomes the cursor
+        launch(f, "signed_scatter", n, s, counts, bufs["order"].array, np.int64(n), c, nw, g)
+        mark("sort")
+        base = table.array if table is not None else points.array
+        slots = [bufs["slots"].array, bufs["slots2"].array]
+        keys = [bufs["slot_keys"].array, bufs["slot_keys2"].array]
+        launch(
+            f,
+            f"{group}_acc_balanced",
+            shape.acc_threads,
+            base,
+            bufs["order"].array,
+            starts,
+            np.int64(nb),
+            np.int64(shape.acc_chunk),
+            bufs["buckets"].array,
+            slots[0],
+            keys[0],
+            np.int64(shape.acc_threads),
+            threads=128,
+        )
+        for level in range(shape.levels()):  # ping-pong slots <-> slots2
+            n_in = shape.level_slots(level)
+            threads = -(-n_in // LEVEL_FAN_IN)
+            src, dst = level % 2, 1 - level % 2
+            launch(
+                f,
+                f"{group}_acc_level",
+                threads,
+                slots[src],
+                keys[src],
+                np.int64(n_in),
+                np.int64(LEVEL_FAN_IN),
+                np.int64(nb),
+                bufs["buckets"].array,
+                slots[dst],
+                keys[dst],
+                np.int64(threads),
+                threads=64,
+            )
+        launch(f, f"{group}_acc_empty", nb, starts, np.int64(nb), bufs["buckets"].array)
+        mark("bucket_acc")
+        launch(
+            f,
+            f"{group}_set_reduce",
+            shape.sets * shape.segments,
+            bufs["buckets"].array,
+            bufs["segments"].array,
+            c,
+            g,
+            np.int32(shape.segments),
+            threads=64,
+        )
+        mark("bucket_reduce")
+        _tree(group, bufs, shape.sets, shape.segments, "sum_groups")
+        launch(
+            f, f"{group}_combine", 1, bufs["windows"].array, bufs["result"].array, g, c, threads=32
+        )
+        mark("tree_horner")
+        mark.collect()
+
+    dev.kernel(stage, f"msm_{group}", n, run)
+    out = dev.copy_dtoh(f"{stage}.result", bufs["result"], shape.jacobian_words)
+    for name in reversed(list(bufs)):
+        dev.free(f"{stage}.{name}")
+    return None if out is None else jacobian_to_affine(group, out)
+
+
+def _msm_unsigned(
+    dev: Device,
+    stage: str,
+    group: Group,
+    points: Buffer,
+    scalars: Buffer,
+    n: int,
+    scalar_offset_words: int,
+    phase_ms: dict[str, float] | None,
+) -> np.ndarray | None:
     shape = MsmShape.of(group, n)
     bufs = {k: dev.alloc(f"{stage}.{k}", v) for k, v in shape.scratch().items()}
 
@@ -82,44 +416,28 @@ def msm(
 
         from .module import launch
 
-        marks: list[tuple[str, object]] = []
-
-        def mark(name: str) -> None:
-            if phase_ms is not None:
-                ev = cupy.cuda.Event()
-                ev.record()
-                marks.append((name, ev))
-
+        mark = _Marks(phase_ms)
         mark("start")
         s = scalars.array[scalar_offset_words : scalar_offset_words + 8 * n]
         counts, starts = bufs["counts"].array, bufs["starts"].array
-        c, nw = np.int32(shape.c), np.int32(shape.windows)
+        c, nw, nb = np.int32(shape.c), np.int32(shape.windows), shape.buckets
         counts.fill(0)
         launch("msm.cu", "msm_count", n * shape.windows, s, counts, np.int64(n), c, nw)
         starts[0] = 0
-        cupy.cumsum(counts[: shape.buckets], out=starts[1 : shape.buckets + 1])
-        counts[: shape.buckets] = starts[: shape.buckets]  # counts becomes the cursor
-        launch(
-            "msm.cu",
-            "msm_scatter",
-            n * shape.windows,
-            s,
-            counts,
-            bufs["order"].array,
-            np.int64(n),
-            c,
-            nw,
-        )
+        cupy.cumsum(counts[:nb], out=starts[1 : nb + 1])
+        counts[:nb] = starts[:nb]  # counts becomes the cursor
+        order = bufs["order"].array
+        launch("msm.cu", "msm_scatter", n * shape.windows, s, counts, order, np.int64(n), c, nw)
         mark("sort")
         launch(
             "msm.cu",
             f"{group}_bucket_acc",
-            shape.buckets,
+            nb,
             points.array,
-            bufs["order"].array,
+            order,
             starts,
             bufs["buckets"].array,
-            np.int64(shape.buckets),
+            np.int64(nb),
             threads=128,
         )
         mark("bucket_acc")
@@ -135,39 +453,11 @@ def msm(
             threads=64,
         )
         mark("bucket_reduce")
-        src, per = "segments", shape.segments
-        while per > 1:  # tree sum over each window's segments, ping-pong segments <-> tree
-            fan = min(TREE_FAN_IN, per)
-            per //= fan
-            dst = "windows" if per == 1 else ("tree" if src == "segments" else "segments")
-            groups = shape.windows * per
-            launch(
-                "msm.cu",
-                f"{group}_group_sum",
-                groups,
-                bufs[src].array,
-                bufs[dst].array,
-                np.int64(groups),
-                np.int32(fan),
-                threads=64,
-            )
-            src = dst
-        if shape.segments == 1:
-            bufs["windows"].array[:] = bufs["segments"].array[: bufs["windows"].array.size]
-        launch(
-            "msm.cu",
-            f"{group}_horner",
-            1,
-            bufs["windows"].array,
-            bufs["result"].array,
-            nw,
-            threads=32,
-        )
+        _tree(group, bufs, shape.windows, shape.segments, "group_sum")
+        result = bufs["result"].array
+        launch("msm.cu", f"{group}_horner", 1, bufs["windows"].array, result, nw, threads=32)
         mark("tree_horner")
-        if phase_ms is not None:
-            marks[-1][1].synchronize()
-            for (_, a), (name, b) in zip(marks, marks[1:], strict=False):
-                phase_ms[name] = phase_ms.get(name, 0.0) + cupy.cuda.get_elapsed_time(a, b)
+        mark.collect()
 
     dev.kernel(stage, f"msm_{group}", n, run)
     out = dev.copy_dtoh(f"{stage}.result", bufs["result"], POINT_WORDS[group])

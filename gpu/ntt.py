@@ -9,6 +9,7 @@ The tables are built on the host with Python ints (cached per root) and uploaded
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +19,17 @@ from .encoding import fr_to_mont_limbs
 
 BLOCK_LOG = 10  # most stages per fr_ntt_group launch (must match kernels/ntt.cu)
 FR_BYTES = 32
+# stage-group kernels (kernels/ntt.cu): twiddles per block in shared memory (default), or
+# one two-table twiddle product per butterfly (the earlier kernel, kept for benchmarks)
+NTT_KERNELS = ("fr_ntt_group_tw", "fr_ntt_group")
+
+
+def default_kernel() -> str:
+    """$CUZK_NTT_KERNEL (one of NTT_KERNELS), default fr_ntt_group_tw."""
+    name = os.environ.get("CUZK_NTT_KERNEL", NTT_KERNELS[0])
+    if name not in NTT_KERNELS:
+        raise ValueError(f"CUZK_NTT_KERNEL must be one of {NTT_KERNELS}, got {name!r}")
+    return name
 
 
 def split_bits(log_n: int) -> tuple[int, int]:
@@ -104,10 +116,11 @@ class DeviceTables:
         )
 
 
-def _ntt(a: object, t: DeviceTables, which: int) -> None:
+def _ntt(a: object, t: DeviceTables, which: int, kernel_name: str | None = None) -> None:
     """Bit-reverse then DIT butterflies with root table `which` (0: w, 1: w^-1)."""
     from .module import kernel, launch
 
+    name = kernel_name or default_kernel()
     log_n, n = t.log_n, 1 << t.log_n
     hi, lo = t.views[which]
     lo_bits = np.int32(t.lo_bits)
@@ -115,10 +128,12 @@ def _ntt(a: object, t: DeviceTables, which: int) -> None:
         return
     launch("ntt.cu", "fr_bitrev", n, a, np.int64(n), np.int32(log_n))
     for st, k in stage_groups(log_n):
-        kernel("ntt.cu", "fr_ntt_group")(
+        shared = 3 * (1 << (k - 1)) * FR_BYTES if name == "fr_ntt_group_tw" else 0
+        kernel("ntt.cu", name)(
             (n >> k,),
             (1 << (k - 1),),
             (a, hi, lo, lo_bits, np.int32(log_n), np.int32(st), np.int32(k)),
+            shared_mem=shared,
         )
 
 
@@ -133,9 +148,9 @@ def stage_groups(log_n: int) -> list[tuple[int, int]]:
     return out
 
 
-def ntt(a: object, t: DeviceTables) -> None:
+def ntt(a: object, t: DeviceTables, kernel_name: str | None = None) -> None:
     """a <- (sum_j a_j w^(ij))_i"""
-    _ntt(a, t, 0)
+    _ntt(a, t, 0, kernel_name)
 
 
 def intt(a: object, t: DeviceTables) -> None:

@@ -52,6 +52,7 @@ from .prover import (
 DeviceKind = Literal["real", "dry-run"]
 NEVER = 2**64 - 1
 MAX_VERIFY_LOG2 = 8  # reference proofs are computed by py_ecc: small domains only
+BALLAST_GRANULE = 2 << 20  # cudaMalloc's granule on the H200 (benchmarks/allocator_probe.py)
 CARD_SHORTFALL = 2 << 30  # a card this much smaller than hardware.vram - context still runs
 
 
@@ -291,11 +292,11 @@ class LedgerBackend(Backend):
 
     def pools(self, gpu: int) -> dict[str, int]:
         m = self.memory[gpu]
-        return {"caching_pool_idle": m.caching_idle_bytes, "async_pool_idle": m.async_idle}
+        return {"caching_pool_idle": m.caching.idle, "async_pool_idle": m.async_pool.idle}
 
     def used_by_buffers(self, gpu: int) -> int:
         m = self.memory[gpu]
-        return m.sync_live + m.async_live + m.caching_live
+        return sum(a.live for a in m.allocators.values())
 
 
 @dataclass
@@ -344,6 +345,13 @@ class CupyBackend(Backend):
         rt = cupy.cuda.runtime
         attr = getattr(rt, "cudaMemPoolAttrReleaseThreshold", 4)
         rt.memPoolSetAttribute(self._mempool(gpu), attr, min(value, NEVER))
+
+    def release_threshold(self, gpu: int) -> int:
+        import cupy
+
+        rt = cupy.cuda.runtime
+        attr = getattr(rt, "cudaMemPoolAttrReleaseThreshold", 4)
+        return int(rt.memPoolGetAttribute(self._mempool(gpu), attr))
 
     def async_reserved_used(self, gpu: int) -> tuple[int, int]:
         import cupy
@@ -667,6 +675,9 @@ class RealRun:
         self.t0 = 0.0
         self.stopped_at_oom = False
         self.dispatched = 0  # partitions put in the queue
+        self.shrunk_bytes: dict[int, int] = {}  # faults: extra ballast taken mid-run
+        self.ballast_placed: dict[int, int] = {}  # the ballast of each GPU at the start
+        self.threshold_before: dict[int, int] = {}
         scope = self.spec.mutex_scope
         self._global = threading.Lock() if scope == "global" else None
         self._device_locks = {g: threading.Lock() for g in range(self.spec.gpus)}
@@ -746,6 +757,7 @@ class RealRun:
                 self.start_free[g] = be.mem_info(g)[0]
                 continue
             be.reset(g)
+            self.threshold_before[g] = be.release_threshold(g)
             be.set_release_threshold(g, spec.pool_release_threshold)
             free, total = be.mem_info(g)
             self.context_real[g] = total - free
@@ -761,10 +773,13 @@ class RealRun:
                     "context (the real context is larger): no ballast"
                 )
             self.ballast[g] = []
-            if free - want_free >= 2 << 20:
-                self.ballast[g].append(be.raw_malloc(g, free - want_free))
+            # cudaMalloc takes 2 MiB granules: round the ballast down, so that at least
+            # `want_free` stays free (less than 2 MiB more; `achieved_vram_bytes` says)
+            ballast = (free - want_free) // BALLAST_GRANULE * BALLAST_GRANULE
+            if ballast > 0:
+                self.ballast[g].append(be.raw_malloc(g, ballast))
             after = be.mem_info(g)[0]
-            self.ballast_bytes[g] = free - after
+            self.ballast_bytes[g] = self.ballast_placed[g] = free - after
             self.start_free[g] = after
 
     def shrink(self, gpu: int, nbytes: int) -> None:
@@ -775,14 +790,21 @@ class RealRun:
                 mem = be.memory[gpu]
                 take = min(nbytes, mem.free)
                 mem.try_alloc("(ballast)", f"shrink{len(self.lines)}", take, "sync")
+            self.shrunk_bytes[gpu] = self.shrunk_bytes.get(gpu, 0) + take
             self.log(f"fault: VRAM cap of gpu{gpu} shrank by {take} bytes")
             return
         free = be.mem_info(gpu)[0]
-        take = min(nbytes, max(free - (4 << 20), 0))
-        if take >= 2 << 20:
-            before = be.mem_info(gpu)[0]
-            self.ballast[gpu].append(be.raw_malloc(gpu, take))
-            self.ballast_bytes[gpu] += before - be.mem_info(gpu)[0]
+        take = min(nbytes, max(free - (4 << 20), 0)) // BALLAST_GRANULE * BALLAST_GRANULE
+        if take > 0:
+            with self._stats:  # counted before it exists: no peak sample sees it as used
+                self.ballast_bytes[gpu] += take
+            try:
+                self.ballast[gpu].append(be.raw_malloc(gpu, take))
+            except Exception:
+                with self._stats:
+                    self.ballast_bytes[gpu] -= take
+                take = 0
+        self.shrunk_bytes[gpu] = self.shrunk_bytes.get(gpu, 0) + take
         self.log(f"fault: VRAM cap of gpu{gpu} shrank by {take} bytes")
 
     def _teardown(self) -> dict[int, int]:
@@ -803,7 +825,7 @@ class RealRun:
             self.ballast[g] = []
             self.ballast_bytes[g] = 0
             be.reset(g)
-            be.set_release_threshold(g, 0)
+            be.set_release_threshold(g, self.threshold_before.get(g, 0))
         return leaks
 
     def _warm_up(self) -> None:
@@ -1018,6 +1040,61 @@ class RealRun:
             host_budget_bytes=self.spec.host_budget,
             proof_done_times=list(self.done_times),
             spans=list(self.spans),
+            metrics=self._metrics(wall),
+        )
+
+    def _metrics(self, wall: float) -> Any:
+        """The model's metrics, from what a real run measures: proofs and latencies per
+        kind, and per device the share of the run inside GPU sections (lock holds; also
+        reported as compute utilization: an upper bound, kernels are not timed) and the
+        time workers waited for the lock. Host-side figures are 0 (not measured)."""
+        from cuzk_sim.metrics import DeviceMetrics, KindMetrics, RunMetrics, bottleneck, percentile
+
+        hours = wall / 3600 if wall > 0 else 0.0
+        done = {pid: at for pid, _, at in self.done_times}
+        kinds = []
+        for kind in sorted({p.kind for p in self.proofs}):
+            proofs = [p for p in self.proofs if p.kind == kind]
+            lat = sorted(done[p.id] - p.submitted_s for p in proofs if p.id in done)
+            failed = sum(p.failed for p in proofs)
+            kinds.append(
+                KindMetrics(
+                    kind, len(proofs), len(lat), failed,
+                    (len(lat) + failed) / hours if hours else 0.0,
+                    len(lat) / hours if hours else 0.0,
+                    percentile(lat, 50), percentile(lat, 95), lat[-1] if lat else None,
+                )
+            )  # fmt: skip
+        devices = []
+        waits = 0
+        wait_total = 0.0
+        for g in self._devices_used():
+            held = sum(s.end_s - s.start_s for s in self.spans if s.cat == "lock" and s.device == g
+                       and s.name.startswith("hold"))  # fmt: skip
+            wait = [s.end_s - s.start_s for s in self.spans if s.cat == "lock" and s.device == g
+                    and s.name.startswith("wait")]  # fmt: skip
+            waits += sum(w > 1e-4 for w in wait)
+            wait_total += sum(wait)
+            share = min(held / wall, 1.0) if wall > 0 else 0.0
+            devices.append(DeviceMetrics(g, share, {"HtoD": 0.0, "DtoH": 0.0}, share, sum(wait)))
+        gpu = sum(d.compute_utilization for d in devices) / len(devices) if devices else 0.0
+        verdict, evidence = bottleneck(gpu, 0.0, gpu, 0.0, 0.0, 0.0)
+        completed = sum(k.completed for k in kinds)
+        finished = completed + sum(k.failed for k in kinds)
+        return RunMetrics(
+            time_s=wall,
+            proofs_per_hour=finished / hours if hours else 0.0,
+            goodput_per_hour=completed / hours if hours else 0.0,
+            kinds=tuple(kinds),
+            devices=tuple(devices),
+            mutex_wait_s=wait_total,
+            mutex_waits=waits,
+            host_core_utilization=0.0,
+            synthesis_busy=0.0,
+            host_ram_wait=0.0,
+            fallbacks_taken=sum(not e.fatal for e in self.oom_events),
+            bottleneck=verdict,
+            evidence=f"gpu-run (GPU sections measured, host side not): {evidence}",
         )
 
     def details(self) -> dict[str, Any]:
@@ -1029,8 +1106,14 @@ class RealRun:
         return {
             "device": self.backend.kind,
             "context_bytes": {str(g): b for g, b in self.context_real.items()},
-            "ballast_bytes": {str(g): b for g, b in self.ballast_bytes.items()},
+            "ballast_bytes": {str(g): b for g, b in self.ballast_placed.items()},
+            "shrunk_bytes": {str(g): b for g, b in self.shrunk_bytes.items()},
             "start_free_bytes": {str(g): b for g, b in self.start_free.items()},
+            # the card the run really had: free at start + the model's context (the ballast
+            # sets free memory in 2 MiB steps, so this is the scenario's vram + < 2 MiB)
+            "achieved_vram_bytes": {
+                str(g): b + self.spec.context for g, b in self.start_free.items()
+            },
             "leaked_bytes": {str(g): b for g, b in getattr(self, "leaks", {}).items()},
             "faults_injected": dict(self.faults.injected),
             "jobs": counts,
@@ -1043,6 +1126,19 @@ class RealRun:
                 j.partition for j in self.jobs if j.status == "failed" and not j.reason
             ],
         }
+
+
+def gpu_missing() -> str | None:
+    """Why the real device cannot run here (no CuPy, no CUDA device), or None."""
+    try:
+        import cupy
+    except ImportError as e:
+        return f"CuPy cannot be imported ({e})"
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # CUDARuntimeError without a driver
+        return f"no CUDA device ({type(e).__name__}: {e})"
+    return None if n > 0 else "no CUDA device"
 
 
 def backend_for(device: DeviceKind, spec: RunSpec, card_vram: int | None = None) -> Backend:

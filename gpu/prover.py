@@ -6,7 +6,7 @@ Phases (stage names shared with the reference and the plan):
   compute_h   iNTT, coset NTT of a, b, c; pointwise (ab - c) / Z; coset iNTT (bellman),
               or ab - c on the odd coset of the 2n domain (snarkjs); d_bc freed
   msm_h, msm_a, msm_b_g1, msm_b_g2, msm_l   Pippenger on the GPU
-  assemble    A, B, C on the host (py_ecc), exactly as the reference
+  assemble    A, B, C on the host: the reference's own `assemble` (one implementation)
 With the same r and s the proof equals the reference's `prove(pk, w, r, s)` byte for byte.
 """
 
@@ -22,13 +22,13 @@ import numpy as np
 import py_ecc.optimized_bls12_381 as bls
 from cuzk_sim.reference.domain import Domain
 from cuzk_sim.reference.field import GENERATOR_BELLMAN, R
-from cuzk_sim.reference.prove import check_key_shape, check_witness, draw_scalar
+from cuzk_sim.reference.prove import assemble, check_key_shape, check_witness, draw_scalar
 from cuzk_sim.reference.qap import evaluate_matrices
 from cuzk_sim.reference.types import Proof, ProvingKey
 
 from . import encoding
-from .device import AllocatorName, Device, Mode, NotEnoughFreeMemory
-from .msm import POINT_WORDS, msm
+from .device import AllocatorName, Device, Mode
+from .msm import MSM_ALGOS, POINT_WORDS, MsmAlgo, msm
 from .ntt import DeviceTables, domain_tables, tables_bytes
 
 FR_BYTES = 32
@@ -36,6 +36,7 @@ MSM_STAGES = ("msm_h", "msm_a", "msm_b_g1", "msm_b_g2", "msm_l")
 # a dry-run plan holds one upload and one MSM per chunk; beyond this many chunks it is
 # too long to build or replay (msm_chunk = 1 at 2^27 would be 5 x 2^27 chunks)
 MAX_DRY_RUN_CHUNKS = 1 << 16
+PRESTAGE_DECLINED = "prestage_declined"  # where a memory-aware pre-stage falls back to
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,13 @@ class ProverFlags:
     margin_bytes: int = 512 << 20
     allocator: AllocatorName = "caching"
     msm_chunk: int | None = None  # upload key points and run each MSM in chunks of this many
+    msm_algo: MsmAlgo = "signed"  # gpu/msm.py: signed digits, balanced (or the unsigned one)
 
     def __post_init__(self) -> None:
+        if self.msm_algo not in MSM_ALGOS:
+            raise ValueError(
+                f"ProverFlags.msm_algo must be one of {MSM_ALGOS}, got {self.msm_algo!r}"
+            )
         if self.msm_chunk is not None and (
             not isinstance(self.msm_chunk, int) or self.msm_chunk < 1
         ):
@@ -231,27 +237,28 @@ def partition(
             stream=stream,
         )
 
-    prestaged = False
-    if flags.prestage:
+    def prestage() -> tuple[Any, Any]:
+        """Allocate and upload before the lock; memory-aware: only if free >= bytes + margin
+        (else the device frees what it got and falls back to `in_lock`)."""
         margin = flags.margin_bytes if flags.memory_aware else None
-        try:
-            d_a = dev.alloc("d_a", vec, margin=margin, note="prestage")
-            try:
-                d_bc = dev.alloc("d_bc", 2 * vec, margin=margin, note="prestage")
-            except NotEnoughFreeMemory:
-                dev.free("d_a")
-                raise
-            upload("upload", d_a, d_bc)
-            prestaged = True
-        except NotEnoughFreeMemory:
-            prestaged = False
-    with dev.locked():
-        if prestaged:
-            dev.sync("upload")
-        else:
-            d_a = dev.alloc("d_a", vec)
-            d_bc = dev.alloc("d_bc", 2 * vec)
-            upload("compute", d_a, d_bc)
+        d_a = dev.alloc("d_a", vec, margin=margin, note="prestage")
+        d_bc = dev.alloc("d_bc", 2 * vec, margin=margin, note="prestage")
+        upload("upload", d_a, d_bc)
+        dev.lock()
+        dev.sync("upload")
+        return d_a, d_bc
+
+    def in_lock() -> tuple[Any, Any]:
+        dev.lock()
+        d_a = dev.alloc("d_a", vec)
+        d_bc = dev.alloc("d_bc", 2 * vec)
+        upload("compute", d_a, d_bc)
+        return d_a, d_bc
+
+    with dev.critical_section():
+        d_a, d_bc = (
+            dev.attempt(PRESTAGE_DECLINED, prestage, in_lock) if flags.prestage else in_lock()
+        )
         d_tab = dev.alloc("d_ntt_tables", tables_bytes(shape.log_n))
         tables = _packed_tables(shape.log_n, shape.reduction) if dev.runs else None
         dev.copy_htod("upload_ntt_tables", d_tab, tables, tables_bytes(shape.log_n))
@@ -276,7 +283,9 @@ def partition(
                 m = min(chunk, count - start)
                 host = data.key_points[stage][start : start + m] if data else None
                 dev.copy_htod(f"upload_{stage}_points", d_p, host, 4 * words * m)
-                partials.append(msm(dev, stage, group, d_p, scalars, m, offset + 8 * start))
+                partials.append(
+                    msm(dev, stage, group, d_p, scalars, m, offset + 8 * start, algo=flags.msm_algo)
+                )
             results[stage] = partials
             dev.free(f"{stage}.points")
         dev.free("d_witness")
@@ -296,30 +305,6 @@ def msm_results(raw: dict[str, list[np.ndarray | None]]) -> dict[str, Any]:
             acc = bls.add(acc, encoding.g2_from_limbs(v) if g2 else encoding.g1_from_limbs(v))
         out[stage] = acc
     return out
-
-
-def assemble(key: HostKey, res: dict[str, Any], r: int, s: int) -> Proof:
-    """A = alpha + msm_a + r delta; B = beta + msm_b + s delta; C = L + H + sA + rB1 - rs delta."""
-    add, mul = bls.add, bls.multiply
-    A = add(add(key.alpha_g1, res["msm_a"]), mul(key.delta_g1, r))
-    B2 = add(add(key.beta_g2, res["msm_b_g2"]), mul(key.delta_g2, s))
-    B1 = add(add(key.beta_g1, res["msm_b_g1"]), mul(key.delta_g1, s))
-    C = add(res["msm_l"], res["msm_h"])
-    C = add(C, mul(A, s))
-    C = add(C, mul(B1, r))
-    C = add(C, bls.neg(mul(key.delta_g1, r * s % R)))
-    return Proof(
-        _normalized(A, bls.Z1, bls.FQ),
-        _normalized(B2, bls.Z2, bls.FQ2),
-        _normalized(C, bls.Z1, bls.FQ),
-    )
-
-
-def _normalized(P: Any, inf: Any, field_cls: Any) -> Any:
-    if bls.is_inf(P):
-        return inf
-    x, y = bls.normalize(P)
-    return (x, y, field_cls.one())
 
 
 def prove_partition(
@@ -368,11 +353,22 @@ def prove(
 
 
 def dry_run_plan(
-    shape: PartitionShape, flags: ProverFlags = ProverFlags(), assume_free_bytes: int | None = None
+    shape: PartitionShape,
+    flags: ProverFlags = ProverFlags(),
+    assume_free_bytes: int | None = None,
+    both_branches: bool = False,
 ) -> Any:
-    """The plan this prover would execute for `shape`, without a GPU (no CuPy import)."""
+    """The plan this prover would execute for `shape`, without a GPU (no CuPy import).
+    `assume_free_bytes`: what memory-aware allocations see (None: enough); `both_branches`:
+    record both branches of a memory-aware pre-stage instead (decided at replay)."""
     _check_chunk_count(shape, flags)
-    dev = Device("dry-run", 0, flags.allocator, assume_free_bytes=assume_free_bytes)
+    dev = Device(
+        "dry-run",
+        0,
+        flags.allocator,
+        assume_free_bytes=assume_free_bytes,
+        both_branches=both_branches,
+    )
     dev.cpu("synthesis", "synthesis", shape.domain_size, lambda: None)
     partition(dev, shape, flags, None)
     dev.cpu("assemble", "assemble", 1, lambda: None)

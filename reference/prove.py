@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -151,35 +151,53 @@ def prove_stages(
     l_acc = pippenger(G1, [from_py_ecc_g1(P) for P in pk.l_query], private)
     lap("msm_l")
 
-    alpha, beta1, delta1 = (from_py_ecc_g1(P) for P in (pk.alpha_g1, pk.beta_g1, pk.delta_g1))
-    beta2, delta2 = from_py_ecc_g2(pk.beta_g2), from_py_ecc_g2(pk.delta_g2)
-    # A = alpha + sum w_i u_i + r delta
-    A = G1.add(G1.add_affine(a_acc, alpha), G1.multiply(delta1, r))
-    # B = beta + sum w_i v_i + s delta, in G2 and in G1
-    B2 = G2.add(G2.add_affine(b2_acc, beta2), G2.multiply(delta2, s))
-    B1 = G1.add(G1.add_affine(b1_acc, beta1), G1.multiply(delta1, s))
-    # C = L + H + s A + r B1 - r s delta
-    A_affine, B1_affine = G1.normalize_many([A, B1])
-    C = G1.add(l_acc, h_acc)
-    C = G1.add(C, G1.multiply(A_affine, s))
-    C = G1.add(C, G1.multiply(B1_affine, r))
-    C = G1.add(C, G1.neg(G1.multiply(delta1, r * s % R)))
-    A_out, C_out, h_pt, a_pt, b1_pt, l_pt = G1.normalize_many([A, C, h_acc, a_acc, b1_acc, l_acc])
-    B_out, b2_pt = G2.normalize_many([B2, b2_acc])
-    proof = Proof(to_py_ecc_g1(A_out), to_py_ecc_g2(B_out), to_py_ecc_g1(C_out))
+    h_pt, a_pt, b1_pt, l_pt = G1.normalize_many([h_acc, a_acc, b1_acc, l_acc])
+    (b2_pt,) = G2.normalize_many([b2_acc])
+    msm = {
+        "msm_h": to_py_ecc_g1(h_pt),
+        "msm_a": to_py_ecc_g1(a_pt),
+        "msm_b_g1": to_py_ecc_g1(b1_pt),
+        "msm_b_g2": to_py_ecc_g2(b2_pt),
+        "msm_l": to_py_ecc_g1(l_pt),
+    }
+    proof = assemble(pk, msm, r, s)
     lap("assemble")
     return ProofStages(
         h=tuple(h),
-        msm_h=to_py_ecc_g1(h_pt),
-        msm_a=to_py_ecc_g1(a_pt),
-        msm_b_g1=to_py_ecc_g1(b1_pt),
-        msm_b_g2=to_py_ecc_g2(b2_pt),
-        msm_l=to_py_ecc_g1(l_pt),
+        **msm,
         proof=proof,
         r=r,
         s=s,
         seconds=seconds,
     )
+
+
+def assemble(key: Any, msm: Mapping[str, Any], r: int, s: int) -> Proof:
+    """The proof from the five MSM results; the one assembly of both provers (the GPU
+    prover calls it too). `key` has alpha_g1, beta_g1, beta_g2, delta_g1, delta_g2 (a
+    ProvingKey, or the GPU prover's HostKey) and `msm` maps msm_h, msm_a, msm_b_g1,
+    msm_b_g2, msm_l to their sums; all py_ecc points, any z."""
+    alpha, beta1, delta1 = (from_py_ecc_g1(P) for P in (key.alpha_g1, key.beta_g1, key.delta_g1))
+    beta2, delta2 = from_py_ecc_g2(key.beta_g2), from_py_ecc_g2(key.delta_g2)
+    h, a, b1, l = (G1.to_jacobian(from_py_ecc_g1(msm[k])) for k in G1_SUMS)
+    b2 = G2.to_jacobian(from_py_ecc_g2(msm["msm_b_g2"]))
+    # A = alpha + sum w_i u_i + r delta
+    A = G1.add(G1.add_affine(a, alpha), G1.multiply(delta1, r))
+    # B = beta + sum w_i v_i + s delta, in G2 and in G1
+    B2 = G2.add(G2.add_affine(b2, beta2), G2.multiply(delta2, s))
+    B1 = G1.add(G1.add_affine(b1, beta1), G1.multiply(delta1, s))
+    # C = L + H + s A + r B1 - r s delta
+    A_affine, B1_affine = G1.normalize_many([A, B1])
+    C = G1.add(l, h)
+    C = G1.add(C, G1.multiply(A_affine, s))
+    C = G1.add(C, G1.multiply(B1_affine, r))
+    C = G1.add(C, G1.neg(G1.multiply(delta1, r * s % R)))
+    A_out, C_out = G1.normalize_many([A, C])
+    (B_out,) = G2.normalize_many([B2])
+    return Proof(to_py_ecc_g1(A_out), to_py_ecc_g2(B_out), to_py_ecc_g1(C_out))
+
+
+G1_SUMS = ("msm_h", "msm_a", "msm_b_g1", "msm_l")
 
 
 def prove(

@@ -46,6 +46,7 @@ _COMMAND_MODULES = (
     "simulate",
     "sweep",
     "gate",
+    "profile",
     "groth16",
     "gpu_plan",
     "gpu_run",

@@ -116,6 +116,11 @@ def gpu_run(
             raise InputError(
                 "--verify needs --device real (the reference proofs come from the GPU)"
             )
+        from cuzk_sim.gpu.pipeline import gpu_missing
+
+        missing = gpu_missing() if device == "real" else None
+        if missing:
+            raise InputError(f"--device real: {missing}; --device dry-run runs without a GPU")
         from cuzk_sim.gpu.pipeline import (
             Fault,
             FaultPlan,

@@ -130,6 +130,13 @@ def calibrate(
             "cuzk plan of the configuration the log ran).",
         ),
     ] = None,
+    gpu_model: Annotated[
+        str | None,
+        typer.Option("--gpu-model", help="The card the log was taken on (default: the base's)."),
+    ] = None,
+    vram: Annotated[
+        str | None, typer.Option("--vram", help="Its VRAM, e.g. '20 GiB' (default: the base's).")
+    ] = None,
     kind: KindOpt = None,
 ) -> None:
     """Fit the profile figures the log measures; keep the base's others, marked as such."""
@@ -144,14 +151,36 @@ def calibrate(
         _out_path("-o", output, (".toml",))
         base_profile = load_profile(base)
         a, _, _ = analyze_logs(paths, kind=kind)
+        if vram is not None:
+            from cuzk_sim.units import parse_size
+
+            try:
+                parse_size(vram)
+            except ValueError as e:
+                raise InputError(f"--vram {vram}: {e}") from None
+        prover = None
+        shapes = None
         if scenario is not None:
             from cuzk_sim.scenario import load_scenario
 
-            plans = load_scenario(scenario).plans
+            scn = load_scenario(scenario)
+            plans, shapes = scn.plans, scn.shapes
+            if scn.spec.plan is not None and scn.spec.plan.gpu_prover is not None:
+                prover = "cuzk_sim.gpu"  # a log of our own prover (gpu-run)
         else:
             plans = cuzk_plans(logged_config(a), base_profile.vram)
         names = [str(p) for p in paths]
-        doc, fits, notes = calibrated_profile(a, base, plans, names, output.stem)
+        doc, fits, notes = calibrated_profile(
+            a,
+            base,
+            plans,
+            names,
+            output.stem,
+            prover=prover,
+            shapes=shapes,
+            gpu_model=gpu_model,
+            vram=vram,
+        )
         text = dumps(
             doc,
             header=f"Profile calibrated by cuzk-sim calibrate from {', '.join(names)}"
@@ -183,6 +212,9 @@ def calibrate(
             f.provenance.split(": ", 1)[-1][:70],
         )
     console.print(t)
+    if not fits:
+        why = "see the notes" if notes else "the log has none of the lines docs/logs.md lists"
+        console.print(f"no figure fitted ({why})")
     for n in notes:
         console.print(f"note: {n}")
     console.print("every other figure: kept from the base (its `source` says so)")
@@ -197,6 +229,14 @@ def scenario_from_log(
     vram: Annotated[
         str | None,
         typer.Option("--vram", help="The card's VRAM (the log does not say; default: profile's)."),
+    ] = None,
+    plan_from: Annotated[
+        Path | None,
+        typer.Option(
+            "--plan-from",
+            help="Copy this scenario's [plan] table (a log of our own "
+            "pipeline: gpu-run; default: the cuzk plan).",
+        ),
     ] = None,
     kind: KindOpt = None,
 ) -> None:
@@ -221,6 +261,8 @@ def scenario_from_log(
         if not Path(profile).is_absolute() and Path(profile).is_file():
             prof = str(Path(profile).resolve())
         doc = scenario_doc(cfg, [str(p) for p in paths], prof, vram, output.stem)
+        if plan_from is not None:
+            doc["plan"] = plan_table(plan_from)
         output.write_text(dumps(doc, header="Written by cuzk-sim scenario-from-log"))
         load_scenario(output)  # what we wrote must load
     except InputError as e:
@@ -235,6 +277,23 @@ def scenario_from_log(
         + (f"{spp:.2f} s/proof ([expect] holds it +-5 %)" if spp else "no s/proof")
     )
     typer.echo(f"replay: cuzk-sim run {output}    gate: cuzk-sim check {output}")
+
+
+def plan_table(scenario: Path) -> dict:
+    """The [plan] table of a scenario, a plan file's path made absolute."""
+    import tomllib
+
+    try:
+        raw = tomllib.loads(scenario.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise InputError(f"--plan-from {scenario}: cannot read it as TOML ({e})") from None
+    plan = raw.get("plan")
+    if not isinstance(plan, dict):
+        raise InputError(f"--plan-from {scenario}: it has no [plan] table")
+    plan = dict(plan)
+    if isinstance(plan.get("file"), str) and not Path(plan["file"]).is_absolute():
+        plan["file"] = str((scenario.parent / plan["file"]).resolve())
+    return plan
 
 
 def register(app: typer.Typer) -> None:

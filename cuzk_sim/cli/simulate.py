@@ -8,6 +8,7 @@ any scenario that cannot be loaded, even if others mismatch).
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -76,7 +77,28 @@ def run(
     ] = None,
     plot: Annotated[
         Path | None,
-        typer.Option("--plot", help="Write a plot (VRAM and Gantt): .png, .pdf or .svg."),
+        typer.Option(
+            "--plot", help="Write a plot (VRAM by buffer, host RAM, lanes): .png, .pdf or .svg."
+        ),
+    ] = None,
+    window: Annotated[
+        str | None,
+        typer.Option("--window", help="Plot only this interval of simulated time, e.g. 2h..3h."),
+    ] = None,
+    trace_window: Annotated[
+        str | None,
+        typer.Option(
+            "--trace-window",
+            help="Trace only this interval (with every kernel, copy and lock), e.g. 2h..2.1h.",
+        ),
+    ] = None,
+    overrides: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="Change a scenario key for this run, KEY.PATH=VALUE (repeatable), "
+            "e.g. --set hardware.vram='24 GiB' --set engine.gpus.gpu_workers_per_device=1.",
+        ),
     ] = None,
     replicas: Annotated[
         int | None,
@@ -100,6 +122,9 @@ def run(
 ) -> None:
     """Simulate one scenario; exit 1 when it predicts an OOM or a deadlock/stall (with
     --replicas: when any replica does)."""
+    from cuzk_sim.calibration import profile_warnings
+    from cuzk_sim.overrides import parse_assignment
+    from cuzk_sim.recording import Timeline, parse_window, simulate_recorded
     from cuzk_sim.report import print_run
     from cuzk_sim.runner import simulate
     from cuzk_sim.scenario import load_scenario
@@ -119,15 +144,34 @@ def run(
         check_distinct(
             {k: p for k, p in (("--trace", trace), ("--plot", plot), ("--log", log)) if p}
         )
-        scn = load_scenario(scenario)
+        plot_window = parse_window(window, "--window") if window else None
+        detail_window = parse_window(trace_window, "--trace-window") if trace_window else None
+        changes = dict(parse_assignment(a) for a in overrides or [])
+        scn = load_scenario(scenario, changes or None)
         bar = ProgressBar(f"simulating {scn.name}") if sys.stderr.isatty() else None
         try:
-            result = simulate(scn, record=bool(trace or plot or log), progress=bar)
+            if trace or plot:  # a bounded recording, on the fast path
+                # detail (every kernel, copy, lock): the trace window, else from the start
+                # (or the plot's window) up to the span budget; a plot alone needs only
+                # its mutex bars, so it keeps a smaller budget
+                detail = detail_window or plot_window or (0.0, math.inf)
+                timeline = Timeline(
+                    window=plot_window or detail_window,
+                    detail=detail,
+                    max_detail_spans=100_000 if trace else 20_000,
+                )
+                result = simulate_recorded(scn, timeline, progress=bar)
+            else:
+                result = simulate(scn, record=bool(log), progress=bar)
+            # the daemon log wants every step: a full recording of its own when it
+            # comes with a plot or trace
+            log_result = simulate(scn, record=True) if log and (trace or plot) else result
         finally:
             if bar is not None:
                 bar.close()
     except InputError as e:
         raise _fail_input(e) from None
+    result.warnings = profile_warnings(scn)
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
@@ -137,15 +181,15 @@ def run(
         if log:
             from cuzk_sim.logs.from_result import write_scenario_log
 
-            write_scenario_log(result, scn, str(log))
+            write_scenario_log(log_result, scn, str(log))
         if trace:
-            from cuzk_sim.trace import write_chrome_trace
+            from cuzk_sim.trace import step_args, write_chrome_trace
 
-            write_chrome_trace(result, str(trace))
+            write_chrome_trace(result, str(trace), step_args(scn.plans), detail_window)
         if plot:
             from cuzk_sim.plot import write_plot
 
-            write_plot(result, str(plot))
+            write_plot(result, str(plot), plot_window)
     except OSError as e:
         raise _fail_input(InputError(f"cannot write output: {e}")) from None
     if result.oom or result.stalled:
@@ -180,7 +224,12 @@ def _run_replicas(
             check_output_path("--plot", plot, PLOT_SUFFIXES)
         scn = load_scenario(scenario)
         if replicas is None:  # one jittered run, reported like a plain one
-            result = simulate(scn, record=bool(trace or plot), jitter=fraction)
+            if trace or plot:
+                from cuzk_sim.recording import Timeline, simulate_recorded
+
+                result = simulate_recorded(scn, Timeline(), jitter=fraction)
+            else:
+                result = simulate(scn, jitter=fraction)
             report = None
         else:
             bar = ProgressBar(f"replicas of {scn.name}") if sys.stderr.isatty() else None

@@ -3,7 +3,8 @@ over `cuzk_sim.api.sweep`.
 
 Exit codes: 0 the sweep ran (OOMs are results, not failures); 1 some tasks were lost
 with their Dask workers (rerun the same command to retry them); 2 bad input (the spec,
-its base scenario, an axis, an option: one line naming file, key path or option).
+its base scenario, an axis, an option: one line naming file, key path or option); 130
+interrupted (Ctrl-C): the rows done so far are written, a rerun resumes.
 """
 
 from __future__ import annotations
@@ -19,18 +20,7 @@ from cuzk_sim.input_errors import InputError
 
 EXIT_LOST = 1
 EXIT_BAD_INPUT = 2
-
-
-def parse_jitter(text: str) -> float:
-    """'5%' or '5' -> 0.05."""
-    t = text.strip().removesuffix("%").strip()
-    try:
-        value = float(t)
-    except ValueError:
-        raise InputError(f"--jitter {text!r}: expected a percentage such as 5%") from None
-    if not 0.0 <= value < 100.0:
-        raise InputError(f"--jitter {text!r}: expected a percentage in [0, 100)")
-    return value / 100.0
+EXIT_INTERRUPTED = 130  # the shell's code for SIGINT
 
 
 class _Bar:
@@ -70,7 +60,9 @@ class _Bar:
 
 
 def sweep(
-    spec: Annotated[Path, typer.Argument(help="Sweep spec TOML (docs/capacity-planning.md).")],
+    spec: Annotated[
+        Path, typer.Argument(metavar="SPEC", help="Sweep spec TOML (docs/capacity-planning.md).")
+    ],
     out: Annotated[
         Path, typer.Option("--out", help="Output folder (created; a rerun resumes it).")
     ],
@@ -85,7 +77,7 @@ def sweep(
         int, typer.Option("--replicas", help="Seeded runs per configuration (with --jitter).")
     ] = 1,
     jitter: Annotated[
-        str, typer.Option("--jitter", help="Timing perturbation per replica, e.g. 5%.")
+        str, typer.Option("--jitter", help="Timing jitter of the replicas: 5% or 0.05.")
     ] = "0%",
     plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write the PNGs.")] = True,
 ) -> None:
@@ -99,7 +91,9 @@ def sweep(
     try:
         if jobs is not None and scheduler is not None:
             raise InputError("--jobs and --scheduler: give one (Dask decides its own workers)")
-        fraction = parse_jitter(jitter)
+        from cuzk_sim.replicas import parse_fraction
+
+        fraction = parse_fraction(jitter)
         spec_obj = load_sweep(spec)
         bar = _Bar() if sys.stderr.isatty() else None
         outcome = run(
@@ -117,6 +111,14 @@ def sweep(
             bar.close()
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    except KeyboardInterrupt:
+        if bar is not None:
+            bar.close()
+        typer.echo(
+            f"interrupted: the rows done so far are in {out}; rerun the same command to resume",
+            err=True,
+        )
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     if bar is not None:
         bar.close()
     console = Console(width=max(Console().width, 120))

@@ -52,6 +52,15 @@ def validate(
             raise InputError(f"--device {device!r}: expected real or dry-run")
         if out.exists() and not out.is_dir():
             raise InputError(f"--out {out}: is a file; give a folder")
+        if device == "real" and not (report_only or predict_only):
+            from cuzk_sim.gpu.pipeline import gpu_missing
+
+            missing = gpu_missing()
+            if missing:
+                raise InputError(
+                    f"--device real: {missing}; --device dry-run runs without a GPU, "
+                    "--predict-only writes the predictions alone"
+                )
         if report_only:
             pred = out / "predictions.json"
             if not pred.is_file():

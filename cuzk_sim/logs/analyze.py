@@ -43,12 +43,18 @@ def analyze_logs(
             raise InputError(f"{path}: no such log file")
         lines.starts.append(n + 1)
         lines.files.append(str(path))
+        parser.counts.bytes += path.stat().st_size
         try:
             with open(path, "rb", buffering=1 << 20) as f:
+                feed, take = parser.feed, a.feed
                 for raw in f:
                     n += 1
-                    for rec in parser.feed(raw, n):
-                        a.feed(rec)
+                    rec = feed(raw, n)
+                    if rec is not None:
+                        take(rec)
+                        if parser.extra:
+                            for more in parser.drain():
+                                take(more)
         except OSError as e:
             raise InputError(f"{path}: cannot read the log ({e})") from None
     for rec in parser.finish():

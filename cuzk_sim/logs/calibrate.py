@@ -33,9 +33,10 @@ from pathlib import Path
 from cuzk_sim.calibration import BUNDLED, Cost, Profile, load_profile
 from cuzk_sim.input_errors import InputError
 from cuzk_sim.logs.scenario_out import LoggedConfig
-from cuzk_sim.logs.timeline import Analyzer, Stat
+from cuzk_sim.logs.stats import Stat
+from cuzk_sim.logs.timeline import Analyzer
 from cuzk_sim.plan import Copy, Cpu, Goto, Kernel, Label, Lock, Plan, Step, Unlock
-from cuzk_sim.plans.circuits import SHAPES
+from cuzk_sim.plans.circuits import SHAPES, CircuitShape
 from cuzk_sim.plans.cuzk import CuzkVariant, build_partition_plan
 
 MIN_SAMPLES = 1
@@ -51,6 +52,7 @@ class Fit:
     size: int | None
     fixed_s: float | None  # a new fixed cost (msm_g1's two-point fit), else the base's
     provenance: str
+    basis: str = "fitted"  # "measured": one line timed exactly this step at this size
 
     @property
     def change(self) -> float:
@@ -68,6 +70,8 @@ class PlanSections:
     tail: list[Kernel]
     prep: list[Cpu]
     b_g2: list[Cpu]
+    held: list[Step]  # everything between the lock and the unlock (kernels and copies)
+    tail_copies: list[Copy]  # copies after the H MSM, up to the last tail MSM
 
 
 def main_path(plan: Plan) -> list[Step]:
@@ -104,12 +108,26 @@ def plan_sections(plan: Plan) -> PlanSections:
         or (isinstance(s, Copy) and s.stream == "compute")
     ]
     after = [s for s in path[h + 1 : unlock] if isinstance(s, Kernel)]
+    tails = [
+        i
+        for i in range(h + 1, unlock)
+        if isinstance(path[i], Kernel) and path[i].kind in ("msm_g1", "msm_g2")
+    ]
+    last_tail = tails[-1] if tails else h
     return PlanSections(
         ntt=ntt,
         coset=[s for s in ntt if isinstance(s, Kernel) and s.name.endswith("coset_intt_h")],
         msm_h=[path[h]] if isinstance(path[h], Kernel) else [],
         batch=[s for s in after if s.kind.startswith("batch_add")],
         tail=[s for s in after if s.kind in ("msm_g1", "msm_g2")],
+        tail_copies=[
+            s for s in path[h + 1 : last_tail] if isinstance(s, Copy) and s.stream == "compute"
+        ],
+        held=[
+            s
+            for s in path[lock + 1 : unlock]
+            if isinstance(s, Kernel) or (isinstance(s, Copy) and s.stream == "compute")
+        ],
         prep=[s for s in path if isinstance(s, Cpu) and s.kind == "prep_msm"],
         b_g2=[s for s in path if isinstance(s, Cpu) and s.kind == "msm_g2_cpu"],
     )
@@ -145,9 +163,11 @@ class Calibrator:
         plans: dict[str, Plan],
         log_names: list[str],
         base_sizes: dict[str, int],
+        shapes: dict[str, CircuitShape] | None = None,
     ) -> None:
         self.a, self.base, self.plans = a, base, plans
         self.base_sizes = base_sizes
+        self.shapes = shapes or SHAPES
         self.logs = ", ".join(log_names)
         self.fits: list[Fit] = []
         self.notes: list[str] = []
@@ -183,24 +203,38 @@ class Calibrator:
         if not k > 0:
             self.notes.append(f"cpu.{key}: reading {obs:.3f} s below its fixed cost; kept")
             return
-        self._add(f"cpu.{key}", cost, k, self.prov(f"{what} ({kind}, size {size})", st))
+        basis = "measured" if size == self.size_of(f"cpu.{key}") else "fitted"
+        self._add(
+            f"cpu.{key}", cost, k, self.prov(f"{what} ({kind}, size {size})", st), basis=basis
+        )
 
-    def _add(self, key: str, cost: Cost, k: float, prov: str, fixed: float | None = None) -> None:
+    def _add(
+        self,
+        key: str,
+        cost: Cost,
+        k: float,
+        prov: str,
+        fixed: float | None = None,
+        basis: str = "fitted",
+    ) -> None:
         size = self.size_of(key)
         base_s = cost.seconds(size)
         f = cost.fixed if fixed is None else fixed
         fitted = f + (base_s - cost.fixed) * k
-        self.fits.append(Fit(key, base_s, fitted, size, fixed, prov))
+        self.fits.append(Fit(key, base_s, fitted, size, fixed, prov, basis))
 
     def size_of(self, key: str) -> int:
         """The size the profile states the figure at (its `size` key)."""
         return self.base_sizes[key]
 
     def _fit_kind(self, kind: str) -> None:
-        shape = SHAPES[kind]
+        shape = self.shapes[kind]
         sec = plan_sections(self.plans[kind])
         b = self.base
-        self._cpu(kind, "synthesis", "synth_ms", shape.constraints, "SYNTH_END synth_ms")
+        if shape.synthesis_s is None:
+            self._cpu(kind, "synthesis", "synth_ms", shape.constraints, "SYNTH_END synth_ms")
+        else:  # the scenario fixes the synthesis time: the profile's figure is not used
+            self.notes.append(f"cpu.synthesis: {kind}'s synthesis time is set by the scenario")
         for s in sec.prep[:1]:
             self._cpu(kind, "prep_msm", "prep_msm_ms", s.size, "CUZK_TIMING prep_msm_ms")
         for s in sec.b_g2[:1]:
@@ -217,12 +251,13 @@ class Calibrator:
         g2_tail_s = sum(
             b.kernel_seconds(s.kind, s.size, "tail") for s in sec.tail if s.kind == "msm_g2"
         )
+        tail_copy_s = sum(b.copy_seconds(c.bytes, c.pinned) for c in sec.tail_copies)
         if t_st is not None and g1_tail:
             eqs.append(
                 (
                     len(g1_tail),
                     float(sum(s.size for s in g1_tail)),
-                    _reading(t_st) / 1000 - g2_tail_s,
+                    _reading(t_st) / 1000 - g2_tail_s - tail_copy_s,
                     t_st,
                     "tail_msm_ms",
                 )
@@ -249,6 +284,11 @@ class Calibrator:
         # --- NTT + pointwise (one factor), and the upload where the NTTs reveal it ---
         group = [s for s in sec.ntt if isinstance(s, Kernel)]
         copies = [s for s in sec.ntt if isinstance(s, Copy)]
+        # CUZK_NTT_H's ntt_kernels + coset_intt_sync end with the coset iNTT: the copies
+        # before it (a/b/c), not those between it and the H MSM (its points, ours)
+        cut = sec.ntt.index(sec.coset[0]) if sec.coset else len(sec.ntt)
+        early = [s for s in sec.ntt[:cut] if isinstance(s, Copy)]
+        pre_kernels = [s for s in sec.ntt[: cut + 1] if isinstance(s, Kernel)]
         g_fixed = sum(b.kernels[s.kind].fixed for s in group)
         g_var = sum(_var(b.kernels[s.kind], s.size) for s in group)
         copy_s = sum(b.copy_seconds(s.bytes, s.pinned) for s in copies)
@@ -262,10 +302,12 @@ class Calibrator:
             cost = b.kernels[c.kind]
             k_ntt = (_reading(coset) / 1000 - cost.fixed) / _var(cost, c.size)
             prov = self.prov("CUZK_NTT_H coset_intt_sync (one coset iNTT)", coset)
-            upload = total - (g_fixed + k_ntt * g_var)
-            nbytes = sum(s.bytes for s in copies)
-            lat = b.copy_latency * len(copies)
-            if copies and all(not s.pinned for s in copies) and upload > lat:
+            pre_fixed = sum(b.kernels[s.kind].fixed for s in pre_kernels)
+            pre_var = sum(_var(b.kernels[s.kind], s.size) for s in pre_kernels)
+            upload = total - (pre_fixed + k_ntt * pre_var)
+            nbytes = sum(s.bytes for s in early)
+            lat = b.copy_latency * len(early)
+            if early and all(not s.pinned for s in early) and upload > lat:
                 bw = nbytes / (upload - lat)
                 self.fits.append(
                     Fit(
@@ -321,6 +363,42 @@ class Calibrator:
                                 ba,
                             ),
                         )
+        self._fit_section(kind, sec)
+
+    def _fit_section(self, kind: str, sec: PlanSections) -> None:
+        """Without per-phase lines (a log of our own pipeline, an older binary), the
+        mutex-held time still times the whole GPU section: one factor for every kernel
+        kind in it, when no finer line priced any of them (copies at the base's rate)."""
+        held = self.stat(kind, "mutex_held_ms")
+        kernels = [s for s in sec.held if isinstance(s, Kernel)]
+        kinds = sorted({s.kind for s in kernels})
+        done = {f.key for f in self.fits}
+        if held is None or not kinds or any(f"kernel.{k}" in done for k in kinds):
+            return
+        b = self.base
+        copies = sum(b.copy_seconds(s.bytes, s.pinned) for s in sec.held if isinstance(s, Copy))
+        fixed = sum(b.kernels[s.kind].fixed for s in kernels)
+        var = sum(_var(b.kernels[s.kind], s.size) for s in kernels)
+        k = (_reading(held) / 1000 - copies - fixed) / var if var else 0.0
+        if k <= 0:
+            self.notes.append(
+                f"mutex_held_ms (median {held.median:.0f} ms) is not longer than the GPU "
+                f"section's copies and fixed costs ({(copies + fixed) * 1e3:.1f} ms at the "
+                "base's rates): kernel figures kept"
+            )
+            return
+        for kk in kinds:
+            self._add(
+                f"kernel.{kk}",
+                b.kernels[kk],
+                k,
+                self.prov(
+                    "CUZK_TIMING mutex_held_ms (the whole GPU section; one factor for "
+                    f"{', '.join(kinds)})",
+                    held,
+                    f"; minus {copies * 1e3:.1f} ms of copies at the base's rate",
+                ),
+            )
 
 
 def _two_point(
@@ -360,6 +438,8 @@ def base_raw(name_or_path: str) -> tuple[dict, str]:
 def cuzk_plans(cfg: LoggedConfig, vram: int) -> dict[str, Plan]:
     variant = CuzkVariant(
         prestage=cfg.prestage,  # type: ignore[arg-type]
+        free_d_bc_after_ntt=cfg.memory_aware,
+        memory_aware_margin_bytes=512 << 20 if cfg.memory_aware else None,
         mutex_scope=cfg.mutex_scope,  # type: ignore[arg-type]
         b_g2_msm=cfg.b_g2_msm,  # type: ignore[arg-type]
     )
@@ -376,15 +456,21 @@ def calibrated_profile(
     plans: dict[str, Plan],
     log_names: list[str],
     name: str,
+    prover: str | None = None,
+    shapes: dict[str, CircuitShape] | None = None,
+    gpu_model: str | None = None,
+    vram: str | None = None,
 ) -> tuple[dict, list[Fit], list[str]]:
-    """The new profile document, the fits, and notes on figures left as they were."""
+    """The new profile document, the fits, and notes on figures left as they were.
+    prover / gpu_model / vram: what the log was taken with, when not the base's (the
+    log names neither the card nor its VRAM)."""
     base = load_profile(base_name)
     raw, _ = base_raw(base_name)
     sizes = {
         **{f"kernel.{k}": int(v["size"]) for k, v in raw["kernel"].items()},
         **{f"cpu.{k}": int(v["size"]) for k, v in raw["cpu"].items()},
     }
-    cal = Calibrator(a, base, plans, log_names, sizes)
+    cal = Calibrator(a, base, plans, log_names, sizes, shapes)
     fits = cal.run()
     fitted = {f.key for f in fits}
     for section in ("kernel", "cpu"):
@@ -398,10 +484,23 @@ def calibrated_profile(
             if fit.fixed_s is not None:
                 entry["fixed"] = _fmt_s(fit.fixed_s)
             entry["source"] = fit.provenance
+            entry["basis"] = fit.basis
     ce = raw["copy_engine"]
     bw = next((f for f in fits if f.key == "copy_engine.pageable"), None)
     if bw is not None:
         ce["pageable"] = f"{bw.fitted_s / 2**30:.4f} GiB/s"
+        old_basis = ce.get("basis")
+        keys = ("pageable", "pinned", "latency")
+        ce["basis"] = {
+            k: "fitted"
+            if k == "pageable"
+            else (
+                old_basis.get(k, "assumed")
+                if isinstance(old_basis, dict)
+                else old_basis or "assumed"
+            )
+            for k in keys
+        }
         ce["source"] = f"pageable {bw.provenance}; pinned and latency kept from base {base.name}"
     else:
         ce["source"] = f"kept from base {base.name}: {ce.get('source', '')}".strip()
@@ -411,6 +510,21 @@ def calibrated_profile(
     extract = raw.get("pce", {}).get("extract")
     if isinstance(extract, dict):
         extract["source"] = f"{kept} {extract.get('source', '')}".strip()
+    if prover is not None:
+        raw["prover"] = prover
+    gpu = raw["gpu"]
+    if gpu_model is not None or vram is not None:
+        gpu["model"] = gpu_model or gpu["model"]
+        gpu["vram"] = vram or gpu["vram"]
+        gpu["source"] = (
+            f"the card of {', '.join(log_names)} as given to calibrate; context overhead "
+            f"kept from base {base.name}"
+        )
+    else:
+        gpu["source"] = (
+            f"kept from base {base.name} (the log does not name its card: calibrate "
+            f"--gpu-model/--vram): {gpu.get('source', '')}"
+        ).strip()
     today = dt.date.today().isoformat()
     raw["name"] = name
     raw["provenance"] = (

@@ -48,6 +48,15 @@ class _Line:
     text: str
     timeline: bool = False
 
+    @property
+    def opens(self) -> bool:
+        """A line that starts something: at one instant, what ends prints first (cuzk
+        prints mutex_held before it unlocks, the next holder its pre_lock after)."""
+        return any(m in self.text for m in _OPENING)
+
+
+_OPENING = ("pre_lock_cpu_ms", ",GPU_PICKUP,", ",GPU_START,", ",SYNTH_START,", "prestage_setup")
+
 
 def _ms(a: float, b: float) -> int:
     return emit.ms(b - a)
@@ -66,10 +75,12 @@ def cuzk_log_lines(
     pce_extract_s: dict[str, float] | None = None,
     epoch: dt.datetime | None = None,
     pool_max: bool = True,
+    memory_aware: bool = False,
 ) -> list[str]:
     """The log, in time order. pce_extract_s: extraction seconds per kind (the profile's),
     for the `PCE extraction complete extract_ms=` field; pool_max: the async pool's release
-    threshold was set to UINT64_MAX (cuzk then logs it once per GPU)."""
+    threshold was set to UINT64_MAX (cuzk then logs it once per GPU); memory_aware: the
+    pre-staging asks cudaMemGetInfo first and logs `prestage_vram` (Phase 9's final fix)."""
     w = emit.LogWriter(None, epoch)  # type: ignore[arg-type]
     lines: list[_Line] = []
     seq = iter(range(1 << 62))
@@ -87,6 +98,7 @@ def cuzk_log_lines(
 
     ids = worker_ids(result)
     failed = _failed_parts(result)
+    vram_check = _vram_check(result) if memory_aware else None
     for t0 in run_epochs:
         add(t0, emit.engine_starting(w.when(t0)))
         for _name, (wid, gpu, sub) in sorted(ids.items(), key=lambda x: x[1]):
@@ -107,12 +119,14 @@ def cuzk_log_lines(
             proof = s.name.rsplit("/", 1)[0]
             parts_of[proof] = max(parts_of.get(proof, 0), int(s.name.rsplit("/", 1)[1]) + 1)
     for s in result.spans:
-        if s.cat == "synthesis":
-            for p in range(parts_of.get(s.name, 0)):
-                tl(s.start_s, emit.synth_start, s.name, p)
-            for p in range(parts_of.get(s.name, 0)):
-                tl(s.end_s, emit.synth_end, s.name, p, _ms(s.start_s, s.end_s))
-                tl(s.end_s, emit.gpu_queue, s.name, p)
+        if s.cat == "synthesis":  # a proof's synthesis (all partitions), or one partition's
+            proof, _, one = s.name.rpartition("/") if "/" in s.name else (s.name, "", "")
+            parts = [int(one)] if one else list(range(parts_of.get(proof, 0)))
+            for p in parts:
+                tl(s.start_s, emit.synth_start, proof, p)
+            for p in parts:
+                tl(s.end_s, emit.synth_end, proof, p, _ms(s.start_s, s.end_s))
+                tl(s.end_s, emit.gpu_queue, proof, p)
 
     for s in result.spans:
         if s.cat != "partition" or s.track not in ids:
@@ -127,7 +141,7 @@ def cuzk_log_lines(
         tl(s.start_s, emit.gpu_pickup, proof, wid, part)
         tl(s.start_s, emit.gpu_start, proof, wid, part)
         shape = SHAPES.get(proof.rsplit("-", 1)[0])  # the model names proofs <kind>-<n>
-        for t, text in partition_timing(s, inner, shape):
+        for t, text in partition_timing(s, inner, shape, vram_check):
             add(t, text)
         if (proof, part) not in failed:
             tl(s.end_s, emit.gpu_end, proof, wid, part, _ms(s.start_s, s.end_s))
@@ -147,6 +161,8 @@ def cuzk_log_lines(
             add(t, emit.d_a_cache_allocated(int(m[1]), gpu))
             continue
         if text.startswith("CUZK_TIMING:"):
+            if vram_check is not None and "prestage_setup=" in text:
+                add(t, vram_check(t, 0, None))
             add(t, text)
             continue
         m = _PANIC.match(text)
@@ -181,8 +197,31 @@ def cuzk_log_lines(
             continue
     for proof, _kind, t in result.proof_done_times:
         add(t, emit.proof_assembled(w.when(t), proof, 0, 0, 0))
-    lines.sort(key=lambda x: (x.t, x.seq))
+    lines.sort(key=lambda x: (x.t, x.opens, x.seq))
     return [x.text for x in lines]
+
+
+def _vram_check(result: SimResult):
+    """prestage_vram lines from the run's VRAM samples (free = total - used then)."""
+    samples: dict[int, tuple[list[float], list[int]]] = {}
+    for t, dev, used in sorted(result.vram_samples):
+        ts, us = samples.setdefault(dev, ([], []))
+        ts.append(t)
+        us.append(used)
+
+    def line(t: float, dev: int, shape: CircuitShape | None) -> str:
+        total = result.vram_total_bytes.get(dev, 0)
+        ts, us = samples.get(dev, ([], []))
+        i = bisect.bisect_right(ts, t) - 1
+        free = total - (us[i] if i >= 0 else 0)
+        margin = 512 << 20
+        domain = shape.domain if shape is not None else 1 << 27
+        need_da, need_dbc = domain * 32, domain * 16  # d_a and d_bc, as the plan stages them
+        return emit.prestage_vram(
+            free >> 20, max(free - margin, 0) >> 20, need_da >> 20, need_dbc >> 20
+        )
+
+    return line
 
 
 def _failed_parts(result: SimResult) -> set[tuple[str, int]]:
@@ -194,8 +233,17 @@ def _failed_parts(result: SimResult) -> set[tuple[str, int]]:
     return out
 
 
+def _names(span: Span, suffix: str) -> bool:
+    """Does the span time a kernel whose name ends in `suffix`? The model merges runs of
+    compute kernels into one span named `a+b+c` (exact for time, see compile_plan)."""
+    return any(n.endswith(suffix) for n in span.name.split("+"))
+
+
 def partition_timing(
-    part: Span, inner: list[Span], shape: CircuitShape | None = None
+    part: Span,
+    inner: list[Span],
+    shape: CircuitShape | None = None,
+    vram_check=None,  # (t, device, shape) -> the prestage_vram line, when memory-aware
 ) -> list[tuple[float, str]]:
     """The C++ timing lines of one partition from its worker's spans inside it."""
     out: list[tuple[float, str]] = []
@@ -206,6 +254,8 @@ def partition_timing(
 
     staged = [x for x in inner if x.cat == "copy" and x.name.startswith("stage_")]
     if staged and shape is not None:  # the staging buffers were allocated: pre-staging ran
+        if vram_check is not None:
+            out.append((staged[0].start_s, vram_check(staged[0].start_s, part.device, shape)))
         out.append((staged[0].start_s, emit.prestage_ok(shape.domain, 0)))
     prep = first(lambda x: x.cat == "cpu" and x.name == "prep_msm")
     if prep is not None:
@@ -220,9 +270,9 @@ def partition_timing(
     asked = wait.start_s if wait is not None else hold.start_s
     out.append((hold.start_s, emit.pre_lock(_ms(t0, asked), _ms(asked, hold.start_s))))
     kernels = [x for x in inner if x.cat in ("kernel", "copy")]
-    msm_h = first(lambda x: x.cat == "kernel" and x.name.endswith("msm_h"))
+    msm_h = first(lambda x: x.cat == "kernel" and _names(x, "msm_h"))
     if msm_h is not None:
-        coset = first(lambda x: x.cat == "kernel" and x.name.endswith("coset_intt_h"))
+        coset = first(lambda x: x.cat == "kernel" and _names(x, "coset_intt_h"))
         c0, c1 = (coset.start_s, coset.end_s) if coset else (msm_h.start_s, msm_h.start_s)
         out.append(
             (
@@ -258,9 +308,10 @@ def write_cuzk_log(
     out: TextIO,
     pce_extract_s: dict[str, float] | None = None,
     pool_max: bool = True,
+    memory_aware: bool = False,
 ) -> int:
     """Write the log; returns the number of lines."""
-    lines = cuzk_log_lines(result, pce_extract_s, pool_max=pool_max)
+    lines = cuzk_log_lines(result, pce_extract_s, pool_max=pool_max, memory_aware=memory_aware)
     for line in lines:
         out.write(line + "\n")
     return len(lines)
@@ -273,5 +324,6 @@ def write_scenario_log(result: SimResult, scenario, path: str) -> int:
         for k, shape in scenario.shapes.items()
     }
     pool_max = scenario.config.pool_release_threshold == NEVER
+    aware = scenario.spec.variant.memory_aware_margin is not None
     with open(path, "w") as f:
-        return write_cuzk_log(result, f, extract, pool_max)
+        return write_cuzk_log(result, f, extract, pool_max, aware)

@@ -107,13 +107,13 @@ def _ints(body: str, lineno: int, text: str, kind: str) -> Record:
         k, sep, v = token.partition("=")
         if not sep:
             continue
-        v = v.removesuffix("ms")
-        if not _INT.fullmatch(v):
-            if kind == "timing" and k in ("prestage_setup",):
+        try:
+            out[k] = int(v[:-2] if v.endswith("ms") else v)
+        except ValueError:
+            if kind == "timing" and k == "prestage_setup":
                 out[k] = v
                 continue
             return Record(lineno, "malformed", text, {"why": f"{k}={v} is not an integer"})
-        out[k] = int(v)
     if not out:
         return Record(lineno, "malformed", text, {"why": "no key=value fields"})
     return Record(lineno, kind, text, out)
@@ -121,44 +121,72 @@ def _ints(body: str, lineno: int, text: str, kind: str) -> Record:
 
 def _timing(body: str, lineno: int, text: str) -> Record:
     body = body.strip()
-    m = _DA_CACHE.search(body)
-    if m:
-        return Record(lineno, "d_a_cache", text, {"mib": int(m[1]), "gpu": int(m[2])})
-    m = _POOL.search(body)
-    if m:
-        return Record(lineno, "pool_threshold", text, {"gpu": int(m[1])})
-    if body.startswith("prestage_setup="):
-        rec = _ints(body, lineno, text, "timing")
-        if rec.kind == "timing":
-            rec.kind = "prestage"
-        return rec
-    if body.startswith("prestage_vram"):
-        return _ints(body.removeprefix("prestage_vram"), lineno, text, "prestage_vram")
+    head = body[:4]
+    if head == "d_a_" or (head != "gpu_" and "d_a_cache allocated" in body):
+        m = _DA_CACHE.search(body)
+        if m:
+            return Record(lineno, "d_a_cache", text, {"mib": int(m[1]), "gpu": int(m[2])})
+    elif head == "set ":
+        m = _POOL.search(body)
+        if m:
+            return Record(lineno, "pool_threshold", text, {"gpu": int(m[1])})
+    elif head == "pres":
+        if body.startswith("prestage_setup="):
+            rec = _ints(body, lineno, text, "timing")
+            if rec.kind == "timing":
+                rec.kind = "prestage"
+            return rec
+        if body.startswith("prestage_vram"):
+            return _ints(body.removeprefix("prestage_vram"), lineno, text, "prestage_vram")
     return _ints(body, lineno, text, "timing")
+
+
+_TIMELINE_INTS = frozenset(("worker", "partition", "synth_ms", "gpu_ms"))
 
 
 def _timeline(line: str, lineno: int) -> Record:
     parts = line.split(",", 4)
-    if len(parts) < 4 or not parts[1].strip().isdigit():
+    try:
+        t = int(parts[1])
+        event, job = parts[2], parts[3]
+    except (ValueError, IndexError):
         return Record(lineno, "malformed", line, {"why": "expected TIMELINE,<ms>,<event>,<job>"})
-    event = parts[2]
     if event not in TIMELINE_EVENTS:
         return Record(lineno, "malformed", line, {"why": f"unknown TIMELINE event {event!r}"})
-    fields: dict[str, object] = {"ms": int(parts[1]), "event": event, "job": parts[3]}
-    detail = parts[4] if len(parts) == 5 else ""
-    for item in detail.split(","):
+    fields: dict[str, object] = {"ms": t, "event": event, "job": job}
+    if len(parts) == 5:
+        detail = _DETAILS.get(parts[4])
+        if detail is None:
+            detail = _detail(parts[4])
+            if isinstance(detail, str):
+                return Record(lineno, "malformed", line, {"why": detail})
+            if len(_DETAILS) >= CACHE_ENTRIES:
+                _DETAILS.clear()
+            _DETAILS[parts[4]] = detail
+        fields.update(detail)
+    return Record(lineno, "timeline", line, fields)
+
+
+CACHE_ENTRIES = 4096  # distinct TIMELINE details remembered (they repeat: worker=0,partition=3)
+_DETAILS: dict[str, dict[str, object]] = {}
+
+
+def _detail(text: str) -> dict[str, object] | str:
+    """`worker=1,partition=3,gpu_ms=3750` as fields, or why it is malformed."""
+    out: dict[str, object] = {}
+    for item in text.split(","):
         k, sep, v = item.partition("=")
         if not sep:
             if item and item != "monolithic":
-                fields.setdefault("detail", item)
-            continue
-        if k in ("worker", "partition", "synth_ms", "gpu_ms"):
-            if not v.isdigit():
-                return Record(lineno, "malformed", line, {"why": f"{k}={v} is not an integer"})
-            fields[k] = int(v)
+                out.setdefault("detail", item)
+        elif k in _TIMELINE_INTS:
+            try:
+                out[k] = int(v)
+            except ValueError:
+                return f"{k}={v} is not an integer"
         else:
-            fields[k] = v
-    return Record(lineno, "timeline", line, fields)
+            out[k] = v
+    return out
 
 
 def tracing_fields(rest: str) -> dict[str, str]:
@@ -206,63 +234,79 @@ def _tracing(line: str, lineno: int) -> Record | None:
 
 
 class LogParser:
-    """Turns lines into records; keeps only the state a two-line panic needs."""
+    """Turns lines into records; keeps only the state a two-line panic needs.
+
+    `feed` is the hot loop of a 1 GB log: TIMELINE and CUZK_TIMING lines at the start of
+    a line skip the keyword search, and a line with no keyword is never decoded."""
 
     def __init__(self) -> None:
         self.counts = Counts()
         self._pending: Record | None = None  # a panic or terminate awaiting its message
+        self.extra: list[Record] = []  # a second record of one line (rare): take it next
 
-    def feed(self, raw: bytes | str, lineno: int) -> Iterator[Record]:
+    def feed(self, raw: bytes, lineno: int) -> Record | None:
+        """The record of this line (bytes, as read from the file), or None; see `extra`
+        for a second one. The caller counts bytes (`counts.bytes`)."""
         c = self.counts
         c.lines += 1
-        c.bytes += len(raw)
-        if isinstance(raw, bytes):
-            if self._pending is None and not _KEY.search(raw):
+        if self._pending is None:
+            if raw.startswith(b"TIMELINE,"):
+                rec = _timeline(raw.decode("utf-8", "replace").rstrip(), lineno)
+                c.known += 1
+                if rec.kind == "malformed":
+                    c.malformed += 1
+                return rec
+            if raw.startswith(b"CUZK_TIMING: "):
+                text = raw.decode("utf-8", "replace").rstrip()
+                rec = _timing(text[13:], lineno, text)
+                c.known += 1
+                if rec.kind == "malformed":
+                    c.malformed += 1
+                return rec
+            if not _KEY.search(raw):
                 c.unknown += 1
-                return
-            line = raw.decode("utf-8", "replace")
-        else:
-            line = raw
-            if self._pending is None and not _KEY.search(line.encode("utf-8", "replace")):
-                c.unknown += 1
-                return
-        line = line.rstrip("\r\n")
+                return None
+        line = raw.decode("utf-8", "replace").rstrip("\r\n")
         if "\x1b" in line:
             line = _ANSI.sub("", line)
         if self._pending is not None:
             pending, self._pending = self._pending, None
             msg_line = line.strip()
-            if pending.kind == "cpp_terminate":
-                m = _CPP_WHAT.search(msg_line)
-                if m:
-                    pending.fields["message"] = m[1]
-                    pending.fields["oom"] = is_oom_text(m[1])
-                    pending.text += "\n" + line
-                    c.known += 1
-                    yield pending
-                    return
-            else:
-                pending.fields["message"] = msg_line
-                pending.fields["oom"] = is_oom_text(msg_line)
+            m = _CPP_WHAT.search(msg_line) if pending.kind == "cpp_terminate" else None
+            if pending.kind != "cpp_terminate" or m:
+                msg = m[1] if m else msg_line
+                pending.fields["message"] = msg
+                pending.fields["oom"] = is_oom_text(msg)
                 pending.text += "\n" + line
                 c.known += 1
-                yield pending
-                return
-            c.known += 1
-            yield pending  # a terminate without its what(): still a crash
+                return pending
+            c.known += 1  # a terminate without its what(): still a crash
+            rec = self._record(line, lineno)
+            if rec is not None:
+                self.extra.append(rec)
+            return pending
+        return self._record(line, lineno)
+
+    def _record(self, line: str, lineno: int) -> Record | None:
+        c = self.counts
         rec = self._classify(line, lineno)
         if rec is None:
             c.unknown += 1
-            return
+            return None
         if rec.kind in ("rust_panic", "cpp_terminate") and "message" not in rec.fields:
             self._pending = rec
-            return
+            return None
         c.known += 1
         if rec.kind == "malformed":
             c.malformed += 1
-        yield rec
+        return rec
+
+    def drain(self) -> list[Record]:
+        out, self.extra = self.extra, []
+        return out
 
     def finish(self) -> Iterator[Record]:
+        yield from self.drain()
         if self._pending is not None:
             self.counts.known += 1
             yield self._pending
@@ -310,7 +354,14 @@ def parse_lines(lines: Iterable[bytes | str], parser: LogParser | None = None) -
     """Records of the lines in order (line numbers from 1)."""
     p = parser or LogParser()
     for n, raw in enumerate(lines, 1):
-        yield from p.feed(raw, n)
+        if isinstance(raw, str):
+            raw = raw.encode("utf-8", "replace")
+        p.counts.bytes += len(raw)
+        rec = p.feed(raw, n)
+        if rec is not None:
+            yield rec
+        if p.extra:
+            yield from p.drain()
     yield from p.finish()
 
 

@@ -15,15 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cuzk_sim.logs.timeline import Analyzer
+from cuzk_sim.logs.timeline import CIRCUIT_KINDS, Analyzer
 
-CIRCUIT_KINDS = {
-    "porep-32g": "porep",
-    "snap-deals-32g": "snapdeals",
-    "window-post-32g": "window_post",
-    "winning-post-32g": "winning_post",
-}
 MAX_WORKLOAD_ENTRIES = 200
+MEMORY_AWARE_MARGIN = "512 MiB"  # SAFETY_MARGIN of the Phase 9 pre-staging check
 QUEUED_WITHIN_MS = 50
 
 
@@ -31,7 +26,8 @@ QUEUED_WITHIN_MS = 50
 class LoggedConfig:
     gpus: int
     workers_per_device: int
-    prestage: str  # off | outside_mutex
+    prestage: str  # off | outside_mutex | under_mutex
+    memory_aware: bool  # prestage_vram lines: a cudaMemGetInfo check with 512 MiB margin
     mutex_scope: str  # device | none
     routing: str  # assigned | device0
     b_g2_msm: str  # cpu | gpu
@@ -53,7 +49,12 @@ def logged_config(a: Analyzer) -> LoggedConfig:
         per_gpu[g] = per_gpu.get(g, 0) + 1
     wpd = max(per_gpu.values(), default=1)
     v = a.variant
-    prestage = "outside_mutex" if any(k.startswith("prestage_") for k in v) else "off"
+    staged = any(k.startswith("prestage_") for k in v)
+    # Phase 9's final engine (c4effc85) checks cudaMemGetInfo first (the prestage_vram
+    # line), allocates under the mutex and frees d_bc after the NTT phase
+    memory_aware = bool(v.get("prestage_vram"))
+    under = v.get("prestage_under", 0) > v.get("prestage_outside", 0)
+    prestage = "off" if not staged else "under_mutex" if under or memory_aware else "outside_mutex"
     unguarded = a.book.has("concurrent_gpu_sections") or (
         not v.get("mutex_lines") and v.get("ntt_lines", 0) > 0 and wpd > 1
     )
@@ -62,6 +63,7 @@ def logged_config(a: Analyzer) -> LoggedConfig:
         gpus=gpus,
         workers_per_device=wpd,
         prestage=prestage,
+        memory_aware=memory_aware,
         mutex_scope="none" if unguarded else "device",
         routing="device0" if a.routed_to_gpu0() else "assigned",
         b_g2_msm="cpu" if v.get("b_g2_cpu") or not v.get("ntt_lines") else "gpu",
@@ -102,9 +104,10 @@ def _workload(a: Analyzer) -> list[dict]:
             for s in starts
         )
         total = max(a.jobs_per_kind.get(kind, len(jobs)), len(jobs))
-        parts = max(j["partitions"] for j in jobs)
-        entry: dict = {"kind": kind}
         default_parts = {"porep": 10, "snapdeals": 16}.get(kind, 1)
+        complete = [j["partitions"] for j in jobs if not j["failed"] and j["partitions_done"]]
+        parts = max(complete) if complete else default_parts  # a failed job saw only some
+        entry: dict = {"kind": kind}
         if parts != default_parts:
             entry["partitions"] = parts
         if queued:
@@ -156,6 +159,11 @@ def scenario_doc(
         },
         "variant": {
             "prestage": cfg.prestage,
+            **(
+                {"free_d_bc_after_ntt": True, "memory_aware_margin": MEMORY_AWARE_MARGIN}
+                if cfg.memory_aware
+                else {}
+            ),
             "mutex_scope": cfg.mutex_scope,
             "routing": cfg.routing,
             "b_g2_msm": cfg.b_g2_msm,

@@ -14,16 +14,21 @@ into running statistics; at most `keep` closed partitions are kept for the repor
 
 from __future__ import annotations
 
-import math
-import statistics
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from cuzk_sim.logs.findings import FindingBook
+from cuzk_sim.logs.findings import FindingBook, end_of_log_findings
 from cuzk_sim.logs.parse import Counts, Record
+from cuzk_sim.logs.stats import Stat
 
 KEEP_PARTITIONS = 2000
+CIRCUIT_KINDS = {
+    "porep-32g": "porep",
+    "snap-deals-32g": "snapdeals",
+    "window-post-32g": "window_post",
+    "winning-post-32g": "winning_post",
+}
 MAX_MALFORMED = 50
 
 # a CUZK_TIMING key -> the slot of a GPU section it fills (one line per slot per call)
@@ -64,79 +69,7 @@ FIGURES = (
 )
 
 
-RESERVOIR = 4096  # samples kept per figure: the median is exact below this many
-
-
-@dataclass
-class Stat:
-    """Running count / sum / sum of squares / min / max, a seeded reservoir of samples
-    (for the median), and the first lines the figure came from."""
-
-    n: int = 0
-    total: float = 0.0
-    sq: float = 0.0
-    lo: float = math.inf
-    hi: float = -math.inf
-    lines: list[int] = field(default_factory=list)
-    samples: list[float] = field(default_factory=list)
-    rng: int = 88172645463325252  # a 64-bit LCG state: the reservoir is deterministic
-
-    def add(self, v: float, lineno: int | None = None) -> None:
-        self.n += 1
-        self.total += v
-        self.sq += v * v
-        if v < self.lo:
-            self.lo = v
-        if v > self.hi:
-            self.hi = v
-        if lineno is not None and len(self.lines) < 5:
-            self.lines.append(lineno)
-        self._keep(v)
-
-    def _keep(self, v: float) -> None:
-        if len(self.samples) < RESERVOIR:
-            self.samples.append(v)
-        else:  # reservoir sampling with our own seeded generator
-            self.rng = (self.rng * 6364136223846793005 + 1442695040888963407) % (1 << 64)
-            j = (self.rng >> 16) % self.n
-            if j < RESERVOIR:
-                self.samples[j] = v
-
-    def merge(self, o: Stat) -> None:
-        for v in o.samples:
-            self.n += 1
-            self._keep(v)
-        self.n += o.n - len(o.samples)
-        self.total += o.total
-        self.sq += o.sq
-        self.lo = min(self.lo, o.lo)
-        self.hi = max(self.hi, o.hi)
-        self.lines = sorted(self.lines + o.lines)[:5]
-
-    @property
-    def mean(self) -> float:
-        return self.total / self.n if self.n else math.nan
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.samples) if self.samples else math.nan
-
-    @property
-    def std(self) -> float:
-        if self.n < 2:
-            return 0.0
-        return math.sqrt(max(self.sq / self.n - self.mean**2, 0.0))
-
-    def to_dict(self) -> dict:
-        return {
-            "n": self.n,
-            "mean": self.mean if self.n else None,
-            "median": self.median if self.n else None,
-            "std": self.std,
-            "min": self.lo if self.n else None,
-            "max": self.hi if self.n else None,
-            "lines": self.lines,
-        }
+FIGURE_SET = frozenset(FIGURES)
 
 
 @dataclass
@@ -158,7 +91,8 @@ class Partition:
     gpu: int | None = None
     timing: dict[str, int] = field(default_factory=dict)
     slots: set[str] = field(default_factory=set)
-    lines: list[tuple[int, str]] = field(default_factory=list)  # its TIMELINE lines (<= 8)
+    lines: list[tuple[int, str]] = field(default_factory=list)  # its GPU_START / GPU_END
+    jobrec: Job | None = None  # the job it belongs to
     outcome: str = "open"  # open | done | failed | unfinished
 
     def note(self, rec: Record) -> None:
@@ -214,7 +148,8 @@ class Job:
     failed: bool = False
     kind: str | None = None
     open: int = 0  # partitions of it not yet closed
-    stats: dict[str, Stat] = field(default_factory=dict)
+    values: dict[str, list[float]] = field(default_factory=dict)  # figure -> its readings
+    first_lines: dict[str, int] = field(default_factory=dict)  # figure -> first line
 
 
 @dataclass
@@ -228,8 +163,9 @@ class GpuUse:
     last: int | None = None
     sections: int = 0
     held_ms: float = 0.0  # sum of mutex_held_ms
-    longest_starve: tuple[float, int, int] = (0.0, 0, 0)  # ms, line before, line after
-    idle_since: tuple[int, int] | None = None  # (ms, line) the GPU went idle
+    # the longest idle gap: ms, (line, text) where it began, (line, text) where it ended
+    longest_gap: tuple[float, tuple[int, str], tuple[int, str]] | None = None
+    idle_since: tuple[int, tuple[int, str]] | None = None  # (ms, line) the GPU went idle
 
 
 def kind_of(partitions: int, synth_ms: float | None) -> str:
@@ -299,6 +235,7 @@ class Analyzer:
         self.variant: dict[str, int] = {}  # counts of prestage outcomes, b_g2 on cpu, ...
         self.jobs_kept: list[dict] = []
         self.jobs_per_kind: dict[str, int] = {}
+        self.circuits: set[str] = set()  # PCE circuit ids named in the log
         self.run_offsets: dict[int, float] = {0: 0.0}  # run -> seconds after the first start
 
     # --- feeding ---
@@ -330,6 +267,7 @@ class Analyzer:
             self._prestage(r)
         elif k == "prestage_vram":
             self.last_prestage_vram = (r.lineno, r.text)
+            self.variant["prestage_vram"] = self.variant.get("prestage_vram", 0) + 1
         elif k == "engine_start":
             self._engine_start(r)
         elif k == "worker_started":
@@ -348,7 +286,9 @@ class Analyzer:
             )
         elif k == "pce_loaded":
             self.pce_loaded.add(str(r.fields.get("circuit_id", "?")))
-        elif k == "rayon_threads":
+        if k.startswith("pce_") and "circuit_id" in r.fields:
+            self.circuits.add(str(r.fields["circuit_id"]))
+        if k == "rayon_threads":
             self.rayon_threads = _int(r.fields.get("rayon_threads"))
         elif k == "memory_budget":
             self.budget_gib = _int(r.fields.get("total_budget_gib"))
@@ -365,7 +305,8 @@ class Analyzer:
             jk = (self.run, job)
             if jk not in self.jobs:
                 self.jobs[jk] = Job(self.run, job)
-            self.jobs[jk].open += 1
+            part.jobrec = self.jobs[jk]
+            part.jobrec.open += 1
         return part
 
     def _advance(self, t: int, lineno: int) -> None:
@@ -388,16 +329,17 @@ class Analyzer:
         return self.workers.get(worker, 0)
 
     def _timeline(self, r: Record) -> None:
-        f = r.fields
-        t, ev, job = int(f["ms"]), str(f["event"]), str(f["job"])
+        f = r.fields  # the parser made ms, worker, partition, synth_ms, gpu_ms ints
+        t, ev, job = f["ms"], f["event"], f["job"]
         p = f.get("partition")
-        p = int(p) if p is not None else None
         if self.first_ms is None:
             self.first_ms = t
-        self.last_ms = t if self.last_ms is None else max(self.last_ms, t)
+        if self.last_ms is None or t > self.last_ms:
+            self.last_ms = t
         self._advance(t, r.lineno)
         part = self._part(job, p)
-        part.note(r)
+        if ev == "GPU_START" or ev == "GPU_END":  # the lines findings cite
+            part.lines.append((r.lineno, r.text))
         jobrec = self.jobs[(self.run, job)]
         if jobrec.first_ms is None:
             jobrec.first_ms = t
@@ -411,7 +353,7 @@ class Analyzer:
             jobrec.synth_end = t if jobrec.synth_end is None else max(jobrec.synth_end, t)
             self.synth_active = max(self.synth_active - 1, 0)
             if "synth_ms" in f:
-                part.synth_ms = int(f["synth_ms"])
+                part.synth_ms = f["synth_ms"]
                 self._stat(part, "synth_ms", part.synth_ms, r.lineno)
         elif ev == "GPU_QUEUE":
             part.queued = t
@@ -422,26 +364,26 @@ class Analyzer:
             if part.queued is not None:
                 self.queue = max(self.queue - 1, 0)
                 self._stat(part, "queue_ms", t - part.queued, r.lineno)
-            part.worker = _int(f.get("worker"))
+            part.worker = f.get("worker")
             part.gpu = self._gpu_of(part.worker)
         elif ev == "GPU_START":
             part.start = t
-            part.worker = _int(f.get("worker"))
+            part.worker = f.get("worker")
             part.gpu = self._gpu_of(part.worker)
             part.outcome = "open"
             self.open_sections.append(part)
             use = self.gpus.setdefault(part.gpu, GpuUse())
             if use.active == 0 and use.idle_since is not None:
                 gap = t - use.idle_since[0]
-                if gap > use.longest_starve[0] and self.synth_active > 0:
-                    use.longest_starve = (gap, use.idle_since[1], r.lineno)
+                if use.longest_gap is None or gap > use.longest_gap[0]:
+                    use.longest_gap = (gap, use.idle_since[1], (r.lineno, r.text))
             use.active += 1
             use.sections += 1
             if use.first is None:
                 use.first = t
         elif ev == "GPU_END":
             part.end = t
-            part.gpu_ms = _int(f.get("gpu_ms"))
+            part.gpu_ms = f.get("gpu_ms")
             if part.gpu_ms is not None:
                 self._stat(part, "gpu_ms", part.gpu_ms, r.lineno)
             if part.start is not None:
@@ -455,9 +397,11 @@ class Analyzer:
             use.active = max(use.active - 1, 0)
             use.last = part.end if part.end is not None else self.now
             if use.active == 0:
-                use.idle_since = (self.now, lineno)
-        if self.holding.get(part.gpu or 0) is part:
-            del self.holding[part.gpu or 0]
+                end_line = part.line_of("GPU_END") or (lineno, "")
+                use.idle_since = (self.now, end_line)
+        for g, holder in list(self.holding.items()):
+            if holder is part:
+                del self.holding[g]
         part.outcome = outcome
         if part.end is None:
             part.end = self.now
@@ -485,18 +429,29 @@ class Analyzer:
     def _job_finished(self, job: Job) -> None:
         """A job with no open partition left: fold its statistics under its kind."""
         n = len(job.partitions_seen)
-        synth = job.stats.get("synth_ms")
-        kind = self.forced_kind or job.kind or kind_of(n, synth.mean if synth else None)
+        synth_v = job.values.get("synth_ms")
+        kind = (
+            self.forced_kind
+            or job.kind
+            or kind_of(n, sum(synth_v) / len(synth_v) if synth_v else None)
+        )
+        if kind.startswith("unknown") and len(self.circuits) == 1:  # the one PCE it used
+            kind = CIRCUIT_KINDS.get(next(iter(self.circuits)), kind)
+        if kind.startswith("unknown"):  # our model and gpu-run name jobs <kind>-<n>
+            named = job.job.rsplit("-", 1)[0]
+            if named in CIRCUIT_KINDS.values():
+                kind = named
         job.kind = kind
-        expected = {"porep": 10, "snapdeals": 16}.get(kind, n)
-        if not job.failed and job.partitions_done >= expected and job.last_end is not None:
+        # done: every partition it started came back (cuzk starts all of a job's
+        # partitions' synthesis at once, so the log names them all)
+        if not job.failed and job.partitions_done == n and n and job.last_end is not None:
             self.done_n += 1
             t = float(job.last_end) + 1000.0 * self.run_offsets.get(job.run, 0.0)
             self.done_first = t if self.done_first is None else min(self.done_first, t)
             self.done_last = t if self.done_last is None else max(self.done_last, t)
         ks = self.kind_stats.setdefault(kind, {})
-        for name, st in job.stats.items():
-            ks.setdefault(name, Stat()).merge(st)
+        for name, vals in job.values.items():
+            ks.setdefault(name, Stat()).extend(vals, job.first_lines.get(name))
         self.jobs_per_kind[kind] = self.jobs_per_kind.get(kind, 0) + 1
         if len(self.jobs_kept) < self.keep:
             self.jobs_kept.append(
@@ -516,16 +471,20 @@ class Analyzer:
             )
         self.jobs.pop((job.run, job.job), None)
 
-    def _stat(self, part: Partition | None, name: str, value: object, lineno: int) -> None:
-        v = float(value)  # type: ignore[arg-type]
+    def _stat(self, part: Partition | None, name: str, v: float, lineno: int) -> None:
         if part is None:
             self.orphan_stats.setdefault(name, Stat()).add(v, lineno)
             return
-        job = self.jobs.get((part.run, part.job))
+        job = part.jobrec
         if job is None:
             self.orphan_stats.setdefault(name, Stat()).add(v, lineno)
             return
-        job.stats.setdefault(name, Stat()).add(v, lineno)
+        vals = job.values.get(name)
+        if vals is None:
+            job.values[name] = [v]
+            job.first_lines[name] = lineno
+        else:
+            vals.append(v)
 
     # --- C++ timing lines ---
 
@@ -538,16 +497,21 @@ class Analyzer:
 
     def _timing(self, r: Record) -> None:
         f = r.fields
-        slot = next((SLOT_OF_KEY[k] for k in f if k in SLOT_OF_KEY), None)
-        if slot is None:
+        slot = None
+        for k in f:
+            slot = SLOT_OF_KEY.get(k)
+            if slot is not None:
+                break
+        else:
             return
         sec = self._attribute(slot, r)
+        timing = sec.timing if sec is not None else None
         for key, v in f.items():
-            if key in ("gpu_tid", "num_circuits"):
+            if key == "gpu_tid" or key == "num_circuits":
                 continue
-            if sec is not None:
-                sec.timing[key] = int(v)  # type: ignore[arg-type]
-            if key in FIGURES:
+            if timing is not None:
+                timing[key] = v  # type: ignore[assignment]
+            if key in FIGURE_SET:
                 self._stat(sec, key, v, r.lineno)
         if slot == "b_g2":
             self.variant["b_g2_cpu"] = self.variant.get("b_g2_cpu", 0) + 1
@@ -562,8 +526,8 @@ class Analyzer:
         elif slot == "held":
             self.mutex_held.add(int(f.get("mutex_held_ms", 0)), r.lineno)  # type: ignore[arg-type]
             if sec is not None:
-                g = sec.gpu or 0
-                self.gpus.setdefault(g, GpuUse()).held_ms += int(f["mutex_held_ms"])  # type: ignore[arg-type]
+                g = self._physical_gpu(sec)
+                self.gpus.setdefault(sec.gpu or 0, GpuUse()).held_ms += int(f["mutex_held_ms"])  # type: ignore[arg-type]
                 if self.holding.get(g) is sec:
                     del self.holding[g]
         elif slot == "ntt":
@@ -638,7 +602,10 @@ class Analyzer:
     def _prestage(self, r: Record) -> None:
         outcome = str(r.fields.get("prestage_setup"))
         self.variant[f"prestage_{outcome}"] = self.variant.get(f"prestage_{outcome}", 0) + 1
-        self._attribute("prestage", r)
+        sec = self._attribute("prestage", r)
+        if sec is not None:  # staged before or after taking the mutex?
+            where = "prestage_under" if "lock" in sec.slots else "prestage_outside"
+            self.variant[where] = self.variant.get(where, 0) + 1
         if outcome in ("fallback", "skip_vram"):
             err = r.fields.get("err")
             why = (
@@ -709,6 +676,7 @@ class Analyzer:
             + ".",
             ev,
             count=count,
+            anchor=r.lineno,
         )
         for part in list(self.open_sections):  # the panic unwinds an open section
             if part.gpu == gpu and len(self.open_sections) == 1:
@@ -749,67 +717,8 @@ class Analyzer:
 
     def finish(self) -> Analyzer:
         self._close_all("unfinished", self.now_line)
-        self._end_findings()
+        end_of_log_findings(self)
         return self
-
-    def _end_findings(self) -> None:
-        if self.routed_to_gpu0():
-            others = sorted({g for g in self.workers.values() if g != 0})
-            ev = [self.worker_lines[w] for w in sorted(self.worker_lines) if self.workers[w] != 0][
-                :2
-            ]
-            ev += [self.cpp_gpus[0]]
-            self.book.add(
-                "routing_to_gpu0",
-                f"Workers were assigned to GPUs {sorted(set(self.workers.values()))}, but "
-                "the per-GPU lines of the C++ prover (d_a cache, pool threshold) name GPU 0 "
-                f"only: the GPU work of GPUs {others} ran on GPU 0 (gpu_index not passed "
-                "down), so those GPUs idle and GPU 0 carries every worker's buffers.",
-                ev,
-            )
-        for cid, (n, text) in self.pce_save_failed.items():
-            self.book.add(
-                "pce_save_failed",
-                f"The PCE of {cid} could not be saved to the param cache, so it is "
-                "re-extracted after every daemon restart (83 s and 14 GiB of host memory "
-                "for SnapDeals): make the param cache writable by the daemon's user.",
-                [(n, text)],
-            )
-        for cid, seen in self.pce_extracted.items():
-            if len(seen) > 1:
-                total = sum(ms_ for _, _, ms_ in seen) / 1000
-                self.book.add(
-                    "pce_reextracted",
-                    f"The PCE of {cid} was extracted {len(seen)} times in this log "
-                    f"({total:.0f} s in all); after the first it should load from disk.",
-                    [(n, t) for n, t, _ in seen],
-                )
-        if self.mutex_held.n >= 4 and self.mutex_wait.total >= 0.5 * self.mutex_held.total:
-            share = self.mutex_wait.total / max(self.mutex_held.total, 1)
-            self.book.add(
-                "mutex_contention",
-                f"Workers waited on the GPU mutex {self.mutex_wait.total / 1000:.1f} s in "
-                f"all, {share:.0%} of the {self.mutex_held.total / 1000:.1f} s it was held "
-                f"({self.mutex_wait.n} sections): the GPU section is the bottleneck, more "
-                "workers per GPU only queue behind it.",
-                [(self.worst_wait[1], self.worst_wait[2])],
-            )
-        for g, use in sorted(self.gpus.items()):
-            window = (use.last or 0) - (use.first or 0)
-            if window > 0 and use.starved_ms >= 0.25 * window and use.sections >= 2:
-                gap, before, after = use.longest_starve
-                self.book.add(
-                    "synthesis_bound",
-                    f"GPU {g} sat idle with an empty GPU queue while synthesis ran for "
-                    f"{use.starved_ms / 1000:.1f} s, {use.starved_ms / window:.0%} of its "
-                    f"{window / 1000:.1f} s of work (longest gap {gap / 1000:.1f} s): "
-                    "synthesis, not the GPU, sets the pace.",
-                    [
-                        x
-                        for x in ((before, "(GPU idle from here)"), (after, "(GPU busy again)"))
-                        if x[0]
-                    ],
-                )
 
     # --- results ---
 

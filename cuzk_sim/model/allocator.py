@@ -1,28 +1,50 @@
-"""Device memory of one GPU and the three allocators that carve it up.
+"""Device memory of one GPU: one shared ledger and the allocators that carve it up.
 
 Not `simpy.Container`: a CUDA allocation never waits, it succeeds or fails at once, and
 a failure must not block smaller requests behind it. The ledger is O(1) per operation:
 
-    free = total − context − sync_live − async_reserved − caching_reserved
+    free = total − context − Σ over allocators of the bytes each has reserved
 
 `free` is what cudaMemGetInfo reports. Bytes reserved by a pool (live or idle) are not
 free: an idle async-pool block serves later async allocations of the same process only,
 never a cudaMalloc.
 
-The caching pool follows CuPy's `SingleDeviceMemoryPool`: sizes rounded to 512 B; a
-request takes the smallest free chunk that fits and splits off the rest; a freed chunk
-merges with free neighbours of the same cudaMalloc segment; when cudaMalloc fails, every
-segment that is entirely free is released (`free_all_blocks`) and the malloc retried.
-A segment with one live chunk stays reserved whole: that is the fragmentation modelled.
+Each allocator is a small object over the shared `Ledger` with three operations —
+`try_alloc(nbytes)` (charged bytes and a handle, or None at once), `release(charged,
+handle)`, `on_sync()` (what a synchronization point gives back) — plus its state for the
+fast layer's section replay. A new allocator is one class in `ALLOCATORS` (constructed
+as `cls(ledger, granularity, release_threshold)`) and its name in `plan.Allocator`. Each has its
+rounding (`granularity`), so a measured granule (e.g. of cudaMallocAsync on the H200)
+is a parameter, not code:
+
+- `sync` (cudaMalloc): rounds to 2 MiB, fails when the ledger cannot take the bytes.
+- `async` (cudaMallocAsync's default pool): rounds to 2 MiB, served from its idle bytes
+  first, grows by the missing part; freed bytes stay in the pool; at a sync point bytes
+  above the release threshold go back (UINT64_MAX: never).
+- `caching` (CuPy's `SingleDeviceMemoryPool`): sizes rounded to 512 B; a request takes
+  the smallest free chunk that fits and splits off the rest; a freed chunk merges with
+  free neighbours of the same cudaMalloc segment; when cudaMalloc fails, every segment
+  that is entirely free is released (`free_all_blocks`) and the malloc retried. A
+  segment with one live chunk stays reserved whole: that is the fragmentation modelled.
+  Each new segment is one cudaMalloc, which takes device memory in 2 MiB granules: a
+  segment costs its size rounded up to `segment_granule`, the slack in no chunk (measured
+  on the H200: with it the real pipeline's peaks equal the model's to the byte on 32 of
+  the grid's 49 runs that fit, within 4 MiB on the others, docs/validation.md; the driver
+  packs allocations of at most 1 MiB into shared 2 MiB pages, which the model charges a
+  whole granule each).
+
+`DeviceMemory` holds the ledger, one allocator of each kind, the live buffers by
+(owner, buffer), and frees queued at a future time (`free_at` / `settle`).
 """
 
 from __future__ import annotations
 
 import bisect
 import heapq
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import ClassVar
 
-from cuzk_sim.plan import Allocator
+from cuzk_sim.plan import Allocator as AllocatorName
 
 CUDA_GRANULE = 2 * 2**20  # cudaMalloc / pool rounding of large allocations
 CACHING_ROUND = 512  # CuPy's memory pool rounds to 512 B
@@ -34,141 +56,212 @@ def round_up(n: int, to: int) -> int:
 
 
 @dataclass(slots=True)
-class LiveBuffer:
-    owner: str
-    buffer: str
-    bytes: int  # bytes charged (rounded)
-    allocator: Allocator
-    persistent: bool = False
-    chunk: tuple[int, int] | None = None  # caching pool: (segment, offset)
+class Ledger:
+    """The device's bytes, shared by every allocator: what the context and the
+    allocators hold, and the peak of their sum."""
 
-
-@dataclass
-class DeviceMemory:
-    """VRAM of one device: the live-buffer ledger by owner and the pools' holdings."""
-
-    device: int
     total: int
-    context: int = 0  # CUDA context overhead (per process on this device)
-    release_threshold: int = NEVER  # of the async (default) pool
-    sync_live: int = 0
-    async_live: int = 0
-    async_idle: int = 0
-    caching_live: int = 0
-    # caching pool: segment id -> its chunks [offset, size, in use] by offset; the free
-    # chunks again as sorted (size, segment, offset) for the best fit
-    caching_segments: dict[int, list[list[int]]] = field(default_factory=dict)
-    caching_idle: list[tuple[int, int, int]] = field(default_factory=list)
-    caching_idle_bytes: int = 0
-    caching_next_segment: int = 0
-    live: dict[tuple[str, str], LiveBuffer] = field(default_factory=dict)
+    context: int = 0
+    reserved: int = 0  # everything the allocators hold (live or idle)
     peak_used: int = 0
-    reserved: int = 0  # everything but the context, kept up to date by every operation
-    pending_frees: list[tuple[float, int, str, str]] = field(default_factory=list)
-    _seq: int = 0
-
-    def __post_init__(self) -> None:
-        self.peak_used = max(self.peak_used, self.context)
 
     @property
     def free(self) -> int:
-        """What cudaMemGetInfo reports as free."""
-        return self.total - self.used
+        return self.total - self.context - self.reserved
+
+    def take(self, nbytes: int) -> bool:
+        """Reserve nbytes from the device at once, or refuse (False) and change nothing."""
+        if nbytes > self.total - self.context - self.reserved:
+            return False
+        self.reserved += nbytes
+        return True
+
+    def give(self, nbytes: int) -> None:
+        self.reserved -= nbytes
+
+    def note_peak(self) -> None:
+        used = self.context + self.reserved
+        if used > self.peak_used:
+            self.peak_used = used
+
+
+class SyncAllocator:
+    """cudaMalloc / cudaFree: straight to the device, nothing kept."""
+
+    name: ClassVar[str] = "sync"
+    idle_label: ClassVar[str | None] = None
+    gives_back_on_sync = False
+    slack = 0  # the granule rounding is charged to the buffer itself
+
+    def __init__(
+        self, ledger: Ledger, granularity: int | None = None, release_threshold: int = NEVER
+    ) -> None:
+        self.ledger, self.granularity = ledger, granularity or CUDA_GRANULE
+        self.live = 0
 
     @property
-    def used(self) -> int:
-        return self.context + self.reserved
+    def idle(self) -> int:
+        return 0
 
-    def check_ledger(self) -> None:
-        """The O(1) counter equals the sum of its parts (an invariant for tests)."""
-        parts = self.sync_live + self.async_live + self.async_idle
-        parts += self.caching_live + self.caching_idle_bytes
-        if parts != self.reserved or min(self.sync_live, self.async_live, self.async_idle) < 0:
-            raise RuntimeError(f"gpu{self.device}: ledger out of balance")
-        chunks = [c for seg in self.caching_segments.values() for c in seg]
-        free = sorted(
-            (c[1], sid, c[0]) for sid, seg in self.caching_segments.items() for c in seg if not c[2]
-        )
-        if (
-            sum(c[1] for c in chunks) != self.caching_live + self.caching_idle_bytes
-            or free != self.caching_idle
-            or sum(c[1] for c in chunks if c[2]) != self.caching_live
-        ):
-            raise RuntimeError(f"gpu{self.device}: caching pool out of balance")
+    def try_alloc(self, nbytes: int) -> tuple[int, object] | None:
+        size = round_up(nbytes, self.granularity)
+        if not self.ledger.take(size):
+            return None
+        self.live += size
+        return size, None
 
-    def _charge(self, allocator: Allocator, nbytes: int) -> int | None:
-        """Reserve nbytes through `allocator`; the bytes charged, or None on failure."""
-        if allocator == "sync":
-            size = -(-nbytes // CUDA_GRANULE) * CUDA_GRANULE
-            if size > self.total - self.context - self.reserved:
+    def release(self, charged: int, handle: object) -> None:
+        self.live -= charged
+        self.ledger.give(charged)
+
+    def on_sync(self) -> int:
+        return 0
+
+    def state(self) -> tuple:
+        return (self.live,)
+
+    def restore(self, state: tuple) -> None:
+        (self.live,) = state
+
+    def check(self) -> None:
+        if self.live < 0:
+            raise RuntimeError("sync allocator: negative live bytes")
+
+
+class AsyncPool:
+    """cudaMallocAsync's default pool: keeps freed bytes for later async allocations of
+    this process; gives back what exceeds the release threshold at a sync point."""
+
+    name: ClassVar[str] = "async"
+    idle_label: ClassVar[str | None] = "async_pool_idle"
+    slack = 0  # the granule rounding is charged to the buffer itself
+
+    def __init__(
+        self, ledger: Ledger, granularity: int | None = None, release_threshold: int = NEVER
+    ) -> None:
+        self.ledger, self.granularity = ledger, granularity or CUDA_GRANULE
+        self.release_threshold = release_threshold
+        self.gives_back_on_sync = release_threshold != NEVER
+        self.live = 0
+        self.idle = 0
+
+    def try_alloc(self, nbytes: int) -> tuple[int, object] | None:
+        size = round_up(nbytes, self.granularity)
+        if size <= self.idle:
+            self.idle -= size
+        else:
+            if not self.ledger.take(size - self.idle):  # grow by the missing part
                 return None
-            self.sync_live += size
-            self.reserved += size
-            return size
-        if allocator == "async":
-            size = -(-nbytes // CUDA_GRANULE) * CUDA_GRANULE
-            if size <= self.async_idle:
-                self.async_idle -= size
-            else:
-                grow = size - self.async_idle
-                if grow > self.total - self.context - self.reserved:
-                    return None
-                self.async_idle = 0
-                self.reserved += grow
-            self.async_live += size
-            return size
-        raise AssertionError("caching allocations go through _charge_caching")
+            self.idle = 0
+        self.live += size
+        return size, None
 
-    def _charge_caching(self, nbytes: int) -> tuple[int, tuple[int, int] | None] | None:
-        """(bytes charged, chunk) or None. The smallest free chunk that fits, split; else a
-        new segment; if cudaMalloc fails, release the entirely free segments and retry."""
-        size = round_up(nbytes, CACHING_ROUND) if nbytes else 0
+    def release(self, charged: int, handle: object) -> None:
+        self.live -= charged
+        self.idle += charged
+
+    def on_sync(self) -> int:
+        """Give idle bytes back down to the release threshold
+        (cudaMemPoolAttrReleaseThreshold); the bytes released."""
+        excess = self.live + self.idle - self.release_threshold
+        if excess <= 0 or self.idle == 0:
+            return 0
+        released = min(excess, self.idle)
+        self.idle -= released
+        self.ledger.give(released)
+        return released
+
+    def state(self) -> tuple:
+        return (self.live, self.idle)
+
+    def restore(self, state: tuple) -> None:
+        self.live, self.idle = state
+
+    def check(self) -> None:
+        if min(self.live, self.idle) < 0:
+            raise RuntimeError("async pool: negative bytes")
+
+
+class CachingPool:
+    """CuPy's SingleDeviceMemoryPool: best-fit chunks of cudaMalloc'd segments, split on
+    allocation, merged with free neighbours on free, segments released on pressure."""
+
+    name: ClassVar[str] = "caching"
+    idle_label: ClassVar[str | None] = "caching_pool_idle"
+    gives_back_on_sync = False
+
+    def __init__(
+        self, ledger: Ledger, granularity: int | None = None, release_threshold: int = NEVER
+    ) -> None:
+        self.ledger, self.granularity = ledger, granularity or CACHING_ROUND
+        self.live = 0
+        self.idle = 0  # bytes of free chunks
+        # segment id -> its chunks [offset, size, in use] by offset; the free chunks again
+        # as sorted (size, segment, offset) for the best fit
+        self.segments: dict[int, list[list[int]]] = {}
+        self.free_chunks: list[tuple[int, int, int]] = []
+        self.next_segment = 0
+        self.segment_granule = CUDA_GRANULE  # each segment is a cudaMalloc
+        self.segment_slack: dict[int, int] = {}  # segment -> its granule rounding
+        self.slack = 0  # reserved by the segments' rounding, in no chunk
+
+    def try_alloc(self, nbytes: int) -> tuple[int, object] | None:
+        """The smallest free chunk that fits, split; else a new segment; if cudaMalloc
+        fails, release the entirely free segments and retry."""
+        size = round_up(nbytes, self.granularity) if nbytes else 0
         if size == 0:
             return 0, None
-        idle = self.caching_idle
+        idle = self.free_chunks
         i = bisect.bisect_left(idle, (size, -1, -1))
         if i < len(idle):
             have, sid, offset = idle.pop(i)
-            chunks = self.caching_segments[sid]
+            chunks = self.segments[sid]
             j = _chunk_index(chunks, offset)
             chunks[j][1:] = [size, 1]
             if have > size:
                 chunks.insert(j + 1, [offset + size, have - size, 0])
                 bisect.insort(idle, (have - size, sid, offset + size))
-            self.caching_idle_bytes -= size
-            self.caching_live += size
+            self.idle -= size
+            self.live += size
             return size, (sid, offset)
-        if size > self.free and idle:
+        segment = round_up(size, self.segment_granule)
+        if segment > self.ledger.free and idle:
             self._release_free_segments()
-        if size > self.free:
+        if not self.ledger.take(segment):
             return None
-        sid = self.caching_next_segment
-        self.caching_next_segment += 1
-        self.caching_segments[sid] = [[0, size, 1]]
-        self.caching_live += size
-        self.reserved += size
+        sid = self.next_segment
+        self.next_segment += 1
+        self.segments[sid] = [[0, size, 1]]
+        self.live += size
+        if segment > size:
+            self.segment_slack[sid] = segment - size
+            self.slack += segment - size
         return size, (sid, 0)
 
     def _release_free_segments(self) -> None:
         """CuPy's free_all_blocks: give back every segment that is one free chunk."""
-        for sid, chunks in list(self.caching_segments.items()):
+        for sid, chunks in list(self.segments.items()):
             if len(chunks) == 1 and not chunks[0][2]:
                 size = chunks[0][1]
-                del self.caching_segments[sid]
-                self.caching_idle.remove((size, sid, 0))
-                self.caching_idle_bytes -= size
-                self.reserved -= size
+                del self.segments[sid]
+                self.free_chunks.remove((size, sid, 0))
+                self.idle -= size
+                slack = self.segment_slack.pop(sid, 0)
+                self.slack -= slack
+                self.ledger.give(size + slack)
 
-    def _free_chunk(self, chunk: tuple[int, int]) -> None:
-        """Mark a chunk free and merge it with free neighbours of its segment."""
-        sid, offset = chunk
-        chunks = self.caching_segments[sid]
-        idle = self.caching_idle
+    def release(self, charged: int, handle: object) -> None:
+        """Mark the chunk free and merge it with free neighbours of its segment."""
+        if handle is None:  # a zero-byte allocation
+            return
+        sid, offset = handle  # type: ignore[misc]
+        chunks = self.segments[sid]
+        idle = self.free_chunks
         j = _chunk_index(chunks, offset)
         size = chunks[j][1]
         chunks[j][2] = 0
-        self.caching_live -= size
-        self.caching_idle_bytes += size
+        self.live -= size
+        self.idle += size
         if j + 1 < len(chunks) and not chunks[j + 1][2]:
             nxt = chunks.pop(j + 1)
             idle.pop(bisect.bisect_left(idle, (nxt[1], sid, nxt[0])))
@@ -180,30 +273,151 @@ class DeviceMemory:
             j -= 1
         bisect.insort(idle, (chunks[j][1], sid, chunks[j][0]))
 
+    def on_sync(self) -> int:
+        return 0  # CuPy's pool keeps its cache until free_all_blocks
+
+    def state(self) -> tuple:
+        segments = tuple((sid, tuple(map(tuple, c))) for sid, c in sorted(self.segments.items()))
+        slack = tuple(sorted(self.segment_slack.items()))
+        return (self.live, segments, self.idle, self.next_segment, slack)
+
+    def restore(self, state: tuple) -> None:
+        self.live, segments, self.idle, self.next_segment, slack = state
+        self.segment_slack = dict(slack)
+        self.slack = sum(self.segment_slack.values())
+        self.segments = {sid: [list(c) for c in chunks] for sid, chunks in segments}
+        self.free_chunks = sorted(
+            (c[1], sid, c[0]) for sid, chunks in segments for c in chunks if not c[2]
+        )
+
+    def check(self) -> None:
+        chunks = [c for seg in self.segments.values() for c in seg]
+        free = sorted(
+            (c[1], sid, c[0]) for sid, seg in self.segments.items() for c in seg if not c[2]
+        )
+        if (
+            sum(c[1] for c in chunks) != self.live + self.idle
+            or free != self.free_chunks
+            or sum(c[1] for c in chunks if c[2]) != self.live
+        ):
+            raise RuntimeError("caching pool out of balance")
+
+
+ALLOCATORS: dict[str, type] = {a.name: a for a in (SyncAllocator, AsyncPool, CachingPool)}
+
+
+@dataclass(slots=True)
+class LiveBuffer:
+    owner: str
+    buffer: str
+    bytes: int  # bytes charged (rounded)
+    allocator: AllocatorName
+    persistent: bool = False
+    chunk: object = None  # the allocator's handle (caching pool: (segment, offset))
+
+
+class DeviceMemory:
+    """VRAM of one device: the shared ledger, its allocators and the live buffers."""
+
+    def __init__(
+        self,
+        device: int,
+        total: int,
+        context: int = 0,
+        release_threshold: int = NEVER,
+        granularity: dict[str, int] | None = None,
+    ) -> None:
+        self.device, self.total = device, total
+        self.release_threshold = release_threshold
+        self.granularity = dict(granularity or {})
+        unknown = set(self.granularity) - set(ALLOCATORS)
+        if unknown:
+            raise ValueError(f"granularity for unknown allocator(s) {sorted(unknown)}")
+        self.ledger_ = Ledger(total, context, 0, context)
+        self.allocators = {
+            name: cls(self.ledger_, self.granularity.get(name), release_threshold)
+            for name, cls in ALLOCATORS.items()
+        }
+        self._states = [a.state for a in self.allocators.values()]
+        self._restores = [a.restore for a in self.allocators.values()]
+        self.sync = self.allocators["sync"]
+        self.async_pool = self.allocators["async"]
+        self.caching = self.allocators["caching"]
+        # does a sync step ever give bytes back? (if not, a sync need not meet the others)
+        self.syncs_matter = any(a.gives_back_on_sync for a in self.allocators.values())
+        self.live = {}
+        self.pending_frees = []
+        self._seq = 0
+
+    # --- the ledger ---
+
+    @property
+    def context(self) -> int:
+        return self.ledger_.context
+
+    @context.setter
+    def context(self, nbytes: int) -> None:
+        self.ledger_.context = nbytes
+
+    @property
+    def reserved(self) -> int:
+        return self.ledger_.reserved
+
+    @property
+    def peak_used(self) -> int:
+        return self.ledger_.peak_used
+
+    @peak_used.setter
+    def peak_used(self, nbytes: int) -> None:
+        self.ledger_.peak_used = nbytes
+
+    @property
+    def free(self) -> int:
+        """What cudaMemGetInfo reports as free."""
+        return self.ledger_.free
+
+    @property
+    def used(self) -> int:
+        return self.ledger_.context + self.ledger_.reserved
+
+    # the allocators' holdings, by their old names (tests and post-mortems read them)
+    sync_live = property(lambda self: self.sync.live)
+    async_live = property(lambda self: self.async_pool.live)
+    async_idle = property(lambda self: self.async_pool.idle)
+    caching_live = property(lambda self: self.caching.live)
+    caching_idle_bytes = property(lambda self: self.caching.idle)
+    caching_idle = property(lambda self: self.caching.free_chunks)
+    caching_segments = property(lambda self: self.caching.segments)
+
+    def check_ledger(self) -> None:
+        """The O(1) counter equals the sum of its parts (an invariant for tests)."""
+        for a in self.allocators.values():
+            try:
+                a.check()
+            except RuntimeError as e:
+                raise RuntimeError(f"gpu{self.device}: {e}") from None
+        parts = sum(a.live + a.idle + a.slack for a in self.allocators.values())
+        if parts != self.reserved:
+            raise RuntimeError(f"gpu{self.device}: ledger out of balance")
+
+    # --- buffers ---
+
     def try_alloc(
         self,
         owner: str,
         buffer: str,
         nbytes: int,
-        allocator: Allocator,
+        allocator: AllocatorName,
         persistent: bool = False,
     ) -> LiveBuffer | None:
         """Allocate at once or fail at once (None). Never waits."""
-        chunk = None
-        if allocator == "caching":
-            got = self._charge_caching(nbytes)
-            if got is None:
-                return None
-            charged, chunk = got
-        else:
-            charged = self._charge(allocator, nbytes)
-            if charged is None:
-                return None
-        buf = LiveBuffer(owner, buffer, charged, allocator, persistent, chunk)
+        got = self.allocators[allocator].try_alloc(nbytes)
+        if got is None:
+            return None
+        charged, handle = got
+        buf = LiveBuffer(owner, buffer, charged, allocator, persistent, handle)
         self.live[(owner, buffer)] = buf
-        used = self.context + self.reserved
-        if used > self.peak_used:
-            self.peak_used = used
+        self.ledger_.note_peak()
         return buf
 
     def release(self, owner: str, buffer: str) -> LiveBuffer | None:
@@ -211,47 +425,41 @@ class DeviceMemory:
         buf = self.live.pop((owner, buffer), None)
         if buf is None:
             return None
-        if buf.allocator == "sync":
-            self.sync_live -= buf.bytes
-            self.reserved -= buf.bytes
-        elif buf.allocator == "async":
-            self.async_live -= buf.bytes
-            self.async_idle += buf.bytes
-        elif buf.chunk is not None:
-            self._free_chunk(buf.chunk)
+        self.allocators[buf.allocator].release(buf.bytes, buf.chunk)
         return buf
 
+    def rename(self, owner: str, buffer: str, new_name: str) -> None:
+        """Keep a still-live buffer under another name (a leak: allocated again, never freed)."""
+        buf = self.live.pop((owner, buffer))
+        buf.buffer = new_name
+        self.live[(owner, new_name)] = buf
+
+    def on_sync(self) -> int:
+        """A synchronization point: every allocator gives back what it lets go of there.
+        Returns the bytes released."""
+        return sum(a.on_sync() for a in self.allocators.values())
+
+    def trim_async_pool(self) -> int:
+        """The async pool's part of `on_sync` (the only allocator that gives back there)."""
+        return self.async_pool.on_sync()
+
+    # --- the fast layer's section replay ---
+
     def snapshot(self) -> tuple:
-        """Everything an allocation decision depends on (for replaying critical sections)."""
+        """Everything an allocation decision depends on; the live buffers' keys last."""
         return (
-            self.sync_live,
-            self.async_live,
-            self.async_idle,
-            self.caching_live,
-            tuple((sid, tuple(map(tuple, c))) for sid, c in sorted(self.caching_segments.items())),
-            self.caching_idle_bytes,
-            self.caching_next_segment,
-            self.reserved,
+            self.ledger_.reserved,
+            tuple([state() for state in self._states]),
             frozenset(self.live),
         )
 
     def restore(self, snap: tuple) -> None:
         """Set the counters to a snapshot taken with the same live buffers."""
-        (
-            self.sync_live,
-            self.async_live,
-            self.async_idle,
-            self.caching_live,
-            segments,
-            self.caching_idle_bytes,
-            self.caching_next_segment,
-            self.reserved,
-            _,
-        ) = snap
-        self.caching_segments = {sid: [list(c) for c in chunks] for sid, chunks in segments}
-        self.caching_idle = sorted(
-            (c[1], sid, c[0]) for sid, chunks in segments for c in chunks if not c[2]
-        )
+        self.ledger_.reserved, states, _ = snap
+        for restore, state in zip(self._restores, states):  # noqa: B905 (hot path)
+            restore(state)
+
+    # --- frees at a future time ---
 
     def free_at(self, t: float, owner: str, buffer: str) -> None:
         """A free that happens at time t: applied by `settle` once the clock reaches t, so a
@@ -272,34 +480,17 @@ class DeviceMemory:
                 if samples is not None:
                     samples.append((t, self.device, self.used))
 
-    def rename(self, owner: str, buffer: str, new_name: str) -> None:
-        """Keep a still-live buffer under another name (a leak: allocated again, never freed)."""
-        buf = self.live.pop((owner, buffer))
-        buf.buffer = new_name
-        self.live[(owner, new_name)] = buf
-
-    def trim_async_pool(self) -> int:
-        """At a synchronization point the pool gives idle bytes back down to its release
-        threshold (cudaMemPoolAttrReleaseThreshold). Returns the bytes released."""
-        reserved = self.async_live + self.async_idle
-        excess = reserved - self.release_threshold
-        if excess <= 0 or self.async_idle == 0:
-            return 0
-        released = min(excess, self.async_idle)
-        self.async_idle -= released
-        self.reserved -= released
-        return released
-
     def ledger(self) -> dict[str, dict[str, int]]:
         """Live bytes by owner, then by buffer, plus what the context and pools hold."""
         out: dict[str, dict[str, int]] = {}
         for buf in self.live.values():
             out.setdefault(buf.owner, {})[buf.buffer] = buf.bytes
-        held = {
-            "cuda_context": self.context,
-            "async_pool_idle": self.async_idle,
-            "caching_pool_idle": self.caching_idle_bytes,
-        }
+        held = {"cuda_context": self.context}
+        for a in self.allocators.values():
+            if a.idle_label is not None:
+                held[a.idle_label] = a.idle
+            if a.slack:
+                held[f"{a.name}_pool_granule_slack"] = a.slack
         out["(device)"] = {k: v for k, v in held.items() if v}
         return out
 

@@ -99,6 +99,11 @@ class HostMemory:
         self._sample()
         return True
 
+    def rename(self, owner: str, buffer: str, new_name: str) -> None:
+        """Keep a still-live pinned buffer under another name (a leak: pinned again,
+        never unpinned), as DeviceMemory.rename does for VRAM."""
+        self.live[(owner, new_name)] = self.live.pop((owner, buffer))
+
     def ledger(self) -> dict[str, dict[str, int]]:
         """Bytes by owner, then by buffer or reservation, as an OOM post-mortem shows it."""
         out: dict[str, dict[str, int]] = {}

@@ -50,3 +50,12 @@ class Mutex:
             ev.succeed()
         else:
             self.owner = None
+
+    def reset(self, now: float) -> None:
+        """The process holding it died (a daemon restart): free, nobody waiting; the
+        counters keep what was held and waited so far."""
+        if self.owner is not None:
+            self.held_s += now - self._since
+        self.owner = None
+        self.waiters.clear()
+        self._asked.clear()

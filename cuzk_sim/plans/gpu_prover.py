@@ -8,11 +8,10 @@ JSON snapshot of what it once did.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from cuzk_sim.input_errors import InputError
-from cuzk_sim.plan import Alloc, Cpu, Free, Goto, Label, Plan, PlanError
+from cuzk_sim.plan import Cpu, Plan, PlanError
 
 
 def gpu_prover_plan(shape: Any, flags: Any, assume: int | None, key: str) -> Plan:
@@ -21,11 +20,11 @@ def gpu_prover_plan(shape: Any, flags: Any, assume: int | None, key: str) -> Pla
     from cuzk_sim.gpu.prover import dry_run_plan
 
     try:
-        prover_plan = dry_run_plan(shape, flags, assume_free_bytes=assume)
-        if flags.prestage and flags.memory_aware and assume is None:
-            # both branches of the memory-aware check, decided at replay time
-            declined = dry_run_plan(shape, flags, assume_free_bytes=0)
-            prover_plan = with_fallback(prover_plan, declined)
+        # free memory unknown (no `assume`): both branches of a memory-aware pre-stage are
+        # recorded, and the model's cudaMemGetInfo picks one per partition
+        prover_plan = dry_run_plan(
+            shape, flags, assume_free_bytes=assume, both_branches=assume is None
+        )
         plan = engine_partition_plan(prover_plan)
         plan.validate(key)
     except PlanError as e:
@@ -48,38 +47,3 @@ def engine_partition_plan(prover_plan: Plan) -> Plan:
     )
     meta = {**prover_plan.meta, "synthesis": "done by the engine, step dropped"}
     return Plan(prover_plan.name, steps, meta)
-
-
-FALLBACK, DONE = "memory_aware_fallback", "memory_aware_done"
-
-
-def with_fallback(taken: Plan, declined: Plan) -> Plan:
-    """One plan with both branches of the prover's memory-aware allocations.
-
-    The dry run records only the branch it takes, so it runs twice: `taken` with enough
-    free memory, `declined` with none. After their common prefix, `taken`'s margin
-    allocations jump to `declined`'s remainder when the model's free memory says no; that
-    branch first frees what `taken` allocated with a margin (the prover frees d_a when d_bc
-    is refused; freeing a buffer that is not live is a no-op)."""
-    k = 0
-    while k < min(len(taken.steps), len(declined.steps)) and taken.steps[k] == declined.steps[k]:
-        k += 1
-    rest = taken.steps[k:]
-    guarded = [s.buffer for s in rest if isinstance(s, Alloc) and s.margin is not None]
-    if not guarded:
-        return taken
-    rest = tuple(
-        dataclasses.replace(s, fallback=FALLBACK)
-        if isinstance(s, Alloc) and s.margin is not None
-        else s
-        for s in rest
-    )
-    steps = (
-        taken.steps[:k]
-        + rest
-        + (Goto(DONE), Label(FALLBACK))
-        + tuple(Free(b) for b in guarded)
-        + declined.steps[k:]
-        + (Label(DONE),)
-    )
-    return Plan(taken.name, steps, {**taken.meta, "memory_aware": "both branches"})

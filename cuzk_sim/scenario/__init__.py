@@ -9,9 +9,11 @@ One module per job:
   schema.py        the keys (pydantic models, one per table): add a key there
   flags.py         keys derived from a flags dataclass (ProverFlags, CuzkVariant): one source
   bounds.py        bounds on the work one scenario asks for
-  plan_sources.py  the plan each kind replays: cuzk builder, plan file or our prover
+  plan_sources.py  the plan each kind replays (cuzk builder, plan file or our prover) and
+                   the host side of its partitions (`[plan.host]`)
   config.py        hardware checks and the EngineConfig
   resolve.py       load_scenario / scenario_from_dict: the steps above, in order
+  files.py         which TOML files of a searched folder are scenarios (check, gate)
 """
 
 from cuzk_sim.scenario.bounds import MAX_DURATION_S, MAX_PARTITIONS, MAX_PROOFS

@@ -18,11 +18,19 @@ def impossible(source: str, what: str) -> InputError:
 
 
 def vram_bytes(spec: ScenarioFile, profile: Profile, source: str) -> int:
-    """The card's size: `hardware.vram` or the profile's, above the CUDA context."""
+    """The card's size: `hardware.vram`, else the `hardware.card` preset's, else the
+    profile's; above the CUDA context."""
+    from cuzk_sim.cards import card
+
     hw = spec.hardware
-    vram = parse_size(hw.vram) if hw.vram else profile.vram
+    if hw.vram:
+        vram, what = parse_size(hw.vram), f"hardware.vram ({hw.vram})"
+    elif hw.card:
+        vram, what = card(hw.card).vram_bytes, f"hardware.card ({hw.card})"
+    else:
+        vram, what = profile.vram, f"the profile's VRAM ({profile.name})"
     if vram <= context_bytes(spec, profile):
-        raise impossible(source, f"hardware.vram ({hw.vram}) must exceed the CUDA context")
+        raise impossible(source, f"{what} must exceed the CUDA context")
     return vram
 
 
@@ -87,12 +95,14 @@ def engine_config(
         synthesis_concurrency=eng.pipeline.synthesis_concurrency,
         synthesis_lookahead=eng.pipeline.synthesis_lookahead,
         max_parallel_synthesis=eng.pipeline.max_parallel_synthesis,
+        partition_workers=eng.synthesis.partition_workers,
         routing=var.routing,
         pool_release_threshold=NEVER if threshold == "max" else parse_size(threshold),
         on_oom=spec.on_oom,
         pce_writable=eng.pce.cache_writable,
         pce_on_disk=tuple(eng.pce.cached),
         restarts_s=tuple(parse_duration(t) for t in spec.restarts),
+        devices_lost_s=tuple((parse_duration(d.at), d.gpu) for d in spec.lost_devices),
         duration_s=parse_duration(spec.duration) if spec.duration else None,
         seed=spec.seed,
         arrivals=tuple(

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from cuzk_sim.input_errors import InputError, from_validation
+from cuzk_sim.input_errors import InputError, from_validation, key_path
 from cuzk_sim.input_files import MAX_JSON_BYTES
-from cuzk_sim.plan import Plan, PlanError
+from cuzk_sim.plan import Lock, Plan, PlanError, Unlock
 from cuzk_sim.plans.circuits import SHAPES, CircuitShape
 from cuzk_sim.plans.cuzk import CuzkVariant, build_partition_plan
 from cuzk_sim.plans.gpu_prover import gpu_prover_plan
@@ -48,15 +48,30 @@ def partition_plans(
     shapes = dict(SHAPES)
     if spec.plan is not None:
         replay = _replayed_plan(spec.plan, source, base)
+        if spec.plan.gpu_prover is not None:
+            replay = with_lock_scope(replay, spec.variant.mutex_scope)
         for k in spec.plan.kinds or kinds:
             plans[k] = replay
             shapes[k] = replayed_shape(SHAPES[k], replay, spec.plan.host)
     return PartitionPlans(plans, shapes)
 
 
+def with_lock_scope(plan: Plan, scope: str) -> Plan:
+    """Our prover's plan with its device lock taken at `scope` (variant.mutex_scope): the
+    prover always asks for its device's lock, and the real pipeline (gpu/pipeline.py) maps
+    that lock to one per GPU, one for all or none — the model replays the same."""
+    if scope == "device":
+        return plan
+    steps = tuple(
+        dataclasses.replace(s, scope=scope) if isinstance(s, (Lock, Unlock)) else s
+        for s in plan.steps
+    )
+    return Plan(plan.name, steps, {**plan.meta, "mutex_scope": scope})
+
+
 def _replayed_plan(src: PlanSource, source: str, base: Path | None) -> Plan:
     if src.gpu_prover is not None:
-        return _gpu_prover(src.gpu_prover, f"{source}: plan.gpu_prover", source)
+        return gpu_prover_plan_of(src.gpu_prover, source)
     assert src.file is not None  # the schema checks that there is exactly one source
     plan_path = Path(src.file)
     if base is not None and not plan_path.is_absolute():
@@ -71,9 +86,11 @@ def _replayed_plan(src: PlanSource, source: str, base: Path | None) -> Plan:
         raise InputError(f"{source}: plan.file: {e}") from None
 
 
-def _gpu_prover(raw: dict, key: str, source: str) -> Plan:
-    """`[plan] gpu_prover`: GpuProverShape's keys plus the keys of the prover's ProverFlags
-    as it is now (flags.py), validated and turned into the dry run's inputs."""
+def gpu_prover_plan_of(raw: dict, source: str, at: tuple = ("plan", "gpu_prover")) -> Plan:
+    """The replayed plan of a `[plan] gpu_prover` table `raw`: GpuProverShape's keys plus
+    the keys of the prover's ProverFlags as it is now (flags.py). Errors name `source` and
+    the table's key path `at` (another file format may hold such a table elsewhere)."""
+    key = f"{source}: {key_path(at)}"
     try:
         from cuzk_sim.gpu import prover
     except ImportError as e:
@@ -81,7 +98,7 @@ def _gpu_prover(raw: dict, key: str, source: str) -> Plan:
     try:
         keys = flags_model(prover.ProverFlags, GpuProverShape).model_validate(raw)
     except ValidationError as e:
-        raise from_validation(source, e, prefix=("plan", "gpu_prover")) from None
+        raise from_validation(source, e, prefix=at) from None
     except TypeError as e:  # ProverFlags is no dataclass any more
         raise InputError(f"{key}: the prover's ProverFlags changed: {e}") from None
     n = 1 << keys.domain_log2

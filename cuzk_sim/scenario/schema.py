@@ -50,12 +50,23 @@ def _size_or(word: str) -> Callable[[str], str]:
     return check
 
 
+def _known_card(v: str | None) -> str | None:
+    if v is not None:
+        from cuzk_sim.cards import card
+
+        card(v)  # an InputError (a ValueError) listing the presets and close names
+    return v
+
+
 class Hardware(_Strict):
     gpus: int = Field(1, ge=1, le=64)
-    vram: SizeText | None = None  # default: the profile's card
+    card: str | None = None  # a preset of cuzk_sim/cards.py: sets vram (unless given)
+    vram: SizeText | None = None  # default: the card's, else the profile's card
     context_overhead: SizeText | None = None  # default: the profile's constant
     host_ram: SizeText = "512 GiB"
     host_cores: int | None = Field(None, ge=1, le=65536)  # default: the profile's host
+
+    _card = field_validator("card")(_known_card)
 
 
 class GpusSection(_Strict):
@@ -68,6 +79,11 @@ class PipelineSection(_Strict):
     synthesis_lookahead: int = Field(1, ge=0, le=MAX_CONCURRENCY)
     synthesis_concurrency: int = Field(1, ge=1, le=MAX_CONCURRENCY)
     max_parallel_synthesis: int = Field(18, ge=1, le=MAX_CONCURRENCY)
+
+
+class SynthesisSection(_Strict):
+    # cuzk [synthesis] partition_workers (engine.rs Phase 7): 0 = whole-proof synthesis
+    partition_workers: int = Field(0, ge=0, le=4096)
 
 
 class MemorySection(_Strict):
@@ -85,6 +101,7 @@ class PceSection(_Strict):
 class Engine(_Strict):
     gpus: GpusSection = GpusSection()
     pipeline: PipelineSection = PipelineSection()
+    synthesis: SynthesisSection = SynthesisSection()
     memory: MemorySection = MemorySection()
     pce: PceSection = PceSection()
 
@@ -169,6 +186,11 @@ class Expect(_Strict):
         return v
 
 
+class LostDevice(_Strict):
+    at: DurationText  # when the GPU falls off the bus
+    gpu: int = Field(ge=0, le=63)
+
+
 class ScenarioFile(_Strict):
     name: Text | None = None
     description: str = Field("", max_length=100_000)
@@ -176,14 +198,25 @@ class ScenarioFile(_Strict):
     on_oom: Literal["stop", "continue"] = "stop"
     profile: Text = "rtx5070ti"
     duration: DurationText | None = None
-    # daemon restarts (the in-memory PCE is lost)
+    # daemon restarts: in-flight proofs, device and pinned buffers and the in-memory PCE lost
     restarts: list[DurationText] = Field([], max_length=10_000)
+    lost_devices: list[LostDevice] = Field([], max_length=64)  # GPUs that stop working
     hardware: Hardware = Hardware()
     engine: Engine = Engine()
     variant: Variant = Variant()  # type: ignore[valid-type]
     plan: PlanSource | None = None
     workload: list[Workload] = Field(min_length=1, max_length=1000)
     expect: Expect | None = None
+
+    @model_validator(mode="after")
+    def _lost_devices_exist(self) -> ScenarioFile:
+        for i, d in enumerate(self.lost_devices):
+            if d.gpu >= self.hardware.gpus:
+                raise ValueError(
+                    f"lost_devices[{i}].gpu = {d.gpu}: there are {self.hardware.gpus} GPUs "
+                    f"(0..{self.hardware.gpus - 1})"
+                )
+        return self
 
     @model_validator(mode="after")
     def _endless_needs_duration(self) -> ScenarioFile:

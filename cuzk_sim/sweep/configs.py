@@ -2,8 +2,9 @@
 resolved to a scenario dict and keyed by a hash of that dict.
 
 The key is what makes a sweep resumable: a row already in the output folder with the same
-key was computed from the same resolved scenario (and the same replicas and jitter), so
-it need not run again. Editing the base scenario changes the dict, hence every key.
+key was computed from the same resolved scenario (and the same replicas and jitter) by
+the same model code, so it need not run again. Editing the base scenario changes the
+dict, and editing the model its fingerprint: either changes every key.
 """
 
 from __future__ import annotations
@@ -30,9 +31,12 @@ class Configuration:
 
 
 def config_key(raw: dict[str, Any], replicas: int, jitter: float) -> str:
-    """16 hex digits of SHA-256 over the canonical JSON of what determines a row."""
+    """16 hex digits of SHA-256 over the canonical JSON of what determines a row: the
+    resolved scenario, replicas, jitter, and the model's code (sweep.fingerprint)."""
+    from cuzk_sim.sweep.fingerprint import code_fingerprint
+
     blob = json.dumps(
-        {"scenario": raw, "replicas": replicas, "jitter": jitter},
+        {"scenario": raw, "replicas": replicas, "jitter": jitter, "code": code_fingerprint()},
         sort_keys=True,
         separators=(",", ":"),
         default=str,

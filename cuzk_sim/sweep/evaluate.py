@@ -31,6 +31,9 @@ METRIC_COLUMNS = (
     "proofs_submitted",
     "proofs_completed",
     "proofs_failed",
+    "goodput_per_hour",
+    "goodput_per_hour_by_kind",
+    "bottleneck",
     "peak_vram_bytes",
     "vram_total_bytes",
     "headroom_bytes",
@@ -56,6 +59,20 @@ class Task:
     folder: str  # where the scenario's relative paths (plan.file, profile) point
     replicas: int = 1
     jitter: float = 0.0
+    code: str | None = None  # the client's code fingerprint; None: not checked
+
+
+def check_code(task: Task) -> None:
+    """Refuse to simulate with other code than the client's (a Dask worker with another
+    installation): an InputError, so the sweep stops with one line, storing nothing."""
+    from cuzk_sim.sweep.fingerprint import code_fingerprint
+
+    mine = code_fingerprint()
+    if task.code is not None and task.code != mine:
+        raise InputError(
+            f"a sweep worker runs other cuzk-sim code (fingerprint {mine}, the client's "
+            f"{task.code}): install the same cuzk-sim on every worker"
+        )
 
 
 def load_task_scenario(task: Task):
@@ -84,6 +101,7 @@ def is_safe(row: dict[str, Any]) -> bool:
 
 def evaluate(task: Task) -> dict[str, Any]:
     """The metric columns of one configuration's row."""
+    check_code(task)  # outside the try: other code is no row, it stops the sweep
     row: dict[str, Any] = dict.fromkeys(METRIC_COLUMNS)
     row.update(key=task.key, replicas=task.replicas, jitter=task.jitter)
     try:
@@ -122,7 +140,11 @@ def result_columns(result) -> dict[str, Any]:
     total = {str(d): b for d, b in sorted(result.vram_total_bytes.items())}
     headroom = min((total[d] - peak.get(d, 0) for d in total), default=None)
     smallest = min(total.values(), default=0)
+    m = result.metrics
     return {
+        "goodput_per_hour": m.goodput_per_hour if m is not None else None,
+        "goodput_per_hour_by_kind": {k.kind: k.goodput_per_hour for k in m.kinds} if m else None,
+        "bottleneck": m.bottleneck if m is not None else None,
         "oom": result.oom,
         "first_oom_buffer": first.buffer if first else None,
         "first_oom_where": first.where if first else None,
@@ -148,12 +170,8 @@ def _card_name(raw: dict[str, Any]) -> str | None:
 
 
 def _replicas(scenario, task: Task):
-    try:
-        from cuzk_sim.replicas import run_replicas
-    except ImportError:
-        raise InputError(
-            "--replicas: this build has no timing jitter (cuzk_sim.replicas is missing)"
-        ) from None
+    from cuzk_sim.replicas import run_replicas
+
     return run_replicas(scenario, task.replicas, task.jitter)
 
 

@@ -46,12 +46,17 @@ class PoolExecutor:
         batches = [list(range(s, min(s + size, len(items)))) for s in range(0, len(items), size)]
         with ProcessPoolExecutor(max_workers=min(self.jobs, len(batches))) as pool:
             pending = {pool.submit(_apply_batch, fn, [items[i] for i in b]): b for b in batches}
-            while pending:
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    indices = pending.pop(fut)
-                    for i, result in zip(indices, fut.result(), strict=True):
-                        on_result(i, result)
+            try:
+                while pending:
+                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        indices = pending.pop(fut)
+                        for i, result in zip(indices, fut.result(), strict=True):
+                            on_result(i, result)
+            except BaseException:  # Ctrl-C or a failing callback: drop the queued batches
+                for fut in pending:
+                    fut.cancel()
+                raise
 
 
 class DaskExecutor:

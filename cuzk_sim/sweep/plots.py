@@ -114,9 +114,7 @@ def write_heatmap(spec: SweepSpec, rows: list[dict], summary: dict, path: Path) 
             ax.set_ylabel(_short(ya.path))
         else:
             ax.set_yticks([])
-        ax.set_title(
-            ", ".join(f"{_short(k)}={v}" for k, v in fixed.items()) or spec.name, fontsize=8
-        )
+        ax.set_title(", ".join(f"{_short(k)}={v}" for k, v in fixed.items()), fontsize=8)
     if spp:
         from matplotlib.cm import ScalarMappable
 
@@ -171,11 +169,16 @@ def write_frontier(spec: SweepSpec, rows: list[dict], summary: dict, path: Path)
     usable = [r for r in rows if r["error"] is None and r["vram_bytes"] is not None]
     if not usable:
         return False
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    for ax, column, front_key, scale, label in (
-        (axes[0], "vram_bytes", "frontier_vram", 2**30, "card VRAM (GiB)"),
-        (axes[1], "workers_per_device", "frontier_workers", 1, "GPU workers per device"),
-    ):
+    panels = [
+        p
+        for p in (
+            ("vram_bytes", "frontier_vram", 2**30, "card VRAM (GiB)"),
+            ("workers_per_device", "frontier_workers", 1, "GPU workers per device"),
+        )
+        if len({r[p[0]] for r in usable}) > 1  # a panel over one value says nothing
+    ] or [("vram_bytes", "frontier_vram", 2**30, "card VRAM (GiB)")]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.8), squeeze=False)
+    for ax, (column, front_key, scale, label) in zip(axes[0], panels, strict=True):
         safe = [r for r in usable if r["safe"] and r["seconds_per_proof"] is not None]
         unsafe = [r for r in usable if not r["safe"]]
         xs = [r[column] / scale for r in usable]
@@ -208,7 +211,7 @@ def write_frontier(spec: SweepSpec, rows: list[dict], summary: dict, path: Path)
         ax.set_xlabel(label)
         ax.set_ylabel("seconds per proof")
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
+    axes[0][0].legend(fontsize=7)
     fig.suptitle(f"{spec.name}: seconds per proof (lower is better)", fontsize=9)
     _save(fig, path)
     plt.close(fig)

@@ -2,9 +2,9 @@
 executor, search the boundaries, summarise, plot.
 
 Outputs in the folder (all rewritten atomically): results.json / results.csv (one row
-per configuration, grid order), boundaries.json (searches), summary.json, heatmap.png,
-frontier.png. The rows are the same whichever executor ran them and however often the
-sweep was interrupted and resumed.
+per configuration, grid order), boundaries.json (searches), summary.json, summary.md
+(the printed tables in Markdown), heatmap.png, frontier.png. The rows are the same
+whichever executor ran them and however often the sweep was interrupted and resumed.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from cuzk_sim.overrides import apply_overrides
 from cuzk_sim.sweep.configs import Configuration, config_key, expand
 from cuzk_sim.sweep.evaluate import METRIC_COLUMNS, Task, evaluate
 from cuzk_sim.sweep.executors import make_executor
+from cuzk_sim.sweep.fingerprint import code_fingerprint
 from cuzk_sim.sweep.search import SearchTask, run_search
 from cuzk_sim.sweep.spec import CARD_KEY, VRAM_KEY, WORKERS_KEY, SweepSpec
 from cuzk_sim.sweep.store import RowStore, prepare_out
@@ -47,14 +48,18 @@ def columns(spec: SweepSpec) -> list[str]:
 def check_replicas(replicas: int, jitter: float) -> None:
     if replicas < 1:
         raise InputError(f"--replicas {replicas}: expected at least 1")
-    if not 0.0 <= jitter < 1.0:
-        raise InputError(f"--jitter {jitter * 100:g}%: expected a percentage in [0, 100)")
+    from cuzk_sim.model.jitter import MAX_JITTER
+
+    if not 0.0 <= jitter <= MAX_JITTER:
+        raise InputError(f"--jitter {jitter * 100:g}%: must lie between 0 % and {MAX_JITTER:.0%}")
     if jitter > 0 and replicas < 2:
         raise InputError("--jitter: needs --replicas R with R >= 2 (the perturbed runs)")
 
 
 def _task(spec: SweepSpec, raw: dict, key: str, replicas: int, jitter: float) -> Task:
-    return Task(key, raw, str(spec.base_path), str(spec.base_path.parent), replicas, jitter)
+    # the folder absolute: a Dask worker may run in another working directory
+    folder = str(spec.base_path.parent.resolve())
+    return Task(key, raw, str(spec.base_path), folder, replicas, jitter, code_fingerprint())
 
 
 def search_tasks(spec: SweepSpec, replicas: int, jitter: float) -> list[SearchTask]:
@@ -108,9 +113,8 @@ def run_sweep(
         "replicas": replicas,
         "jitter": jitter,
     }
-    folder = out if out is not None else None
-    rows_store = _store(folder, "results", header, columns(spec))
-    bounds_store = _store(folder, "boundaries", header, None)
+    rows_store = RowStore(out, "results", header, columns(spec))
+    bounds_store = RowStore(out, "boundaries", header, None)
 
     pending = [c for c in configs if rows_store.done(c.key) is None]
     pending_search = [s for s in searches if bounds_store.done(s.task.key) is None]
@@ -120,6 +124,7 @@ def run_sweep(
     for i, s in enumerate(searches):
         if (prev := bounds_store.done(s.task.key)) is not None:
             bounds_store.add(prev, i)
+    search_order = {st.task.key: i for i, st in enumerate(searches)}
     resumed = len(configs) - len(pending) + len(searches) - len(pending_search)
     total, done = len(pending) + len(pending_search), 0
 
@@ -138,7 +143,7 @@ def run_sweep(
         tick()
 
     def on_bound(i: int, bound: dict[str, Any]) -> None:
-        bounds_store.add(bound, searches.index(pending_search[i]))
+        bounds_store.add(bound, search_order[pending_search[i].task.key])
         tick()
 
     tasks = [_task(spec, c.raw, c.key, replicas, jitter) for c in pending]
@@ -160,24 +165,6 @@ def run_sweep(
     return outcome
 
 
-def _store(folder: Path | None, stem: str, header: dict, cols: list[str] | None) -> RowStore:
-    if folder is None:
-        return _MemoryStore(stem, header, cols)
-    return RowStore(folder, stem, header, cols)
-
-
-class _MemoryStore(RowStore):
-    """The same bookkeeping without a folder (the API's in-memory sweep)."""
-
-    def __init__(self, stem: str, header: dict, cols: list[str] | None) -> None:
-        self.previous, self.rows, self.order = {}, {}, {}
-        self.header, self.columns, self.every_s = header, cols, float("inf")
-        self._written = 0.0
-
-    def flush(self) -> None:
-        pass
-
-
 def _row(spec: SweepSpec, c: Configuration, metrics: dict[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {"index": c.index}
     row.update({a.path: v for a, v in zip(spec.axes, c.values, strict=True)})
@@ -196,6 +183,10 @@ def _write_outputs(out: Path, outcome: SweepOutcome, plots: bool) -> list[Path]:
     summary_path = out / "summary.json"
     write_atomic(summary_path, json.dumps(outcome.summary, indent=1, allow_nan=False) + "\n")
     files.append(summary_path)
+    from cuzk_sim.sweep.table import summary_markdown
+
+    write_atomic(out / "summary.md", summary_markdown(outcome.summary))
+    files.append(out / "summary.md")
     if plots and outcome.rows:
         from cuzk_sim.sweep.plots import write_frontier, write_heatmap
 

@@ -68,18 +68,19 @@ def prepare_out(out: Path) -> None:
 
 
 class RowStore:
-    """Rows keyed by configuration hash, in `DIR/<stem>.json` (+ `.csv` if columns)."""
+    """Rows keyed by configuration hash, in `DIR/<stem>.json` (+ `.csv` if columns);
+    folder None: in memory only (the API's sweep without an output folder)."""
 
     def __init__(
         self,
-        folder: Path,
+        folder: Path | None,
         stem: str,
         header: dict[str, Any],
         columns: list[str] | None = None,
         every_s: float = 1.0,
     ) -> None:
-        self.json_path = folder / f"{stem}.json"
-        self.csv_path = folder / f"{stem}.csv" if columns else None
+        self.json_path = folder / f"{stem}.json" if folder is not None else None
+        self.csv_path = folder / f"{stem}.csv" if folder is not None and columns else None
         self.header, self.columns, self.every_s = header, columns, every_s
         self.previous: dict[str, dict[str, Any]] = self._read()
         self.rows: dict[str, dict[str, Any]] = {}
@@ -87,7 +88,7 @@ class RowStore:
         self._written = 0.0
 
     def _read(self) -> dict[str, dict[str, Any]]:
-        if not self.json_path.exists():
+        if self.json_path is None or not self.json_path.exists():
             return {}
         try:
             doc = json.loads(self.json_path.read_text())
@@ -111,6 +112,8 @@ class RowStore:
         return [self.rows[k] for k in sorted(self.rows, key=self.order.__getitem__)]
 
     def flush(self) -> None:
+        if self.json_path is None:
+            return
         t0 = time.monotonic()
         rows = self.sorted_rows()
         write_atomic(self.json_path, rows_json({"format": FORMAT, **self.header}, rows))

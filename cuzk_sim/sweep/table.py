@@ -1,13 +1,17 @@
-"""The printed summary of a sweep (rich tables): what summary.json holds, for people."""
+"""The summary of a sweep for people: what summary.json holds, as tables and lines,
+printed with rich on a terminal and written as Markdown (summary.md) for reports."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from cuzk_sim.units import format_size
+
+Tables = list[tuple[str, list[str], list[list[str]]]]  # (title, columns, rows)
 
 
 def _s(v: float | None) -> str:
@@ -18,83 +22,108 @@ def _group(g: dict[str, Any]) -> str:
     return ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in g.items()) or "(all)"
 
 
-def print_summary(
-    summary: dict[str, Any], console: Console, resumed: int = 0, lost: int = 0
-) -> None:
-    n = summary["configurations"]
-    console.print(
-        f"[bold]{summary['sweep']}[/]: {n} configurations, {summary['safe']} safe, "
-        f"{summary['unsafe']} OOM or stalled, {summary['errors']} unusable"
+def headline(summary: dict[str, Any], resumed: int = 0, lost: int = 0) -> str:
+    return (
+        f"{summary['sweep']}: {summary['configurations']} configurations, "
+        f"{summary['safe']} safe, {summary['unsafe']} OOM or stalled, "
+        f"{summary['errors']} unusable"
         + (f"; {resumed} taken from the output folder" if resumed else "")
-        + (f"; [red]{lost} lost with their workers (rerun to retry)[/]" if lost else "")
+        + (f"; {lost} lost with their workers (rerun to retry)" if lost else "")
     )
+
+
+def summary_tables(summary: dict[str, Any]) -> Tables:
+    out: Tables = []
     if summary["max_safe_workers"]:
-        t = Table(title="max safe workers per device", title_justify="left")
-        for c in (
-            "other axes",
-            "max safe",
-            "s/proof there",
-            "first unsafe",
-            "fails on",
-            "best safe s/proof",
-        ):
-            t.add_column(c)
-        for r in summary["max_safe_workers"]:
-            t.add_row(
+        rows = [
+            [
                 _group(r["group"]),
                 "none" if r["max_safe_workers"] is None else str(r["max_safe_workers"]),
                 _s(r["seconds_per_proof"]),
                 "-" if r["first_unsafe_workers"] is None else str(r["first_unsafe_workers"]),
                 r["first_unsafe_buffer"] or "-",
                 _s(r["best_safe_seconds_per_proof"]),
-            )
-        console.print(t)
+            ]
+            for r in summary["max_safe_workers"]
+        ]
+        cols = ["other axes", "max safe", "s/proof there", "first unsafe", "fails on"]
+        out.append(("max safe workers per device", [*cols, "best safe s/proof"], rows))
     if summary["min_safe_vram"]:
-        t = Table(title="min safe VRAM", title_justify="left")
-        for c in ("other axes", "min safe", "s/proof there", "largest unsafe", "fails on"):
-            t.add_column(c)
-        for r in summary["min_safe_vram"]:
-            t.add_row(
+        rows = [
+            [
                 _group(r["group"]),
                 "none" if r["min_safe"] is None else str(r["min_safe"]),
                 _s(r["seconds_per_proof"]),
                 "-" if r["largest_unsafe"] is None else str(r["largest_unsafe"]),
                 r["largest_unsafe_buffer"] or "-",
-            )
-        console.print(t)
+            ]
+            for r in summary["min_safe_vram"]
+        ]
+        cols = ["other axes", "min safe", "s/proof there", "largest unsafe", "fails on"]
+        out.append(("min safe VRAM (grid)", cols, rows))
     if summary["searches"]:
-        t = Table(title="searched boundaries", title_justify="left")
-        for c in ("search", "other axes", "boundary", "bracket", "probes", "note"):
-            t.add_column(c)
+        rows = []
         for b in summary["searches"]:
             if b["kind"] == "min_vram":
                 lo, hi = b["max_unsafe_vram_bytes"], b["min_safe_vram_bytes"]
                 bound = "none" if hi is None else format_size(hi)
-                bracket = f"unsafe {format_size(lo)}" if lo is not None else "-"
+                bracket = f"unsafe at {format_size(lo)}" if lo is not None else "-"
             else:
                 hi, lo = b["max_safe_workers"], b["first_unsafe_workers"]
-                bound = "none" if hi is None else f"{hi} workers"
+                bound = "none" if hi is None else f"{hi} worker{'s' if hi != 1 else ''}"
                 bracket = f"unsafe at {lo}" if lo is not None else "-"
-            t.add_row(
-                b["kind"], _group(b["group"]), bound, bracket, str(b["probes"]), b["note"] or ""
+            rows.append(
+                [b["kind"], _group(b["group"]), bound, bracket, str(b["probes"]), b["note"] or ""]
             )
-        console.print(t)
+        cols = ["search", "other axes", "boundary", "bracket", "probes", "note"]
+        out.append(("searched boundaries", cols, rows))
+    return out
+
+
+def summary_lines(summary: dict[str, Any]) -> list[str]:
+    lines = []
     best = summary["best_safe"]
     if best is not None:
-        console.print(
+        lines.append(
             f"best safe throughput: {best['seconds_per_proof']:.2f} s/proof at "
             f"{_group(best['config'])}"
         )
     else:
-        console.print("no configuration is safe")
-    for key, what, fmt in (
-        ("frontier_vram", "VRAM", lambda v: format_size(v)),
-        ("frontier_workers", "workers", str),
+        lines.append("no configuration is safe")
+    for key, what, column, fmt in (
+        ("frontier_vram", "VRAM", "vram_bytes", format_size),
+        ("frontier_workers", "workers", "workers_per_device", str),
     ):
-        column = "vram_bytes" if key == "frontier_vram" else "workers_per_device"
-        front = summary[key]
-        if front:
-            pts = "; ".join(f"{fmt(p[column])} -> {p['seconds_per_proof']:.2f} s" for p in front)
-            console.print(f"frontier, s/proof against {what}: {pts}")
-    for p in summary["pricing"]:
-        console.print(f"timings: {p}")
+        if summary[key]:
+            pts = "; ".join(
+                f"{fmt(p[column])} -> {p['seconds_per_proof']:.2f} s" for p in summary[key]
+            )
+            lines.append(f"frontier, s/proof against {what}: {pts}")
+    lines += [f"timings: {p}" for p in summary["pricing"]]
+    return lines
+
+
+def print_summary(
+    summary: dict[str, Any], console: Console, resumed: int = 0, lost: int = 0
+) -> None:
+    console.print(escape(headline(summary, resumed, lost)), style="red" if lost else None)
+    for title, cols, rows in summary_tables(summary):
+        t = Table(title=title, title_justify="left")
+        for c in cols:
+            t.add_column(c)
+        for r in rows:
+            t.add_row(*(escape(x) for x in r))
+        console.print(t)
+    for line in summary_lines(summary):
+        console.print(escape(line))
+
+
+def summary_markdown(summary: dict[str, Any]) -> str:
+    parts = [headline(summary), ""]
+    for title, cols, rows in summary_tables(summary):
+        parts += [f"**{title}**", "", "| " + " | ".join(cols) + " |"]
+        parts.append("|" + "|".join("---" for _ in cols) + "|")
+        parts += ["| " + " | ".join(r) + " |" for r in rows]
+        parts.append("")
+    parts += [f"- {line}" for line in summary_lines(summary)]
+    return "\n".join(parts) + "\n"

@@ -1,6 +1,10 @@
 """Predicted against real: per run, the confusion matrix, the summary and the criteria.
 
-A run's key is `config@cap`; it may have been run several times (repeats). When the
+A run's key is `config@cap`; it may have been run several times (repeats). The model's
+side of a row is its prediction for the card the real run really had (`achieved_vram`:
+the ballast sets free memory in 2 MiB steps, so up to 2 MiB more than the cap); the
+prediction registered before the run, at the cap itself, is kept as `preregistered_oom`
+and counted apart. When the
 real verdicts of one key differ between repeats the run is *timing-dependent*: its OOM
 frequency is reported and it counts neither as agreement nor as disagreement. Errors
 are relative to the real figure (the device is right): (predicted - real) / real.
@@ -27,6 +31,8 @@ class RunRow:
     partitions: int
     repeats: int
     predicted_oom: bool
+    preregistered_oom: bool  # the prediction written before the run, at the cap
+    achieved_vram: int
     real_oom: bool | None  # None: timing-dependent (see oom_frequency)
     oom_frequency: float  # real OOMs / repeats
     predicted_buffer: str | None
@@ -60,7 +66,7 @@ def compare_runs(predictions: list[dict], reals: list[dict]) -> list[RunRow]:
         runs = sorted(by_key.get(p["key"], []), key=lambda r: r["repeat"])
         if not runs:
             continue
-        model, first = p["model"], runs[0]["real"]
+        model, first = runs[0].get("model_at_achieved") or p["model"], runs[0]["real"]
         verdicts = [bool(r["real"]["oom"]) for r in runs]
         real_oom = verdicts[0] if len(set(verdicts)) == 1 else None
         pred_oom = bool(model["oom"])
@@ -81,6 +87,8 @@ def compare_runs(predictions: list[dict], reals: list[dict]) -> list[RunRow]:
                 partitions=p["partitions"],
                 repeats=len(runs),
                 predicted_oom=pred_oom,
+                preregistered_oom=bool(p["model"]["oom"]),
+                achieved_vram=int(runs[0].get("achieved_vram") or p["vram"]),
                 real_oom=real_oom,
                 oom_frequency=sum(verdicts) / len(verdicts),
                 predicted_buffer=model["first_oom_buffer"],
@@ -112,6 +120,7 @@ def summarize(rows: list[RunRow]) -> dict[str, Any]:
     peaks = [r for r in rows if r.peak_error is not None]
     spps = [r for r in rows if r.spp_error is not None]
     agreement = agree / len(decided) if decided else None
+    prereg = sum(r.preregistered_oom == r.real_oom for r in decided)
     return {
         "runs": len(rows),
         "real_executions": sum(r.repeats for r in rows),
@@ -123,6 +132,7 @@ def summarize(rows: list[RunRow]) -> dict[str, Any]:
         "decided": len(decided),
         "agreeing": agree,
         "agreement": agreement,
+        "preregistered_agreeing": prereg,
         "confusion": matrix,
         "both_oom": len(both),
         "first_buffer_agrees": buffers_agree,
@@ -174,7 +184,7 @@ def report_markdown(rows: list[RunRow], summary: dict[str, Any], header: str = "
         )
         mark = "" if r.agrees is not False else " **≠**"
         out.append(
-            f"| {r.key} | {_mib(r.vram)} | {r.partitions} | {_oom(r.predicted_oom, 0)} | "
+            f"| {r.key} | {_mib(r.achieved_vram)} | {r.partitions} | {_oom(r.predicted_oom, 0)} | "
             f"{_oom(r.real_oom, r.oom_frequency)}{mark} | {buf} | {_mib(r.predicted_peak)} / "
             f"{_mib(r.real_peak)} | {_pct(r.peak_error)} | {spp} | {_pct(r.spp_error)} |"
         )
@@ -190,7 +200,8 @@ def report_markdown(rows: list[RunRow], summary: dict[str, Any], header: str = "
         f"- runs: {summary['runs']} ({summary['real_executions']} real executions with repeats); "
         f"timing-dependent: {len(summary['timing_dependent'])}",
         f"- OOM verdicts agree: {summary['agreeing']} / {summary['decided']} "
-        f"({_pct(summary['agreement']).lstrip('+')})",
+        f"({_pct(summary['agreement']).lstrip('+')}); predictions registered at the caps "
+        f"before the runs: {summary['preregistered_agreeing']} / {summary['decided']}",
         f"- first OOM buffer agrees: {summary['first_buffer_agrees']} / {summary['both_oom']} "
         "runs where both OOM",
         f"- peak VRAM within 2 %: {summary['peak_within']} / {summary['peak_runs']} "

@@ -168,8 +168,14 @@ def run_grid(
                     continue
                 t0 = time.perf_counter()
                 real, details = execute(at_vram(scn, p["vram"]))
+                achieved = min(details["achieved_vram_bytes"].values(), default=p["vram"])
+                at_achieved = None
+                if achieved != p["vram"]:  # the ballast's 2 MiB steps: the card really had
+                    at_achieved = simulate(at_vram(scn, achieved)).to_dict(log_lines=0)
                 rec = {
                     "key": p["key"],
+                    "achieved_vram": achieved,
+                    "model_at_achieved": at_achieved,
                     "repeat": repeat,
                     "config": p["config"],
                     "cap": p["cap"],

@@ -32,7 +32,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from cuzk_sim.input_errors import InputError, from_validation
-from cuzk_sim.plan import Lock, Plan, Unlock
+from cuzk_sim.overrides import apply_overrides
 from cuzk_sim.scenario import Scenario, scenario_from_dict
 
 DEFAULT_CAPS = (-10.0, -3.0, -1.0, 1.0, 3.0, 10.0)
@@ -87,60 +87,29 @@ class ValidationSpec:
     configs: tuple[Configuration, ...]
 
 
-def _set_path(raw: dict, dotted: str, value: Any, where: str) -> None:
-    keys = dotted.split(".")
-    node = raw
-    for k in keys[:-1]:
-        nxt = node.setdefault(k, {})
-        if not isinstance(nxt, dict):
-            raise InputError(f"{where}: set.{dotted}: {k!r} is not a table in the base scenario")
-        node = nxt
-    node[keys[-1]] = value
-
-
-def with_lock_scope(plan: Plan, scope: str) -> Plan:
-    """The plan with its device lock taken at `scope` (variant.mutex_scope): the model's
-    counterpart of the real pipeline's lock (our prover always asks for its device's)."""
-    if scope == "device":
-        return plan
-    steps = tuple(
-        dataclasses.replace(s, scope=scope) if isinstance(s, (Lock, Unlock)) else s
-        for s in plan.steps
-    )
-    return Plan(plan.name, steps, {**plan.meta, "mutex_scope": scope})
-
-
-def model_scenario(scn: Scenario) -> Scenario:
-    """The scenario as the model must see it to describe what gpu-run does: our prover's
-    plans take the lock at the variant's mutex_scope."""
-    scope = scn.spec.variant.mutex_scope
-    plans = {k: with_lock_scope(p, scope) if "flags" in p.meta else p for k, p in scn.plans.items()}
-    return dataclasses.replace(scn, plans=plans)
-
-
 def build_scenario(base_raw: dict, base_dir: Path, cfg: ConfigIn, where: str) -> Scenario:
-    from cuzk_sim.plans.gpu_prover import GpuProverSource, gpu_prover_plan
-
-    raw = copy.deepcopy(base_raw)
-    for dotted, value in cfg.set.items():
-        _set_path(raw, dotted, value, where)
+    try:
+        raw = apply_overrides(base_raw, cfg.set)
+    except InputError as e:
+        raise InputError(f"{where}: set.{e}") from None
     raw["name"] = cfg.name
     scn = scenario_from_dict(raw, where, base_dir)
     if cfg.kinds:
-        base_src = (raw.get("plan") or {}).get("gpu_prover")
-        if base_src is None:
+        plan = raw.get("plan") or {}
+        if plan.get("gpu_prover") is None:
             raise InputError(f"{where}: kinds: the base scenario has no [plan] gpu_prover")
-        plans = dict(scn.plans)
+        plans, shapes = dict(scn.plans), dict(scn.shapes)
         for kind, over in cfg.kinds.items():
             if kind not in plans:
                 raise InputError(f"{where}: kinds.{kind}: no such kind in the workload")
-            try:
-                src = GpuProverSource.model_validate({**base_src, **over})
-            except ValidationError as e:
-                raise from_validation(f"{where}: kinds.{kind}", e) from None
-            plans[kind] = gpu_prover_plan(src, f"{where}: kinds.{kind}")
-        scn = dataclasses.replace(scn, plans=plans)
-    return model_scenario(scn)
+            # the kind's own [plan]: resolved as a scenario of its own, so its plan and its
+            # host side come from the same code as any scenario's
+            one = copy.deepcopy(raw)
+            one["plan"] = {**plan, "gpu_prover": {**plan["gpu_prover"], **over}, "kinds": [kind]}
+            alone = scenario_from_dict(one, f"{where}: kinds.{kind}", base_dir)
+            plans[kind], shapes[kind] = alone.plans[kind], alone.shapes[kind]
+        scn = dataclasses.replace(scn, plans=plans, shapes=shapes)
+    return scn
 
 
 def load_spec(path: str | Path) -> ValidationSpec:

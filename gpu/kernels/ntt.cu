@@ -1,6 +1,7 @@
 // Radix-2 decimation-in-time NTT over Fr (Montgomery limbs, 8 u32 per element).
 // The caller bit-reverses, then runs the log n stages in groups of at most 10, one
-// `fr_ntt_group` launch per group (three passes over memory at 2^24).
+// `fr_ntt_group_tw` (or, the earlier kernel, `fr_ntt_group`) launch per group (three passes
+// over memory at 2^24).
 // Twiddle w^k = hi[k >> lo_bits] * lo[k & (2^lo_bits - 1)]: two tables of ~sqrt(n) entries.
 // Macros expected: none.
 #include "field.cuh"
@@ -49,6 +50,38 @@ extern "C" __global__ void fr_ntt_group(u32* a, const u32* hi, const u32* lo, in
         Fr w = twiddle(hi, lo, lo_bits, e);
         Fr u = s[i];
         Fr v = s[i + h] * w;
+        s[i] = u + v;
+        s[i + h] = u - v;
+        __syncthreads();
+    }
+    s[t].store(a + (base + ((long long)t << st)) * 8);
+    s[t + half_block].store(a + (base + ((long long)(t + half_block) << st)) * 8);
+}
+
+// fr_ntt_group with each stage's twiddles computed once per block into shared memory (a
+// stage of span h needs h distinct twiddles; fr_ntt_group computes one per butterfly):
+// 2^k - 1 twiddle products per block instead of k 2^(k-1). Same launch shape, plus dynamic
+// shared memory of 3 2^(k-1) elements (sized by k: more blocks per SM for small groups).
+extern "C" __global__ void fr_ntt_group_tw(u32* a, const u32* hi, const u32* lo, int lo_bits,
+                                           int log_n, int st, int k) {
+    extern __shared__ Fr dyn[];
+    Fr* s = dyn;                // 2^k elements
+    Fr* tw = dyn + (1 << k);  // 2^(k-1) twiddles
+    long long b = blockIdx.x;
+    long long low = b & ((1LL << st) - 1);
+    long long base = ((b >> st) << (st + k)) | low;
+    int t = threadIdx.x, half_block = 1 << (k - 1);
+    s[t] = Fr::load(a + (base + ((long long)t << st)) * 8);
+    s[t + half_block] = Fr::load(a + (base + ((long long)(t + half_block) << st)) * 8);
+    for (int sl = 0; sl < k; sl++) {
+        int h = 1 << sl;
+        if (t < h)
+            tw[t] = twiddle(hi, lo, lo_bits, (low + ((long long)t << st)) << (log_n - st - sl - 1));
+        __syncthreads();  // tw written; the previous stage's butterflies done
+        int kk = t & (h - 1);
+        int i = ((t >> sl) << (sl + 1)) + kk;
+        Fr u = s[i];
+        Fr v = s[i + h] * tw[kk];
         s[i] = u + v;
         s[i + h] = u - v;
         __syncthreads();

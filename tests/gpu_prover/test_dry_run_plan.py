@@ -188,3 +188,129 @@ def test_cli_gpu_plan_shows_the_memory_aware_fallback():
     assert bad.exit_code == 2 and "--assume-free-bytes" in bad.output
     bad = CliRunner().invoke(app, ["gpu-plan", "--domain-log2", "16", "--margin-bytes", "-1"])
     assert bad.exit_code == 2 and "--margin-bytes" in bad.output
+
+
+def _path(plan: Plan, refused: set[str]) -> list:
+    """The steps a worker executes along `plan` when the memory-aware allocations of the
+    buffers in `refused` are declined: jumps taken, labels and no-op frees (of a buffer
+    that is not live) dropped, the `fallback` field cleared. A plain walk by hand."""
+    import dataclasses
+
+    from cuzk_sim.plan import Goto, Label
+
+    at = {s.name: i for i, s in enumerate(plan.steps) if isinstance(s, Label)}
+    out, live, i = [], set(), 0
+    while i < len(plan.steps):
+        s = plan.steps[i]
+        i += 1
+        if isinstance(s, Goto):
+            i = at[s.label]
+        elif isinstance(s, Alloc) and s.fallback and s.buffer in refused:
+            i = at[s.fallback]
+        elif isinstance(s, Alloc):
+            live.add(s.buffer)
+            out.append(dataclasses.replace(s, fallback=None))
+        elif isinstance(s, Free):
+            if s.buffer in live:
+                live.discard(s.buffer)
+                out.append(s)
+        elif not isinstance(s, Label):
+            out.append(s)
+    return out
+
+
+@pytest.mark.parametrize("early", [True, False])
+def test_one_dry_run_records_both_branches_of_the_memory_aware_prestage(early):
+    """Each path through the both-branch plan is exactly the plan of a dry run whose
+    assumed free memory takes that path: enough; not enough for d_a + margin; enough for
+    d_a + margin (32 B x 2^12 + 512 MiB) but not for d_bc (twice that) + margin."""
+    shape = PartitionShape.synthetic(12)
+    flags = ProverFlags(prestage=True, pinned=True, memory_aware=True, free_bc_early=early)
+    both = dry_run_plan(shape, flags, both_branches=True)
+    d_a_plus_margin = 32 * 4096 + (512 << 20)
+    for refused, free in [
+        (set(), None),
+        ({"d_a", "d_bc"}, 0),
+        ({"d_bc"}, d_a_plus_margin),
+    ]:
+        one = dry_run_plan(shape, flags, assume_free_bytes=free)
+        assert not any(isinstance(s, Alloc) and s.fallback for s in one.steps)
+        assert _path(both, refused) == list(one.steps), refused
+    margin_allocs = [s for s in both.steps if isinstance(s, Alloc) and s.margin is not None]
+    assert [(s.buffer, s.fallback) for s in margin_allocs] == [
+        ("d_a", "prestage_declined"),
+        ("d_bc", "prestage_declined"),
+    ]
+    msm_h = [s for s in both.steps if isinstance(s, Kernel) and s.name == "msm_h"]
+    assert len(msm_h) == 1  # the branches join: the rest of the partition is recorded once
+
+
+def test_both_branches_only_where_an_allocation_is_memory_aware():
+    shape = PartitionShape.synthetic(12)
+    flags = ProverFlags(prestage=True)  # pre-stage, no margin: nothing can fall back
+    assert dry_run_plan(shape, flags, both_branches=True) == dry_run_plan(shape, flags)
+
+
+def test_attempt_refuses_branches_that_end_apart_and_a_run_with_both():
+    from cuzk_sim.gpu.device import Buffer
+
+    dev = Device("dry-run", both_branches=True)
+
+    def first() -> Buffer:
+        return dev.alloc("x", 64, margin=0)
+
+    def otherwise() -> Buffer:  # forgets x and allocates y: the paths would disagree
+        return dev.alloc("y", 64)
+
+    with pytest.raises(RuntimeError, match="'t': the branches end in different states"):
+        dev.attempt("t", first, otherwise)
+    with pytest.raises(ValueError, match="both_branches needs mode='dry-run'"):
+        Device("real", both_branches=True)
+
+
+def test_a_declined_attempt_frees_what_the_first_branch_allocated():
+    dev = Device("dry-run", assume_free_bytes=60)  # the dry run does not subtract
+
+    def first() -> str:
+        dev.alloc("a", 40, margin=0)  # 40 + 0 <= 60 free: allocated
+        dev.alloc("b", 80, margin=0)  # 80 + 0 > 60 free: declined
+        return "first"
+
+    assert dev.attempt("t", first, lambda: "otherwise") == "otherwise"
+    assert [(s.op, getattr(s, "buffer", None)) for s in dev.steps] == [
+        ("alloc", "a"),
+        ("free", "a"),
+    ]
+    assert dev.live == {}
+
+
+def test_the_signed_msm_buffers_at_2_27_by_hand():
+    """The default (signed) MSM's buffers in the 2^27 plan, sizes by hand: G2, 2^27 points,
+    c = 16 -> 16 windows x 2^15 buckets; Jacobian G2 = 3 x 24 words = 288 B; accumulation
+    threads capped at 2^18 (2^31 entries / 2^18 = 8192 points each), 2 slots per thread;
+    the first level's 2^19 slots / 16 per thread -> 2^15 threads -> 2^16 slots."""
+    plan = dry_run_plan(PartitionShape.synthetic(27))
+    sizes = {s.buffer: s.bytes for s in plan.steps if isinstance(s, Alloc)}
+    assert sizes["msm_b_g2.buckets"] == 16 * 2**15 * 288 == 144 << 20
+    assert sizes["msm_b_g2.counts"] == 4 * (16 * 2**15 + 1)
+    assert sizes["msm_b_g2.order"] == 4 * 2**27 * 16 == 8 << 30
+    assert sizes["msm_b_g2.slots"] == 2 * 2**18 * 288 == 144 << 20
+    assert sizes["msm_b_g2.slot_keys"] == 2 * 2**18 * 8
+    assert sizes["msm_b_g2.slots2"] == 2**16 * 288 == 18 << 20
+    assert sizes["msm_b_g2.result"] == 288  # Jacobian; made affine on the host
+    assert not any(name.endswith(".table") for name in sizes)  # no precomputed bases
+    assert sizes["msm_a.slots"] == 2 * 2**18 * 144  # G1 Jacobian = 144 B
+    # peak during msm_b_g2: d_a, d_witness 4 GiB each, points 24 GiB, order 8 GiB, then the
+    # scratch: counts, starts, buckets, slots, slot keys, slots2, their keys, segments
+    # (16 x 2048 x 288 B), tree (16 x 256 x 288 B), windows, result
+    scratch = 2 * 4 * (2**19 + 1) + 2 * (144 << 20) + (4 << 20) + (18 << 20) + (1 << 19)
+    scratch += 16 * 2048 * 288 + 16 * 256 * 288 + 16 * 288 + 288
+    assert _peak(plan) == (40 << 30) + scratch
+
+
+def test_the_earlier_msm_stays_selectable_in_the_plan():
+    plan = dry_run_plan(PartitionShape.synthetic(20), ProverFlags(msm_algo="unsigned"))
+    names = {s.buffer for s in plan.steps if isinstance(s, Alloc)}
+    assert "msm_a.slots" not in names and "msm_a.buckets" in names
+    with pytest.raises(ValueError, match="msm_algo"):
+        ProverFlags(msm_algo="fast")

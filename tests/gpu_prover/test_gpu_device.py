@@ -145,9 +145,21 @@ def test_ntt_matches_reference_domain(log_n, seed, convention):
         assert encoding.limbs_to_ints(a.get().reshape(n, 8)) == want, fn.__name__
 
 
-def _gpu_msm(group: str, points: list, scalars: list[int]) -> object:
+MSM_VARIANTS = ["signed", "unsigned", "precomputed"]
+
+
+def _variant_msm(dev, group, points_buf, scalars_buf, n, variant: str):
+    """msm() as `variant`: an algorithm, or signed over precomputed bases."""
+    from cuzk_sim.gpu.msm import msm, precompute_table
+
+    if variant == "precomputed":
+        table = precompute_table(dev, "msm_test.table", group, points_buf, n)
+        return msm(dev, "msm_test", group, points_buf, scalars_buf, n, algo="signed", table=table)
+    return msm(dev, "msm_test", group, points_buf, scalars_buf, n, algo=variant)
+
+
+def _gpu_msm(group: str, points: list, scalars: list[int], variant: str = "signed") -> object:
     from cuzk_sim.gpu.device import Device
-    from cuzk_sim.gpu.msm import msm
 
     to_limbs = encoding.g1_to_limbs if group == "g1" else encoding.g2_to_limbs
     from_limbs = encoding.g1_from_limbs if group == "g1" else encoding.g2_from_limbs
@@ -158,7 +170,7 @@ def _gpu_msm(group: str, points: list, scalars: list[int]) -> object:
     ds = dev.alloc("scalars", max(4, sc.nbytes))
     dev.copy_htod("p", dp, pts, pts.nbytes)
     dev.copy_htod("s", ds, sc, sc.nbytes)
-    out = msm(dev, "msm_test", group, dp, ds, len(points))
+    out = _variant_msm(dev, group, dp, ds, len(points), variant)
     dev.free_all()
     return from_limbs(out)
 
@@ -171,8 +183,9 @@ def _naive(points: list, scalars: list[int], inf: object) -> object:
 
 
 @given(st.data())
+@pytest.mark.parametrize("variant", MSM_VARIANTS)
 @pytest.mark.parametrize("group", ["g1", "g2"])
-def test_msm_matches_naive(group, data):
+def test_msm_matches_naive(group, variant, data):
     rng = random.Random(data.draw(st.integers(0, 2**32 - 1)))
     n = data.draw(st.integers(0, 70 if group == "g1" else 24))
     gen = _random_g1 if group == "g1" else _random_g2
@@ -182,13 +195,17 @@ def test_msm_matches_naive(group, data):
     points = [inf if rng.random() < 0.1 else rng.choice(base) for _ in range(n)]
     special = [0, 1, R - 1, 2**254, 7]
     scalars = [rng.choice(special) if rng.random() < 0.3 else rng.randrange(R) for _ in range(n)]
-    assert bls.eq(_gpu_msm(group, points, scalars), _naive(points, scalars, inf))
+    assert bls.eq(_gpu_msm(group, points, scalars, variant), _naive(points, scalars, inf))
 
 
-@pytest.mark.parametrize("group,log_n", [("g1", 20), ("g2", 16)])
-def test_msm_large_by_linear_combination_identity(group, log_n):
+@pytest.mark.parametrize("variant", MSM_VARIANTS)
+@pytest.mark.parametrize(
+    "group,log_n,skewed", [("g1", 20, False), ("g2", 16, False), ("g1", 18, True)]
+)
+def test_msm_large_by_linear_combination_identity(group, log_n, skewed, variant):
     """2^k points P_i = k_i G made on the GPU: sum s_i P_i = (sum s_i k_i) G (an independent
-    oracle: Python ints and one py_ecc scalar multiplication)."""
+    oracle: Python ints and one py_ecc scalar multiplication). Skewed: scalars mostly 0 and
+    1, as in witnesses, so a few buckets hold most of the points."""
     from cuzk_sim.gpu.module import launch
 
     cp = _cp()
@@ -196,6 +213,10 @@ def test_msm_large_by_linear_combination_identity(group, log_n):
     n = 1 << log_n
     k = _random_scalars(rng, n)
     s = _random_scalars(rng, n)
+    if skewed:
+        pick = rng.random(n)
+        skew = [(0.7, 1), (0.8, 0), (0.9, R - 1)]
+        s = [next((x for q, x in skew if p < q), v) for p, v in zip(pick, s, strict=True)]
     s[:3] = [0, R - 1, 1]
     dk = cp.asarray(encoding.scalars_to_limbs(k))
     gen = bls.G1 if group == "g1" else bls.G2
@@ -212,7 +233,7 @@ def test_msm_large_by_linear_combination_identity(group, log_n):
         np.int64(n),
         threads=128,
     )
-    got = _gpu_msm_device(pts, s, group)
+    got = _gpu_msm_device(pts, s, group, variant)
     want = bls.multiply(gen, sum(a * b for a, b in zip(k, s, strict=True)) % R)
     assert bls.eq(got, want)
 
@@ -222,21 +243,15 @@ def _random_scalars(rng: np.random.Generator, n: int) -> list[int]:
     return [v % R for v in encoding.limbs_to_ints(raw)]
 
 
-def _gpu_msm_device(pts, scalars: list[int], group: str = "g1") -> object:
+def _gpu_msm_device(pts, scalars: list[int], group: str = "g1", variant="signed") -> object:
     from cuzk_sim.gpu.device import Buffer, Device
-    from cuzk_sim.gpu.msm import msm
 
     cp = _cp()
     dev = Device("real")
     sc = cp.asarray(encoding.scalars_to_limbs(scalars)).reshape(-1)
-    out = msm(
-        dev,
-        "msm_test",
-        group,
-        Buffer("p", pts.nbytes, pts.reshape(-1)),
-        Buffer("s", sc.nbytes, sc),
-        len(scalars),
-    )
+    p, s = Buffer("p", pts.nbytes, pts.reshape(-1)), Buffer("s", sc.nbytes, sc)
+    out = _variant_msm(dev, group, p, s, len(scalars), variant)
+    dev.free_all()
     return encoding.g1_from_limbs(out) if group == "g1" else encoding.g2_from_limbs(out)
 
 

@@ -239,3 +239,37 @@ def test_bad_key_parameters_are_named(keyed_proof) -> None:
         prove(dataclasses.replace(pk, reduction="plonk"), witness, r=1, s=1)
     with pytest.raises(ValueError, match=r"prove: r must be an int in \[0, r\)"):
         prove(pk, witness, r=R, s=1)
+
+
+def test_one_assembly_for_both_provers_from_projective_msm_sums() -> None:
+    """The GPU prover assembles with the reference's `assemble`; fed projective MSM sums
+    (z != 1, as the GPU prover's chunk sums are) it gives the paper's A, B, C computed
+    here with py_ecc's own arithmetic."""
+    import types
+
+    import cuzk_sim.gpu.prover as gpu_prover
+    from cuzk_sim.reference.prove import assemble
+
+    assert gpu_prover.assemble is assemble
+    g1, g2, mul, add = bls.G1, bls.G2, bls.multiply, bls.add
+    key = types.SimpleNamespace(
+        alpha_g1=mul(g1, 3),
+        beta_g1=mul(g1, 5),
+        beta_g2=mul(g2, 5),
+        delta_g1=mul(g1, 7),
+        delta_g2=mul(g2, 7),
+    )
+    # sums as MSMs leave them: a sum of points, not normalised (z != 1)
+    msm = {
+        name: add(mul(g1, k), mul(g1, k + 1))
+        for k, name in ((11, "msm_h"), (13, "msm_a"), (17, "msm_b_g1"), (19, "msm_l"))
+    }
+    msm["msm_b_g2"] = add(mul(g2, 17), mul(g2, 18))
+    assert msm["msm_a"][2] != bls.FQ.one()
+    r, s = 23, 29
+    proof = assemble(key, msm, r, s)
+    # discrete logs by hand: alpha 3, beta 5, delta 7; msm_a 27, msm_b 35, msm_h 23, msm_l 39
+    a, b = 3 + 27 + r * 7, 5 + 35 + s * 7
+    c = 39 + 23 + s * a + r * b - r * s * 7
+    assert bls.eq(proof.a, mul(g1, a)) and bls.eq(proof.b, mul(g2, b))
+    assert bls.eq(proof.c, mul(g1, c % R))

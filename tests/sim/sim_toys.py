@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cuzk_sim.calibration import Cost, Profile
 from cuzk_sim.model.engine import Arrivals, EngineConfig, Simulation
+from cuzk_sim.model.fast import FastPaths
 from cuzk_sim.model.worker import compile_plan
 from cuzk_sim.plan import CPU_KINDS, KERNEL_KINDS, Plan
 from cuzk_sim.plans.circuits import CircuitShape
@@ -47,6 +48,7 @@ def run_plan(
     profile: Profile | None = None,
     host_ram_budget: int = 10**6,
     force_shared: bool = False,
+    fast=None,
     **cfg,
 ):
     shape = CircuitShape("toy", 10, 4, partitions, 2, 1)
@@ -60,17 +62,19 @@ def run_plan(
         synthesis_lookahead=cfg.pop("synthesis_lookahead", 8),
         on_oom=on_oom,
         pce_on_disk=("toy",),
-        arrivals=(Arrivals("toy", proofs),),
+        arrivals=cfg.pop("arrivals", (Arrivals("toy", proofs),)),
         **cfg,
     )
     profile = profile or toy_profile()
+    fast = fast or FastPaths()
     sim = Simulation(
         "test",
         config,
-        {"toy": compile_plan(plan, profile, merge=not record)},
+        {"toy": compile_plan(plan, profile, merge=fast.merge_kernels)},
         {"toy": shape},
         profile,
         record,
+        fast=fast,
     )
     if force_shared:  # price CPU steps through processor sharing even with cores to spare
         sim.cores_shared = True
@@ -90,7 +94,7 @@ def toy_scenario(plan: Plan, workers: int = 2, proofs: int = 1, partitions: int 
         host_ram_budget=10**6,
         gpu_workers_per_device=workers,
         max_parallel_synthesis=64,
-        synthesis_lookahead=8,
+        synthesis_lookahead=cfg.pop("synthesis_lookahead", 8),
         on_oom=cfg.pop("on_oom", "continue"),
         pce_on_disk=("toy",),
         arrivals=(Arrivals("toy", proofs),),

@@ -103,3 +103,18 @@ def test_jitter_text_forms():
     assert parse_fraction("5%") == pytest.approx(0.05)
     assert parse_fraction("5 %") == pytest.approx(0.05)
     assert parse_fraction("0.05") == 0.05
+
+
+def test_the_bundled_race_scenario_is_a_probability():
+    from pathlib import Path
+
+    from cuzk_sim.scenario import load_scenario
+
+    path = Path(__file__).resolve().parents[2] / "scenarios/race-two-workers-prestage-at-once.toml"
+    scn = load_scenario(path)
+    assert simulate(scn).oom  # without noise both stages start at the same instant
+    report = run_replicas(scn, 100, 0.05)
+    # by hand (the scenario's description): 1 - (1 - 0.2)^2 = 0.36; binomial(100, 0.36)
+    # has sd 4.8, so 19..53 lies beyond 3.5 sd either side
+    assert 19 <= round(report.oom_probability * 100) <= 53
+    assert set(report.buffer_counts) == {"d_stage"}

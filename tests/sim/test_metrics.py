@@ -125,6 +125,11 @@ def test_bottleneck_rules():
     assert bottleneck(**{**args, "host_ram": 0.7})[0] == "host-ram"
     assert bottleneck(**{**args, "gpu": 0.9, "mutex": 0.95})[0] == "gpu"  # GPU work in the lock
     assert bottleneck(**{**args, "gpu": 0.5, "mutex": 0.95})[0] == "mutex"
+    # an open stream the farm keeps up with: the arrivals set the pace, however busy
+    busy = {**args, "synthesis": 0.9}
+    assert bottleneck(**busy)[0] == "synthesis"
+    verdict, evidence = bottleneck(**busy, keeps_up="5 of 16292 proofs unfinished at the end")
+    assert verdict == "none" and "keeps up with its arrivals" in evidence
 
 
 def test_json_carries_the_metrics_and_fallbacks_taken():
@@ -152,3 +157,32 @@ def test_run_table_shows_failures_next_to_seconds_per_proof():
     path = SCENARIOS / "phase9-dual-worker-prestage-outside-mutex.toml"
     result = CliRunner().invoke(app, ["run", str(path)])
     assert "bottleneck" in result.output
+
+
+def test_the_metric_keys_are_documented():
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "simulator.md").read_text()
+    result = CliRunner().invoke(
+        app, ["run", str(SCENARIOS / "phase9-single-worker.toml"), "--json"]
+    )
+    data = json.loads(result.stdout)
+    keys = (
+        "proofs_per_hour",
+        "goodput_per_hour",
+        "kinds",
+        "devices",
+        "mutex_wait_s",
+        "mutex_waits",
+        "host_core_utilization",
+        "synthesis_busy",
+        "host_ram_wait",
+        "fallbacks_taken",
+        "bottleneck",
+        "bottleneck_evidence",
+        "warnings",
+    )
+    for key in keys:
+        assert key in data and f"`{key}`" in docs, key
+    for key in data["kinds"]["porep"]:
+        assert f"`{key}`" in docs, key
+    for key in data["devices"]["0"]:
+        assert f"`{key}`" in docs, key

@@ -138,3 +138,24 @@ def test_bad_host_keys_name_the_key(tmp_path, host, message):
     with pytest.raises(InputError) as e:
         load_scenario(path)
     assert str(path) in str(e.value) and message in str(e.value)
+
+
+def test_variant_mutex_scope_reaches_our_provers_replayed_plan(tmp_path):
+    """`run` replays our prover's plan with the lock gpu-run takes for variant.mutex_scope
+    (gpu/pipeline.py: one lock per GPU, one for all, or none), so both executors of one
+    scenario lock alike."""
+    from cuzk_sim.plan import Lock, Unlock
+    from cuzk_sim.scenario import scenario_from_dict
+
+    raw = {
+        "profile": "h200",
+        "plan": {"gpu_prover": {"domain_log2": 10}},
+        "workload": [{"kind": "porep", "count": 1, "partitions": 1}],
+    }
+    scopes = {}
+    for scope in ("device", "global", "none"):
+        scn = scenario_from_dict({**raw, "variant": {"mutex_scope": scope}}, "t.toml")
+        locks = [s for s in scn.plans["porep"].steps if isinstance(s, (Lock, Unlock))]
+        assert locks, "our prover's plan takes its device lock"
+        scopes[scope] = {s.scope for s in locks}
+    assert scopes == {"device": {"device"}, "global": {"global"}, "none": {"none"}}

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from sim_toys import run_plan
 
 from cuzk_sim.model.allocator import CUDA_GRANULE
+from cuzk_sim.model.fast import FastPaths
 from cuzk_sim.plan import Alloc, Free, Kernel, Lock, Plan, Unlock
 
 MIB = 2**20
@@ -77,7 +78,7 @@ def test_ledger_balances_and_peaks_bound_every_live_sum(plan, cfg, record):
         assert 0 <= used <= result.peak_vram_bytes[d]
     for e in result.oom_events:  # the ledger in every post-mortem fits the device
         assert sum(sum(b.values()) for b in e.ledger.values()) <= result.vram_total_bytes[e.device]
-        granule = 512 if e.allocator == "caching" else CUDA_GRANULE
+        granule = CUDA_GRANULE  # a caching pool's new segment is a cudaMalloc too
         charged = -(-e.requested_bytes // granule) * granule
         assert charged > e.free_bytes or e.reason == "skip_vram" or e.allocator == "async"
     assert (
@@ -109,14 +110,34 @@ def test_one_byte_short_of_the_peak_ooms(plan, short):
     assert result.oom
 
 
-@given(scoped_plans(), configs)
-def test_fast_path_equals_the_traced_run(plan, cfg):
-    """Critical sections without wake-ups, and replayed once learnt, change nothing
-    observable: the traced run (every wake-up, no shortcut) is the reference."""
+# the speed-ups that are exact to the bit (merging and arithmetic CPU sum differently)
+EXACT_OFF = FastPaths(
+    merge_kernels=True,
+    inline_steps=False,
+    section_stamping=False,
+    section_replay=False,
+    helper_without_process=False,
+    arithmetic_cpu=True,
+)
+
+
+@given(scoped_plans(), configs, st.booleans())
+def test_fast_layer_equals_the_plain_interpreter(plan, cfg, record):
+    """Critical sections without wake-ups, replayed once learnt, inlined steps change
+    nothing observable: the plain interpreter (every speed-up off) is the reference."""
     proofs = cfg.pop("proofs") + 2  # enough repeats for sections to be learnt and replayed
-    _, fast = run_plan(plan, proofs=proofs, **cfg)
-    _, slow = run_plan(plan, proofs=proofs, record=True, **cfg)
-    assert_same_run(fast, slow)
+    _, fast = run_plan(plan, proofs=proofs, record=record, **cfg)
+    _, plain = run_plan(plan, proofs=proofs, record=record, fast=FastPaths.none(), **cfg)
+    assert_same_run(fast, plain)
+    _, exact = run_plan(plan, proofs=proofs, record=record, fast=EXACT_OFF, **cfg)
+    assert json.dumps(fast.to_dict()) == json.dumps(exact.to_dict())
+
+
+@given(scoped_plans(), configs)
+def test_recording_a_trace_changes_no_number(plan, cfg):
+    _, plain = run_plan(plan, **cfg)
+    _, traced = run_plan(plan, record=True, **cfg)
+    assert json.dumps(plain.to_dict()) == json.dumps(traced.to_dict())
 
 
 def assert_same_run(fast, slow, where=""):

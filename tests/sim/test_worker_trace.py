@@ -5,6 +5,7 @@ a copy of b bytes takes b seconds; synthesis of the toy circuit takes 10 s, the 
 
 from sim_toys import run_plan
 
+from cuzk_sim.model.fast import FastPaths
 from cuzk_sim.plan import Alloc, Copy, Cpu, Free, Kernel, Lock, Plan, Unlock
 
 MIB = 2**20
@@ -51,12 +52,23 @@ def test_two_workers_serialise_on_the_device_mutex():
     assert result.seconds_per_proof == 22.0  # one proof: submitted at 0, done at 22
 
 
-def test_fast_path_gives_the_same_result_as_the_traced_run():
-    """Without a trace, critical sections run without wake-ups; nothing observable moves."""
+def test_fast_path_gives_the_same_result_as_the_plain_interpreter():
+    """With the fast layer, critical sections run without wake-ups and are replayed once
+    learnt; nothing observable moves against the plain interpreter."""
     _, fast = run_plan(PLAN, workers=2, proofs=3, partitions=2)
-    _, slow = run_plan(PLAN, workers=2, proofs=3, partitions=2, record=True)
+    _, slow = run_plan(PLAN, workers=2, proofs=3, partitions=2, fast=FastPaths.none())
     assert fast.proof_done_times == slow.proof_done_times
     assert fast.peak_vram_bytes == slow.peak_vram_bytes
+
+
+def test_the_plain_interpreter_gives_the_exact_timeline():
+    """The same hand-computed timeline with every speed-up off."""
+    _, result = run_plan(
+        PLAN, workers=2, proofs=1, partitions=2, record=True, fast=FastPaths.none()
+    )
+    assert result.proof_done_times == [("toy-0", "toy", 22.0)]
+    holds = sorted((s.start_s, s.end_s, s.track) for s in result.spans if s.cat == "lock")
+    assert holds == [(11.0, 16.0, "gpu0-w0"), (11.0, 16.0, "gpu0-w1"), (16.0, 21.0, "gpu0-w1")]
 
 
 def test_without_mutex_both_workers_allocate_at_once_and_the_second_ooms():

@@ -92,3 +92,15 @@ def test_api_errors_are_input_errors(tmp_path):
         api.load(tmp_path / "missing.toml")
     with pytest.raises(InputError, match="gpu_workers_per_devce"):
         api.make_sweep(BASE, {"engine.gpus.gpu_workers_per_devce": [1]})
+
+
+def test_scenario_card_sets_vram_unless_vram_given():
+    raw = api.read(BASE)
+    del raw["hardware"]["vram"]
+    assert api.from_dict(raw, {"hardware.card": "l40s"}).config.vram == 48 * GiB
+    both = api.from_dict(raw, {"hardware.card": "l40s", "hardware.vram": "20 GiB"})
+    assert both.config.vram == 20 * GiB
+    with pytest.raises(InputError) as e:
+        api.from_dict(raw, {"hardware.card": "l40"}, source="s.toml")
+    assert str(e.value).startswith("s.toml: hardware.card: unknown card 'l40'")
+    assert "l40s" in str(e.value) and "\n" not in str(e.value)

@@ -86,9 +86,43 @@ def test_cli_writes_every_file_and_reports_resume(tmp_path, small_spec_path):
     out = tmp_path / "out"
     result = runner.invoke(app, ["sweep", str(small_spec_path), "--out", str(out), "--jobs", "1"])
     assert result.exit_code == 0, result.output
-    for name in ("results.json", "results.csv", "summary.json", "heatmap.png", "frontier.png"):
+    for name in (
+        "results.json",
+        "results.csv",
+        "summary.json",
+        "summary.md",
+        "heatmap.png",
+        "frontier.png",
+    ):
         assert (out / name).stat().st_size > 0, name
     assert (out / "heatmap.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "18 configurations" in result.output and "max safe workers" in result.output
     again = runner.invoke(app, ["sweep", str(small_spec_path), "--out", str(out), "--jobs", "1"])
     assert again.exit_code == 0 and "18 taken from the output folder" in again.output
+
+
+def test_changed_model_code_reruns(tmp_path, small_spec_path, counting, monkeypatch):
+    """Rows computed by other model code are not reused: the key covers the code."""
+    import cuzk_sim.sweep.fingerprint as fingerprint
+
+    out = tmp_path / "out"
+    api.sweep(small_spec_path, out, jobs=1, plots=False)
+    monkeypatch.setattr(fingerprint, "code_fingerprint", lambda: "another-model")
+    monkeypatch.setattr(sweep_run, "code_fingerprint", lambda: "another-model")
+    c = counting()
+    outcome = api.sweep(small_spec_path, out, jobs=1, plots=False)
+    assert c.calls == 18 and outcome.resumed == 0
+
+
+def test_a_worker_with_other_code_stops_the_sweep(small_spec_path):
+    from dataclasses import replace
+
+    from cuzk_sim.input_errors import InputError
+    from cuzk_sim.sweep.evaluate import evaluate
+    from cuzk_sim.sweep.run import _task, expand
+
+    spec = api.load_sweep(small_spec_path)
+    task = _task(spec, expand(spec)[0].raw, "k", 1, 0.0)
+    assert evaluate(task)["error"] is None  # the client's own fingerprint passes
+    with pytest.raises(InputError, match="runs other cuzk-sim code"):
+        evaluate(replace(task, code="0123456789abcdef"))

@@ -87,8 +87,13 @@ def test_every_row_equals_run_json(small_outcome, tmp_path):
             "vram_total_bytes",
             "peak_host_bytes",
             "sim_time_s",
+            "goodput_per_hour",
+            "bottleneck",
         ):
             assert row[key] == ran[key], (row["index"], key)
+        assert row["goodput_per_hour_by_kind"] == {
+            kind: k["goodput_per_hour"] for kind, k in ran["kinds"].items()
+        }
         assert row["error"] is None
         assert row["safe"] == (not ran["oom"] and not ran["stalled"])
         total, peak = ran["vram_total_bytes"]["0"], ran["peak_vram_bytes"]["0"]

@@ -29,7 +29,7 @@ def _schema(d: dict) -> dict:
     return {k: (_keys(v) if k == "oom_events" else None) for k, v in d.items()}
 
 
-@pytest.mark.parametrize("vram", ["140 GiB", "401 MiB"])
+@pytest.mark.parametrize("vram", ["140 GiB", "1394 MiB"])
 def test_json_schema_equals_run_json(scenario_file, vram):
     path = scenario_file(vram=vram)
     real = runner.invoke(app, ["gpu-run", str(path), "--json", "--device", "dry-run"])
@@ -49,9 +49,10 @@ def _run(path: Path, faults: FaultPlan | None = None) -> RealRun:
 
 
 def test_on_oom_continue_fails_each_proof_and_the_workers_go_on(scenario_file):
-    # 401 MiB: 400 MiB context + less than one 2^10 partition's buffers -> every first
+    # 1394 MiB: the 1392.8 MiB context + 1.2 MiB, less than one 2^10 partition needs (2 MiB
+    # granules) -> every first
     # partition OOMs; its proof fails, the proof's 3 other partitions are dropped
-    run = _run(scenario_file(vram="401 MiB", workers=1, on_oom="continue"))
+    run = _run(scenario_file(vram="1394 MiB", workers=1, on_oom="continue"))
     res = run.result
     assert res.oom and not res.stopped_at_oom
     assert (res.proofs_failed, res.partitions_failed, res.proofs_completed) == (2, 2, 0)
@@ -61,7 +62,7 @@ def test_on_oom_continue_fails_each_proof_and_the_workers_go_on(scenario_file):
 
 
 def test_on_oom_stop_stops_the_run(scenario_file):
-    run = _run(scenario_file(vram="401 MiB", workers=1, on_oom="stop"))
+    run = _run(scenario_file(vram="1394 MiB", workers=1, on_oom="stop"))
     res = run.result
     assert res.oom and res.stopped_at_oom
     assert res.partitions_failed == 1 and res.partitions_completed == 0
@@ -137,3 +138,26 @@ def test_validate_is_resumable_and_writes_predictions_first(tmp_path, scenario_f
     assert len(calls) == 3  # resumed: nothing ran again
     lines = (tmp_path / "out" / "real.jsonl").read_text().splitlines()
     assert len(lines) == 3 and all(json.loads(x)["real"]["scenario"] == "w1" for x in lines)
+
+
+def test_real_device_without_a_gpu_is_one_line_exit_2(scenario_file):
+    from cuzk_sim.gpu.pipeline import gpu_missing
+
+    if gpu_missing() is None:
+        pytest.skip("a GPU is present: the real device runs")
+    r = runner.invoke(app, ["gpu-run", str(scenario_file())])
+    assert r.exit_code == 2 and "--device real" in r.output and "Traceback" not in r.output
+    spec = Path(__file__).parents[2] / "scenarios" / "validation" / "h200-grid.toml"
+    r = runner.invoke(app, ["validate", str(spec), "--out", str(scenario_file().parent / "o")])
+    assert r.exit_code == 2 and "--predict-only" in r.output
+
+
+def test_cuzk_log_reads_back_with_the_logs_command(scenario_file, tmp_path):
+    log = tmp_path / "cuzk.log"
+    r = runner.invoke(
+        app, ["gpu-run", str(scenario_file()), "--device", "dry-run", "--log", str(log)]
+    )
+    assert r.exit_code == 0, r.output
+    d = json.loads(runner.invoke(app, ["logs", str(log), "--json"]).stdout)  # read as cuzk's
+    assert not d["malformed"] and d["engine_starts"] == 1
+    assert (d["partitions_total"], d["proofs_done"]) == (8, 2)  # 2 proofs of 4 partitions

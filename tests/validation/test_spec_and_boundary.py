@@ -9,8 +9,9 @@ from validation_fixtures import DATA, VALIDATION
 
 from cuzk_sim.input_errors import InputError
 from cuzk_sim.scenario import load_scenario
+from cuzk_sim.scenario.plan_sources import with_lock_scope
 from cuzk_sim.validation.boundary import Boundary, caps_around, vram_boundary
-from cuzk_sim.validation.spec import load_spec, with_lock_scope
+from cuzk_sim.validation.spec import load_spec
 
 MIB = 1 << 20
 
@@ -64,9 +65,6 @@ def test_lock_scope_rewrite_leaves_device_plans_alone():
 )
 def test_bad_specs_name_the_key(tmp_path: Path, body: str, key: str):
     (tmp_path / "base.toml").write_text((VALIDATION / "base.toml").read_text())
-    (tmp_path / "h200-presynthesized.toml").write_text(
-        (VALIDATION / "h200-presynthesized.toml").read_text()
-    )
     spec = tmp_path / "spec.toml"
     spec.write_text(body)
     with pytest.raises(InputError, match=key.replace("[", r"\[").replace("]", r"\]")):

@@ -13,10 +13,7 @@ VALIDATION = ROOT / "scenarios" / "validation"
 
 
 def small_scenario(tmp: Path, body: str, name: str = "s.toml") -> Path:
-    """A scenario file next to a copy of the validation profile (our prover, 2^10)."""
-    profile = tmp / "h200-presynthesized.toml"
-    if not profile.exists():
-        profile.write_text((VALIDATION / "h200-presynthesized.toml").read_text())
+    """A scenario file in `tmp`."""
     path = tmp / name
     path.write_text(textwrap.dedent(body))
     return path
@@ -24,17 +21,18 @@ def small_scenario(tmp: Path, body: str, name: str = "s.toml") -> Path:
 
 BASE = """
 seed = 1
-profile = "h200-presynthesized.toml"
+profile = "h200"
 on_oom = "{on_oom}"
 [hardware]
 gpus = 1
 vram = "{vram}"
 [engine.gpus]
 gpu_workers_per_device = {workers}
-[engine.pce]
-cached = ["porep"]
 [plan]
 gpu_prover = {{ domain_log2 = 10 }}
+[plan.host]
+synthesis = "0 s"
+pce = false
 [[workload]]
 kind = "porep"
 count = {count}

@@ -1,0 +1,108 @@
+"""A plan made ready to execute: every step priced by the profile, labels resolved.
+
+`compile_plan` is the one place a plan meets the calibration profile. Its static facts
+(locks, host touching, CPU demand, which kernels may merge) come from
+`plan_analysis.analyze`; it only prices steps and lays them out. The one fast-layer
+decision taken here is kernel-run merging (`merge`): a run of consecutive compute-stream
+kernels with no label between becomes one step whose time is the sum — exact, because
+a blocking kernel starts where the previous one ended and no other worker can issue in
+between (no step of the run yields). The merged step keeps its parts (name, seconds),
+so a trace still shows each kernel and timing jitter still perturbs each one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cuzk_sim.calibration import Profile
+from cuzk_sim.input_errors import InputError
+from cuzk_sim.model.jitter import Jitter
+from cuzk_sim.plan import Alloc, Copy, Cpu, Kernel, Label, Plan, Step
+from cuzk_sim.plan_analysis import PlanAnalysis
+
+JITTERED_OPS = ("kernel", "copy", "cpu")  # the durations timing jitter perturbs
+Parts = tuple[tuple[str, float], ...]  # a merged kernel run: (kernel name, seconds) each
+
+
+@dataclass(frozen=True)
+class CompiledPlan:
+    """A plan with every step priced by the profile and every label resolved."""
+
+    plan: Plan
+    steps: tuple[Step, ...]
+    seconds: tuple[float, ...]
+    labels: dict[str, int]  # label -> index of the step after it
+    exclusive: bool  # every device alloc/free runs under a mutex that excludes the others
+    # per step: may it meet the host (a host memory step, a CPU step, or a step that reads
+    # a stream a helper-thread CPU step may still hold)? The hot loop tests only this.
+    host_touching: tuple[bool, ...] = ()
+    parts: tuple[Parts | None, ...] = ()  # per step: the kernels merged into it, if any
+    analysis: PlanAnalysis | None = None
+
+
+def compile_plan(plan: Plan, profile: Profile, merge: bool = True) -> CompiledPlan:
+    """Price every step and resolve labels to indices (a jump goes to the step after the
+    label; labels are dropped). merge: fold runs of compute-stream kernels (see above)."""
+    facts = plan.analysis()
+    steps: list[Step] = []
+    seconds: list[float] = []
+    parts: list[Parts | None] = []
+    touching: list[bool] = []
+    labels: dict[str, int] = {}
+    for i, s in enumerate(plan.steps):
+        where = f"plan {plan.name}: steps[{i}] ({s.op} {getattr(s, 'name', '')})"
+        if isinstance(s, Label):
+            labels[s.name] = len(steps)
+            continue
+        if isinstance(s, Kernel):
+            t = profile.kernel_seconds(s.kind, s.size, where)
+            if merge and facts.mergeable[i]:
+                prev = steps[-1]
+                assert isinstance(prev, Kernel)
+                parts[-1] = (*(parts[-1] or ((prev.name, seconds[-1]),)), (s.name, t))
+                seconds[-1] += t
+                steps[-1] = Kernel(f"{prev.name}+{s.name}", prev.kind, prev.size)
+                continue
+        elif isinstance(s, Cpu):
+            t = profile.cpu_seconds(s.kind, s.size, where)
+        elif isinstance(s, Copy):
+            t = profile.copy_seconds(s.bytes, s.pinned)
+        elif isinstance(s, Alloc) and s.memory == "host_pinned":
+            t = profile.pin_seconds(s.bytes)  # page-locking: paid when the pin succeeds
+        else:
+            t = 0.0
+        steps.append(s)
+        seconds.append(t)
+        parts.append(None)
+        touching.append(facts.host_touching[i])
+    for s in steps:
+        target = getattr(s, "fallback", None) or getattr(s, "label", None)
+        if s.op in ("alloc", "goto") and target is not None and target not in labels:
+            raise InputError(f"plan {plan.name}: jump to undefined label {target!r}")
+    return CompiledPlan(
+        plan,
+        tuple(steps),
+        tuple(seconds),
+        labels,
+        facts.memory_all_locked,
+        tuple(touching),
+        tuple(parts),
+        facts,
+    )
+
+
+def durations(cp: CompiledPlan, jitter: Jitter) -> tuple[float, ...]:
+    """The step times of one execution: the compiled ones, or each kernel, copy and CPU
+    step (each kernel of a merged run) scaled by a fresh jitter factor."""
+    if not jitter:
+        return cp.seconds
+    scale = jitter.scale
+    out = []
+    for s, t, run in zip(cp.steps, cp.seconds, cp.parts, strict=True):
+        if run is not None:
+            out.append(sum(scale(p) for _, p in run))
+        elif s.op in JITTERED_OPS:
+            out.append(scale(t))
+        else:
+            out.append(t)
+    return tuple(out)

@@ -1,0 +1,66 @@
+"""The machine a worker runs on: everything plan execution may touch, and nothing else.
+
+A worker executing a plan needs the clock, the host's RAM and cores, the mutexes, its
+own device (reached through `Worker.device`), the timing noise and somewhere to write
+what happened. `Machine` holds exactly those, so the interpreter and the fast layer
+never see the engine (arrivals, synthesis, queues) and a worker can be tested on a
+bare machine. The engine builds one per run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import simpy
+
+from cuzk_sim.model.cores import HostCores
+from cuzk_sim.model.host import HostMemory
+from cuzk_sim.model.jitter import Jitter
+from cuzk_sim.model.mutex import Mutex
+from cuzk_sim.result import OomEvent, Span
+
+if TYPE_CHECKING:
+    from cuzk_sim.recording import Timeline
+
+
+@dataclass
+class Recorder:
+    """What a run writes down: OOM post-mortems and log lines always; with `record`, the
+    timeline too (spans, VRAM samples); with a `timeline`, the bounded recording's hooks.
+    Recording never changes a number the model computes. `record` may change during a
+    run (recording.py's detail window)."""
+
+    record: bool = False
+    oom_events: list[OomEvent] = field(default_factory=list)
+    lines: list[tuple[float, str]] = field(default_factory=list)
+    spans: list[Span] = field(default_factory=list)
+    samples: list[tuple[float, int, int]] = field(default_factory=list)  # t, device, used
+    timeline: Timeline | None = None  # the bounded recording (cuzk_sim/recording.py)
+
+
+@dataclass
+class Machine:
+    env: simpy.Environment
+    ram: HostMemory
+    cores: HostCores
+    recorder: Recorder  # or anything with its fields (the engine's Simulation is one)
+    jitter: Jitter = field(default_factory=Jitter)
+    # can CPU work oversubscribe the host? Then CPU steps go through the shared cores,
+    # else they are priced arithmetically (exact: the rate is always 1)
+    cores_shared: bool = False
+    mutexes: dict[tuple, Mutex] = field(default_factory=dict)
+    events: int = 0  # SimPy wake-ups of workers (for benchmarks)
+    leaks: int = 0  # live buffers allocated again (each renamed `<buffer>#leak<n>`)
+
+    def log(self, line: str, t: float | None = None) -> None:
+        self.recorder.lines.append((self.env.now if t is None else t, line))
+
+    def mutex(self, name: str, scope: str, device: int) -> Mutex:
+        """The mutex a lock step names: one per (name, assigned GPU) for scope `device`,
+        one per name for `process` and `global`."""
+        key = (name, device) if scope == "device" else (name,)
+        m = self.mutexes.get(key)
+        if m is None:
+            m = self.mutexes[key] = Mutex(name if len(key) == 1 else f"{name}@gpu{device}")
+        return m

@@ -1,0 +1,101 @@
+"""The bundled sweeps run, and docs/capacity-planning.md shows what they compute (its
+tables are rebuilt here from the results and must appear in the document)."""
+
+from __future__ import annotations
+
+import pytest
+from sweep_fixtures import REPO, SCENARIOS
+
+from cuzk_sim import api
+from cuzk_sim.units import format_size
+
+DOC = (REPO / "docs" / "capacity-planning.md").read_text()
+SWEEPS = SCENARIOS / "sweeps"
+
+
+@pytest.fixture(scope="module")
+def phase9():
+    return api.sweep(SWEEPS / "phase9-workers-vram-prestage.toml", jobs=1, plots=False)
+
+
+@pytest.fixture(scope="module")
+def rtx4000ada():
+    return api.sweep(SWEEPS / "rtx4000ada-snapdeals-workers-mutex.toml", jobs=1, plots=False)
+
+
+def _s(v):
+    return "-" if v is None else f"{v:.2f}"
+
+
+def test_phase9_max_workers_table_is_in_the_doc(phase9):
+    shown = 0
+    for g in phase9.summary["max_safe_workers"]:
+        vram, prestage = g["group"]["hardware.vram"], g["group"]["variant.prestage"]
+        line = (
+            f"| vram={vram}, prestage={prestage} | "
+            f"{g['max_safe_workers'] if g['max_safe_workers'] is not None else 'none'} | "
+            f"{_s(g['seconds_per_proof'])} | {g['first_unsafe_workers'] or '-'} | "
+            f"{g['first_unsafe_buffer'] or '-'} |"
+        )
+        if vram in ("24 GiB", "32 GiB") and prestage != "outside_mutex":
+            assert g["max_safe_workers"] == 4  # the doc's note under the table
+        else:
+            assert line in DOC, line
+            shown += 1
+    assert shown == 11
+
+
+def test_phase9_min_vram_search_table_is_in_the_doc(phase9):
+    by = {
+        (b["group"]["engine.gpus.gpu_workers_per_device"], b["group"]["variant.prestage"]): b
+        for b in phase9.boundaries
+        if b["kind"] == "min_vram"
+    }
+    for w in range(1, 5):
+        cells = [
+            format_size(by[w, p]["min_safe_vram_bytes"])
+            for p in ("off", "outside_mutex", "under_mutex")
+        ]
+        assert f"| {w} | {' | '.join(cells)} |" in DOC
+
+
+def test_rtx4000ada_tables_are_in_the_doc(rtx4000ada):
+    grid = {g["group"]["variant.mutex_scope"]: g for g in rtx4000ada.summary["max_safe_workers"]}
+    searched = {
+        b["group"]["variant.mutex_scope"]: b["max_safe_workers"]
+        for b in rtx4000ada.boundaries
+        if b["kind"] == "max_workers"
+    }
+    for scope, label in (
+        ("none", "none (the incident's binary)"),
+        ("device", "device"),
+        ("global", "global"),
+    ):
+        g = grid[scope]
+        line = (
+            f"| {label} | {g['max_safe_workers']} ({searched[scope]}) | "
+            f"{_s(g['seconds_per_proof'])} | {g['first_unsafe_workers'] or '-'} | "
+            f"{g['first_unsafe_buffer'] or '-'} |"
+        )
+        assert line in DOC, line
+    no_mutex = sorted(
+        (b["group"]["engine.gpus.gpu_workers_per_device"], b["min_safe_vram_bytes"])
+        for b in rtx4000ada.boundaries
+        if b["kind"] == "min_vram" and b["group"]["variant.mutex_scope"] == "none"
+    )
+    text = (
+        f"{format_size(no_mutex[0][1])} for 1 worker, {format_size(no_mutex[1][1])} for 2, "
+        f"{format_size(no_mutex[2][1])} for 3, {format_size(no_mutex[3][1])}"
+    )
+    assert text in " ".join(DOC.split()), text
+
+
+def test_the_incident_scenario_holds_its_expectation(rtx4000ada):
+    """Two workers without the mutex OOM on the 20 GB card (cuzk-facts.md), one does not."""
+    rows = {
+        (r["engine.gpus.gpu_workers_per_device"], r["variant.mutex_scope"]): r
+        for r in rtx4000ada.rows
+    }
+    assert rows[2, "none"]["oom"] and not rows[1, "none"]["oom"]
+    assert rows[2, "none"]["vram_bytes"] == 20 * 2**30
+    assert rows[2, "none"]["pricing"].startswith("unprofiled card")

@@ -1,0 +1,35 @@
+"""The allocator facts measured on the H200 (docs/validation.md), as the model holds them:
+a CuPy pool segment is one cudaMalloc and costs its size rounded up to 2 MiB."""
+
+from __future__ import annotations
+
+from cuzk_sim.model.allocator import DeviceMemory
+
+MIB = 1 << 20
+
+
+def test_caching_segment_costs_whole_2_mib_granules():
+    mem = DeviceMemory(0, total=100 * MIB)
+    buf = mem.try_alloc("w", "x", 3 * MIB, "caching")  # by hand: 3 MiB -> 4 MiB of VRAM
+    assert buf is not None and buf.bytes == 3 * MIB  # the chunk is what CuPy asked for
+    assert mem.free == 96 * MIB and mem.caching.slack == 1 * MIB
+    mem.check_ledger()
+    mem.release("w", "x")
+    assert mem.free == 96 * MIB  # cached by the pool, slack included
+    mem.caching._release_free_segments()
+    assert mem.free == 100 * MIB and mem.caching.slack == 0
+    mem.check_ledger()
+
+
+def test_a_segment_that_fits_only_without_its_granule_fails():
+    # 10 MiB free: 9 MiB + 512 B rounds to 10 MiB (fits); 9 MiB + 1 MiB + 1 B -> 12 MiB (not)
+    mem = DeviceMemory(0, total=10 * MIB)
+    assert mem.try_alloc("w", "a", 10 * MIB + 1, "caching") is None
+    assert mem.try_alloc("w", "b", 9 * MIB + 512, "caching") is not None
+    assert mem.free == 0
+
+
+def test_h200_profile_context_is_the_measured_one():
+    from cuzk_sim.calibration import load_profile
+
+    assert load_profile("h200").context_overhead == 1_460_469_760  # probe and every grid run
