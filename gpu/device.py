@@ -102,6 +102,8 @@ class Device:
     _pool: Any = None
     _held: str | None = None  # the mutex this device's lock is held as
     _acquired: float = 0.0
+    _asked: float = 0.0
+    _mutex: Any = None  # the threading.Lock taken by lock(), if any
     _fallback: str | None = None  # the label margin allocations fall back to (both_branches)
 
     def __post_init__(self) -> None:
@@ -315,13 +317,21 @@ class Device:
 
             cupy.cuda.get_current_stream().synchronize()
 
+    def mutex_lock(self) -> threading.Lock | None:
+        """The lock `lock()` takes: in a run, this GPU's (shared by all workers of the
+        device); none in a dry run. The real pipeline (gpu/pipeline.py) returns the
+        scenario's instead: one per GPU, one for all, or none (variant.mutex_scope)."""
+        return device_lock(self.gpu_index) if self.runs else None
+
     def lock(self, mutex: str | None = None) -> None:
-        """Take this device's lock (shared by all workers of the device)."""
+        """Take this device's lock (see mutex_lock)."""
         mutex = mutex or f"gpu{self.gpu_index}"
         if self._held is not None:
             raise RuntimeError(f"lock {mutex!r} taken while {self._held!r} is held")
-        if self.runs:
-            device_lock(self.gpu_index).acquire()
+        self._asked = time.perf_counter()
+        self._mutex = self.mutex_lock()
+        if self._mutex is not None:
+            self._mutex.acquire()
         self._held, self._acquired = mutex, time.perf_counter()
         self.steps.append(Lock(mutex, "device"))
 
@@ -336,10 +346,17 @@ class Device:
 
                 cupy.cuda.get_current_stream().synchronize()  # GPU work ends inside the lock
         finally:
-            self.lock_holds.append((self._acquired, time.perf_counter()))
-            self._held = None
-            if self.runs:
-                device_lock(self.gpu_index).release()
+            released = time.perf_counter()
+            self.lock_holds.append((self._acquired, released))
+            mutex, self._held = self._held, None
+            if self._mutex is not None:
+                self._mutex.release()
+                self._mutex = None
+            self.on_unlock(mutex, self._asked, self._acquired, released)
+
+    def on_unlock(self, mutex: str, asked: float, acquired: float, released: float) -> None:
+        """Called after every hold of the lock (perf_counter seconds); the real pipeline
+        records the wait and the hold."""
 
     @contextmanager
     def locked(self, mutex: str | None = None) -> Iterator[None]:

@@ -28,14 +28,13 @@ import queue
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
-from cuzk_sim.plan import Lock, Plan, Unlock
+from cuzk_sim.plan import Plan
 from cuzk_sim.result import OomEvent, SimResult, Span
 
 from .device import Buffer, Device, DeviceOutOfMemory, NotEnoughFreeMemory
@@ -461,32 +460,13 @@ class PipelineDevice(Device):
         return out
 
     # --- the lock of the scenario's mutex_scope (None: no lock)
-    @contextmanager
-    def locked(self, mutex: str | None = None) -> Iterator[None]:
-        lock = self.run.lock_for(self.gpu_index)
-        mutex = mutex or f"gpu{self.gpu_index}"
-        asked = time.perf_counter()
-        if lock is not None:
-            lock.acquire()
-        acquired = time.perf_counter()
-        self.steps.append(Lock(mutex, "device"))
-        try:
-            yield
-        finally:
-            self.steps.append(Unlock(mutex, "device"))
-            if self.runs:
-                import cupy
+    def mutex_lock(self) -> threading.Lock | None:
+        return self.run.lock_for(self.gpu_index)
 
-                cupy.cuda.get_current_stream().synchronize()
-            released = time.perf_counter()
-            self.lock_holds.append((acquired, released))
-            if lock is not None:
-                lock.release()
-            self.run.event(
-                "mutex", part=self.part, wait_s=acquired - asked, held_s=released - acquired
-            )
-            self.run.span(self.worker, self.gpu_index, f"wait {mutex}", "lock", asked, acquired)
-            self.run.span(self.worker, self.gpu_index, f"hold {mutex}", "lock", acquired, released)
+    def on_unlock(self, mutex: str, asked: float, acquired: float, released: float) -> None:
+        self.run.event("mutex", part=self.part, wait_s=acquired - asked, held_s=released - acquired)
+        self.run.span(self.worker, self.gpu_index, f"wait {mutex}", "lock", asked, acquired)
+        self.run.span(self.worker, self.gpu_index, f"hold {mutex}", "lock", acquired, released)
 
 
 # ------------------------------------------------------------------------- data

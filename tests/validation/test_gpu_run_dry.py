@@ -161,3 +161,37 @@ def test_cuzk_log_reads_back_with_the_logs_command(scenario_file, tmp_path):
     d = json.loads(runner.invoke(app, ["logs", str(log), "--json"]).stdout)  # read as cuzk's
     assert not d["malformed"] and d["engine_starts"] == 1
     assert (d["partitions_total"], d["proofs_done"]) == (8, 2)  # 2 proofs of 4 partitions
+
+
+@pytest.mark.parametrize("scope", ["device", "global", "none"])
+def test_the_provers_lock_is_the_scenarios_lock(scenario_file, scope, monkeypatch):
+    """The prover takes its lock through Device.lock(); in the pipeline that must be the
+    scenario's lock (variant.mutex_scope), recorded once per partition (wait and hold),
+    whatever the prover's own per-GPU lock would be."""
+    path = scenario_file(workers=2, count=2, partitions=4)
+    path.write_text(path.read_text() + f'\n[variant]\nmutex_scope = "{scope}"\n')
+    taken: list[object] = []
+    original = RealRun.lock_for
+
+    def spy(self, gpu):
+        lock = original(self, gpu)
+        taken.append(lock)
+        return lock
+
+    monkeypatch.setattr(RealRun, "lock_for", spy)
+    run = _run(path)
+    assert run.result.partitions_completed == 8
+    mutex_events = [f for _, name, f in run.events if name == "mutex"]
+    assert len(mutex_events) == 8  # one hold per partition's GPU section
+    assert len(taken) == 8
+    assert all((lock is None) == (scope == "none") for lock in taken)
+
+
+def test_gpu_run_log_carries_the_mutex_lines(scenario_file, tmp_path):
+    path = scenario_file(workers=2, count=1, partitions=3)
+    log = tmp_path / "cuzk.log"
+    result = runner.invoke(app, ["gpu-run", str(path), "--device", "dry-run", "--log", str(log)])
+    assert result.exit_code == 0, result.output
+    lines = log.read_text().splitlines()
+    assert sum("mutex_held_ms=" in line for line in lines) == 3
+    assert sum(",GPU_END," in line for line in lines) == 3
