@@ -27,7 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from cuzk_sim.input_errors import InputError, from_validation
-from cuzk_sim.input_files import MAX_TOML_BYTES, parse_toml, read_text
+from cuzk_sim.input_files import MAX_TOML_BYTES, parse_toml, path_kind, read_text
 from cuzk_sim.plan import CPU_KINDS, KERNEL_KINDS
 from cuzk_sim.units import (
     BandwidthText,
@@ -259,7 +259,7 @@ def load_profile(name_or_path: str, base: Path | None = None) -> Profile:
         path = Path(name_or_path)
         if base is not None and not path.is_absolute():
             path = base / path
-        if not path.is_file():
+        if path_kind(path, "profile") == "missing":
             raise InputError(
                 f"profile {name_or_path!r}: no such file and not a bundled profile "
                 f"(bundled: {', '.join(BUNDLED)})"

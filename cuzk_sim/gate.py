@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cuzk_sim.expectations import Check
 from cuzk_sim.input_errors import InputError, from_validation
-from cuzk_sim.input_files import load_json
+from cuzk_sim.input_files import load_json, path_kind
 from cuzk_sim.plan import Plan
 from cuzk_sim.plan_diff import BufferLife, diff_plans
 from cuzk_sim.report import post_mortem
@@ -83,7 +83,7 @@ class _BaselineIn(_Strict):
 
 def load_baseline(path: Path) -> dict[str, BaselineEntry]:
     """Baseline entries by scenario name; an InputError names the file and the key."""
-    if not path.exists():
+    if path_kind(path, "--baseline") == "missing":
         raise InputError(f"{path}: no such baseline file (create it with --update-baseline)")
     data = load_json(path, "baseline file")
     if not isinstance(data, dict) or not isinstance(data.get("scenarios"), dict):

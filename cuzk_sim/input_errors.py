@@ -21,15 +21,21 @@ def key_path(loc: tuple) -> str:
     return out or "(top level)"
 
 
+MAX_PROBLEMS = 5  # named in one message; the rest are counted
+
+
 def from_validation(source: str, error: ValidationError, prefix: tuple = ()) -> InputError:
-    """One line per problem: `file: key.path: what was expected`; `prefix` is the key path
-    of the table that was validated on its own (e.g. ('plan', 'gpu_prover'))."""
-    lines = []
+    """One line, `file: key.path: what was expected`, with further problems after `; `
+    (a CLI prints exactly one line for bad input); `prefix` is the key path of the table
+    that was validated on its own (e.g. ('plan', 'gpu_prover'))."""
+    problems = []
     for e in error.errors():
         msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
             msg = "unknown key"
         elif e["type"] == "missing":
             msg = "required key is missing"
-        lines.append(f"{source}: {key_path(prefix + tuple(e['loc']))}: {msg}")
-    return InputError("\n".join(lines))
+        problems.append(f"{key_path(prefix + tuple(e['loc']))}: {msg}".replace("\n", " "))
+    more = len(problems) - MAX_PROBLEMS
+    text = "; ".join(problems[:MAX_PROBLEMS]) + (f"; and {more} more" if more > 0 else "")
+    return InputError(f"{source}: {text}")

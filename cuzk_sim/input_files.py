@@ -16,10 +16,12 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 import re
+import stat
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from cuzk_sim.input_errors import InputError, key_path
 from cuzk_sim.reference.formats.files import read_limited
@@ -111,3 +113,23 @@ def load_json(path: Path, what: str, limit: int = MAX_JSON_BYTES) -> Any:
 
 def load_toml(path: Path, what: str, limit: int = MAX_TOML_BYTES) -> dict[str, Any]:
     return parse_toml(read_text(path, what, limit), str(path))
+
+
+PathKind = Literal["folder", "file", "special", "missing"]
+
+
+def path_kind(path: Path, what: str) -> PathKind:
+    """What is at `path` ('special': a device, FIFO or socket), without Path.is_file()'s
+    exception for a name the OS refuses (ENAMETOOLONG): that is one InputError line."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except OSError as e:
+        shown = str(path) if len(str(path)) <= 80 else str(path)[:80] + "..."
+        raise InputError(f"{what} {shown}: {e.strerror or e}") from None
+    except ValueError:  # an embedded NUL byte
+        raise InputError(f"{what} {str(path)[:80]!r}: not a usable path") from None
+    if stat.S_ISDIR(mode):
+        return "folder"
+    return "file" if stat.S_ISREG(mode) else "special"

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from cuzk_sim.input_errors import InputError
+from cuzk_sim.input_files import path_kind
 from cuzk_sim.reference.formats.files import stage, write_atomic
 
 __all__ = ["check_distinct", "check_writable", "write_all", "write_atomic"]
@@ -44,11 +45,12 @@ def check_distinct(outputs: Mapping[str, Path]) -> None:
 def check_writable(what: str, path: Path) -> None:
     """Refuse an output that cannot be written (a folder, a missing folder, a special
     file) before any work is done."""
-    if path.is_dir():
+    kind = path_kind(path, what)
+    if kind == "folder":
         raise InputError(f"{what} {path}: is a folder; give a file name")
-    if path.exists() and not path.is_file():
+    if kind == "special":
         raise InputError(f"{what} {path}: is not a regular file (a device or pipe?)")
-    if not path.parent.is_dir():
+    if path_kind(path.parent, what) != "folder":
         raise InputError(f"{what} {path}: folder {path.parent} does not exist")
 
 

@@ -108,7 +108,7 @@ def gate(
         gate_row,
         load_baseline,
     )
-    from cuzk_sim.input_files import load_json
+    from cuzk_sim.input_files import load_json, path_kind
     from cuzk_sim.outputs import check_distinct, check_writable, write_all
     from cuzk_sim.plan_diff import buffer_lives
     from cuzk_sim.runner import simulate
@@ -130,7 +130,8 @@ def gate(
             check_writable(option, path)
         check_distinct(outputs)
         files = scenario_files(paths or DEFAULT_PATHS)
-        entries = {} if update_baseline and not baseline.exists() else load_baseline(baseline)
+        fresh = update_baseline and path_kind(baseline, "--baseline") == "missing"
+        entries = {} if fresh else load_baseline(baseline)
         previous = load_json(baseline, "baseline file") if update_baseline and entries else None
     except InputError as e:
         typer.echo(f"error: {e}", err=True)

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Literal
 
 from cuzk_sim.input_errors import InputError
+from cuzk_sim.input_files import MAX_TOML_BYTES, path_kind
+from cuzk_sim.reference.formats.files import read_limited
 
 TomlKind = Literal["scenario", "spec", "profile"]
 
@@ -22,9 +24,9 @@ def toml_kind(path: Path) -> TomlKind:
     """'spec': a top-level `base` (the scenario it varies) and no `workload`; 'profile': a
     `[kernel]` table and no `workload`; else 'scenario' (unreadable files too: the scenario
     loader reports them)."""
-    try:
-        raw = tomllib.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+    try:  # a regular file, bounded (a FIFO named x.toml in a searched folder never blocks)
+        raw = tomllib.loads(read_limited(path, MAX_TOML_BYTES).decode())
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):  # TOMLDecodeError too
         return "scenario"
     if "workload" in raw:
         return "scenario"
@@ -40,9 +42,10 @@ def scenario_files(paths: list[Path]) -> list[Path]:
     profiles and sweep/validation specs found there."""
     files: list[Path] = []
     for p in paths:
-        if p.is_dir():
+        kind = path_kind(p, "scenario path")
+        if kind == "folder":
             files += [f for f in sorted(p.rglob("*.toml")) if toml_kind(f) == "scenario"]
-        elif p.is_file():
+        elif kind != "missing":  # a special file is refused by the scenario loader
             files.append(p)
         else:
             raise InputError(f"{p}: no such file or folder")

@@ -145,7 +145,7 @@ class PlanHost(_Strict):
 class PlanSource(_Strict):
     """Exactly one source: a Plan JSON file, or our GPU prover's live dry run."""
 
-    file: str | None = None  # a Plan JSON (Plan.to_json form), relative to the scenario file
+    file: Text | None = None  # a Plan JSON (Plan.to_json form), relative to the scenario file
     # our prover's shape and flags (GpuProverShape + ProverFlags), validated at resolution
     gpu_prover: dict[str, Any] | None = None
     kinds: list[ProofKind] = []  # kinds it replaces; [] = every kind in the workload
@@ -196,7 +196,7 @@ class ScenarioFile(_Strict):
     description: str = Field("", max_length=100_000)
     seed: int = Field(0, ge=0, le=2**64 - 1)
     on_oom: Literal["stop", "continue"] = "stop"
-    profile: str = "rtx5070ti"
+    profile: Text = "rtx5070ti"
     duration: DurationText | None = None
     # daemon restarts: in-flight proofs, device and pinned buffers and the in-memory PCE lost
     restarts: list[DurationText] = Field([], max_length=10_000)

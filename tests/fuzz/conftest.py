@@ -15,13 +15,15 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if STATS.cases and os.environ.get("CUZK_FUZZ_REPORT"):
         report = {
             "cases": STATS.cases,
-            "slowest_s": STATS.slowest_s,
+            "slowest_cpu_s": STATS.slowest_cpu_s,
             "slowest": STATS.slowest,
+            "slowest_wall_s": STATS.slowest_wall_s,
             "peak_rss_bytes": STATS.peak_rss_bytes(),
         }
         Path(os.environ["CUZK_FUZZ_REPORT"]).write_text(json.dumps(report, indent=2) + "\n")
     if STATS.cases:
         terminalreporter.write_line(
-            f"fuzz: {STATS.cases} cases, slowest {STATS.slowest_s:.2f} s ({STATS.slowest}), "
+            f"fuzz: {STATS.cases} cases, slowest {STATS.slowest_cpu_s:.2f} s CPU "
+            f"({STATS.slowest}), slowest {STATS.slowest_wall_s:.2f} s wall, "
             f"peak RSS {STATS.peak_rss_bytes() / 2**20:.0f} MiB"
         )

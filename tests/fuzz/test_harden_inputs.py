@@ -274,3 +274,26 @@ def test_a_vk_for_another_input_count_is_refused_before_its_subgroup_checks(
     assert code == 2
     one_error_line(out, "public.json: 1 public inputs", "expects 10000")
     assert took < 3, f"{took:.1f} s"
+
+
+def test_a_profile_name_longer_than_any_path_is_one_line(tmp_path: Path) -> None:
+    """Found by the thorough fuzz run: `profile = "[[[...` (10,000 characters) made
+    Path.is_file() raise ENAMETOOLONG (a traceback)."""
+    long_name = BASE.replace('"rtx5070ti"', '"' + "[" * 10_000 + '"')
+    code, out = cli("run", scenario(tmp_path, long_name))
+    assert code == 2
+    one_error_line(out, "s.toml: profile")
+
+
+@pytest.mark.parametrize("command", [("check",), ("gate", "--baseline")])
+def test_a_path_too_long_for_the_os_is_one_line(command: tuple) -> None:
+    code, out = cli(*command, "x" * 5000)
+    assert code == 2
+    one_error_line(out, "File name too long")
+
+
+def test_a_fifo_in_a_searched_folder_does_not_block_check(tmp_path: Path) -> None:
+    (tmp_path / "s.toml").write_text(BASE)
+    os.mkfifo(tmp_path / "pipe.toml")
+    code, out = cli("check", tmp_path)
+    assert code == 2 and "pipe" in out  # its row: ERROR, the path is not a regular file
