@@ -40,6 +40,7 @@ from cuzk_sim.plan import Alloc, Copy, Cpu, Kernel, Step
 from cuzk_sim.result import OomEvent, Span
 from cuzk_sim.units import format_size
 
+FALLBACK_LEDGERS = 16  # fallback OOM events that keep a copy of the ledger (see alloc_failed)
 PANIC = -1  # what a handler returns instead of the next step when the worker panics
 
 Handler = Callable[..., Generator[object, object, int]]
@@ -249,7 +250,7 @@ def alloc_device(
         f"({format_size(s.bytes)}, free {format_size(mem.free)})"
     )
     return alloc_failed(
-        m, w, s, cp, part, now, reason, mem.free, s.allocator, mem.ledger(), "device", panic
+        m, w, s, cp, part, now, reason, mem.free, s.allocator, mem.ledger, "device", panic
     )
 
 
@@ -290,7 +291,7 @@ def alloc_host(
         f"({format_size(s.bytes)}, budget free {format_size(ram.free)})"
     )
     return alloc_failed(
-        m, w, s, cp, part, now, reason, ram.free, "pinned", ram.ledger(), "host", panic
+        m, w, s, cp, part, now, reason, ram.free, "pinned", ram.ledger, "host", panic
     )
 
 
@@ -304,14 +305,21 @@ def alloc_failed(
     reason: str,
     free: int,
     allocator: str,
-    ledger: dict,
+    ledger: Callable[[], dict],
     where: str,
     panic: str,
 ) -> int:
     """Record the OOM event, then take the step's fallback (logged like cuzk:
     `<note>=fallback err=2`, or `=skip_vram` / `=skip_ram` when the memory-aware check said
-    no) or panic when it has none. Shared by device and pinned-host allocations."""
+    no) or panic when it has none. Shared by device and pinned-host allocations.
+
+    The event keeps a copy of the ledger (live buffers by owner) for every panic and for
+    the first FALLBACK_LEDGERS fallbacks of the run; later fallbacks record `{}`, so a plan
+    that falls back at every partition cannot grow memory by a ledger copy each time."""
     fatal = s.fallback is None
+    keep = fatal or m.fallback_ledgers < FALLBACK_LEDGERS
+    if not fatal and keep:
+        m.fallback_ledgers += 1
     m.recorder.oom_events.append(
         OomEvent(
             time_s=now,
@@ -324,7 +332,7 @@ def alloc_failed(
             allocator=allocator,
             fatal=fatal,
             reason=reason,
-            ledger=ledger,
+            ledger=ledger() if keep else {},
             where=where,
         )
     )

@@ -51,6 +51,7 @@ class Machine:
     cores_shared: bool = False
     mutexes: dict[tuple, Mutex] = field(default_factory=dict)
     events: int = 0  # SimPy wake-ups of workers (for benchmarks)
+    fallback_ledgers: int = 0  # fallback OOM events that kept a ledger copy (interpreter.py)
     leaks: int = 0  # live buffers allocated again (each renamed `<buffer>#leak<n>`)
 
     def log(self, line: str, t: float | None = None) -> None:

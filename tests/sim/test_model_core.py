@@ -296,3 +296,25 @@ def test_fast_layer_equals_the_plain_interpreter_on_every_bundled_scenario(path)
     assert json.dumps(fast) == json.dumps(traced)
     assert json.dumps(fast) == json.dumps(simulate(scn, fast=EXACT_OFF).to_dict())
     assert_close(fast, simulate(scn, fast=FastPaths.none()).to_dict())
+
+
+def test_a_thousand_fallbacks_keep_a_bounded_number_of_ledger_copies():
+    """Issue 15: 1,000 fallback allocations in one plan reached 8 GiB (each fallback event
+    kept a copy of the ledger). The first FALLBACK_LEDGERS keep one, later ones `{}`."""
+    from cuzk_sim.model.interpreter import FALLBACK_LEDGERS
+    from cuzk_sim.plan import Label
+
+    steps = [Alloc(f"live{i}", 2 * MIB) for i in range(20)]  # 20 live buffers, 40 MiB
+    for i in range(1000):  # each asks for more than the card, then falls back past itself
+        steps += [Alloc(f"big{i}", 10**6 * MIB, fallback=f"after{i}"), Label(f"after{i}")]
+    m, dev = bare_machine(record=False, vram=100 * MIB)
+    cp = compile_plan(Plan("p", tuple(steps)), toy_profile())
+    proc = m.env.process(run_plain(m, Worker("w", dev), cp, "p/0", cp.seconds))
+    m.env.run()
+    assert proc.value is True
+    events = m.recorder.oom_events
+    assert len(events) == 1000 and not any(e.fatal for e in events)
+    kept = [e for e in events if e.ledger]
+    assert len(kept) == FALLBACK_LEDGERS == 16
+    assert events[0].ledger["w"] == {f"live{i}": 2 * MIB for i in range(20)}
+    assert all(e.ledger == {} for e in events[FALLBACK_LEDGERS:])
