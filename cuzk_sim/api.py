@@ -25,13 +25,12 @@ Key paths are the scenario file's own key names joined by dots, list items by in
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from cuzk_sim.cards import CARDS, Card
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.input_files import load_toml
 from cuzk_sim.result import SimResult
 from cuzk_sim.scenario import Scenario, load_scenario, scenario_from_dict
 from cuzk_sim.sweep.run import SweepOutcome, run_sweep
@@ -53,15 +52,7 @@ __all__ = [
 
 def read(path: str | Path) -> dict[str, Any]:
     """The scenario file's TOML as a dict, unvalidated (for `override` and `from_dict`)."""
-    path = Path(path)
-    try:
-        return tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such scenario file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: cannot read the scenario file ({e})") from None
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"{path}: not valid TOML: {e}") from None
+    return load_toml(Path(path), "scenario file")  # bounded, numbers in range
 
 
 def override(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:

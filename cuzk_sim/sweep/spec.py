@@ -12,7 +12,6 @@ not a failed sweep.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from cuzk_sim.input_errors import InputError, from_validation, key_path
+from cuzk_sim.input_files import load_toml
 from cuzk_sim.units import SizeText, parse_size
 
 WORKERS_KEY = "engine.gpus.gpu_workers_per_device"
@@ -110,14 +110,7 @@ def load_sweep(path: str | Path) -> SweepSpec:
     spec file and key path (or the base scenario file and its key path)."""
     path = Path(path)
     source = str(path)
-    try:
-        raw = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputError(f"{source}: no such sweep spec") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{source}: cannot read the sweep spec ({e})") from None
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"{source}: not valid TOML: {e}") from None
+    raw = load_toml(path, "sweep spec")  # a regular file, bounded, numbers in range
     return sweep_from_dict(raw, source, path.parent)
 
 
@@ -130,13 +123,9 @@ def sweep_from_dict(raw: dict[str, Any], source: str, folder: Path) -> SweepSpec
     if not base_path.is_absolute():
         base_path = folder / base_path
     try:
-        base_raw = tomllib.loads(base_path.read_text())
-    except FileNotFoundError:
-        raise InputError(f"{source}: base: no such scenario file {base_path}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{source}: base: cannot read {base_path} ({e})") from None
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"{source}: base: {base_path} is not valid TOML: {e}") from None
+        base_raw = load_toml(base_path, "scenario file")
+    except InputError as e:
+        raise InputError(f"{source}: base: {e}") from None
     _check_scenario(base_raw, str(base_path))
     axes = tuple(_axis(source, p, v, base_raw, str(base_path)) for p, v in spec.axes.items())
     if not axes and not (spec.search.min_vram or spec.search.max_workers):

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from cuzk_sim.input_errors import InputError, from_validation
+from cuzk_sim.input_files import load_toml
 from cuzk_sim.overrides import apply_overrides
 from cuzk_sim.scenario import Scenario, scenario_from_dict
 
@@ -115,25 +115,16 @@ def build_scenario(base_raw: dict, base_dir: Path, cfg: ConfigIn, where: str) ->
 def load_spec(path: str | Path) -> ValidationSpec:
     path = Path(path)
     source = str(path)
-    try:
-        raw = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputError(f"{source}: no such validation spec") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{source}: cannot read the validation spec ({e})") from None
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"{source}: not valid TOML: {e}") from None
+    raw = load_toml(path, "validation spec")  # a regular file, bounded, numbers in range
     try:
         spec = SpecIn.model_validate(raw)
     except ValidationError as e:
         raise from_validation(source, e) from None
     base_path = path.parent / spec.base
     try:
-        base_raw = tomllib.loads(base_path.read_text())
-    except FileNotFoundError:
-        raise InputError(f"{source}: base: no such scenario file {base_path}") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise InputError(f"{source}: base: cannot read {base_path} ({e})") from None
+        base_raw = load_toml(base_path, "scenario file")
+    except InputError as e:
+        raise InputError(f"{source}: base: {e}") from None
     names = [c.name for c in spec.config]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
