@@ -13,6 +13,18 @@ if TYPE_CHECKING:
     from cuzk_sim.recording import Timeline
 
 
+def seconds_per_proof(completions: list[float], first_submitted: float) -> float | None:
+    """The steady-state seconds per proof of a run, the same for the model and the real
+    pipeline: the mean gap between proof completions (times in seconds); with one proof,
+    its latency from the first submission; None when no proof completed."""
+    times = sorted(completions)
+    if len(times) >= 2:
+        return (times[-1] - times[0]) / (len(times) - 1)
+    if times:
+        return times[0] - first_submitted
+    return None
+
+
 @dataclass(frozen=True)
 class OomEvent:
     """An allocation that did not fit, with the ledger of live buffers at that instant."""

@@ -35,7 +35,7 @@ from typing import Any, Literal
 import numpy as np
 
 from cuzk_sim.plan import Plan
-from cuzk_sim.result import OomEvent, SimResult, Span
+from cuzk_sim.result import OomEvent, SimResult, Span, seconds_per_proof
 
 from .device import Buffer, Device, DeviceOutOfMemory, NotEnoughFreeMemory
 from .prover import (
@@ -992,13 +992,8 @@ class RealRun:
         return self._result(wall)
 
     def _result(self, wall: float) -> SimResult:
-        times = sorted(t for _, _, t in self.done_times)
-        if len(times) >= 2:
-            spp: float | None = (times[-1] - times[0]) / (len(times) - 1)
-        elif times:
-            spp = times[0] - min(p.submitted_s for p in self.proofs)
-        else:
-            spp = None
+        times = [t for _, _, t in self.done_times]
+        spp = seconds_per_proof(times, min((p.submitted_s for p in self.proofs), default=0.0))
         used = self._devices_used()
         return SimResult(
             scenario=self.spec.name,

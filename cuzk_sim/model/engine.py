@@ -37,7 +37,7 @@ from cuzk_sim.model.jitter import Jitter, replica_seed
 from cuzk_sim.model.machine import Machine
 from cuzk_sim.model.worker import CompiledPlan, FastLayer, FastPaths, Worker, execute_plan
 from cuzk_sim.plans.circuits import CircuitShape
-from cuzk_sim.result import OomEvent, SimResult, Span
+from cuzk_sim.result import OomEvent, SimResult, Span, seconds_per_proof
 
 if TYPE_CHECKING:
     from cuzk_sim.recording import Timeline
@@ -615,13 +615,8 @@ class Simulation:
     def _result(self) -> SimResult:
         from cuzk_sim.metrics import measure
 
-        times = sorted(t for _, _, t in self.done_times)
-        if len(times) >= 2:
-            spp: float | None = (times[-1] - times[0]) / (len(times) - 1)
-        elif times:
-            spp = times[0] - min(p.submitted_s for p in self.proofs)
-        else:
-            spp = None
+        times = [t for _, _, t in self.done_times]
+        spp = seconds_per_proof(times, min((p.submitted_s for p in self.proofs), default=0.0))
         return SimResult(
             scenario=self.name,
             seed=self.config.seed,
