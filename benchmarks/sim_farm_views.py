@@ -45,6 +45,7 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="folder for p.png and t.json")
     args = parser.parse_args()
     out = Path(args.out or tempfile.mkdtemp(prefix="farm-views-"))
+    out.mkdir(parents=True, exist_ok=True)
     base = [sys.executable, "-m", "cuzk_sim", "run", args.scenario]
     runs = [
         ("plot", [*base, "--plot", str(out / "p.png")], 30.0, 500.0),
