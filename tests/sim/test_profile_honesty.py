@@ -97,10 +97,6 @@ def test_profile_show_lists_every_figure_with_its_basis():
 
 
 def test_warns_when_hardware_card_is_not_the_profiles_card():
-    from cuzk_sim.scenario.schema import Hardware
-
-    if "card" not in Hardware.model_fields:
-        pytest.skip("hardware.card is not in the scenario schema yet (cuzk_sim/cards.py)")
     path = SCENARIOS / "phase9-single-worker.toml"
     scn = load_scenario(path, {"hardware.card": "rtx4090", "hardware.vram": "16 GiB"})
     assert any("hardware.card = 'rtx4090'" in w for w in profile_warnings(scn))
