@@ -81,10 +81,12 @@ def logs(
         if beside is not None:
             if trace is None:
                 raise InputError("--beside needs --trace (the file both traces go into)")
-            try:
-                model = json.loads(beside.read_text())
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-                raise InputError(f"--beside {beside}: not a readable trace JSON ({e})") from None
+            from cuzk_sim.input_files import load_json
+
+            try:  # a regular file, bounded, nesting and numbers checked
+                model = load_json(beside, "trace JSON")
+            except InputError as e:
+                raise InputError(f"--beside: {e}") from None
         analyzer = Analyzer(kind=kind)
         if trace:
             trace_file = open(trace, "w")  # noqa: SIM115 - closed below
@@ -281,12 +283,12 @@ def scenario_from_log(
 
 def plan_table(scenario: Path) -> dict:
     """The [plan] table of a scenario, a plan file's path made absolute."""
-    import tomllib
+    from cuzk_sim.input_files import load_toml
 
-    try:
-        raw = tomllib.loads(scenario.read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise InputError(f"--plan-from {scenario}: cannot read it as TOML ({e})") from None
+    try:  # a regular file, bounded, numbers in range
+        raw = load_toml(scenario, "scenario file")
+    except InputError as e:
+        raise InputError(f"--plan-from: {e}") from None
     plan = raw.get("plan")
     if not isinstance(plan, dict):
         raise InputError(f"--plan-from {scenario}: it has no [plan] table")

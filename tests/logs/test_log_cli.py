@@ -80,7 +80,7 @@ def test_run_log_writes_a_log_that_logs_reads_whole(tmp_path):
                 "--plan-from",
                 "none.toml",
             ],
-            "--plan-from none.toml: cannot read it",
+            "--plan-from: none.toml: no such scenario file",
         ),
     ],
 )
