@@ -4,6 +4,8 @@
 # at most 8 files (the device tool's limit): all.tgz holds every log and output.
 # Usage (device machine, repo root, .whl next to it): bash benchmarks/realrun_device.sh
 #   env: WHAT="probe tests grid faults"  ONLY=<config glob>  GRID_TIMEOUT=s  CUZK_COMMIT=sha
+#   (give CUZK_COMMIT from the machine that sends the tree: git on the device machine does
+#   not know the commit of the working tree it was sent)
 #   WHAT may also name: gputests (every GPU test, tests/gpu_prover), calib (the logs loop:
 #   gpu-run -> calibrate -> scenario-from-log -> run/check on a second gpu-run, issue 11)
 set -uo pipefail
