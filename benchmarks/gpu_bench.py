@@ -1,13 +1,16 @@
 """GPU prover benchmarks on one device: G1/G2 MSM, NTT, full partition prove (synthetic key),
-the earlier kernels and the current ones side by side in one run (ratio per row).
+the previous kernels ("old") and the current ones ("new") side by side in one run (ratio
+per row).
 
 Prints a table (median of CUDA-event timings after a warm-up) and writes JSON.
 Usage: python3 benchmarks/gpu_bench.py [--quick] [--json out.json] [--only msm_g1,ntt,...]
-       [--sizes 16,20] [--max-log2 24]
-Variants: NTT `fr_ntt_group` (old) vs `fr_ntt_group_tw` (new); MSM `unsigned` (old) vs
-`signed` (new) vs `signed` over precomputed bases (table built before timing, its build time
-and bytes reported); prove with msm_algo unsigned vs signed (default flags), and signed with
-prestage + pinned.
+       [--sizes 16,20] [--max-log2 24] [--extra]
+old = the kernels of 2026-12-01 06:33 UTC (commit 6c50516): the 64-bit C Montgomery
+product (FIELD_MUL_WIDE=0) and the MSM's Horner in one GPU thread (CUZK_MSM_TAIL=device);
+new = the defaults (wide carry-chain product, Horner on the host). Both run the signed MSM
+and the fr_ntt_group_tw NTT. --extra adds the unsigned MSM and the signed MSM over
+precomputed bases (table built before timing; its build time and bytes reported), and the
+fr_ntt_group NTT. Prove: old and new default flags, and new with prestage + pinned.
 Synthetic data: points P_i = k_i G computed on the GPU, random scalars < 2^254; a full
 prove uses random a/b/c vectors (the NTT-H and MSM work is the same as for a real witness).
 """
@@ -21,8 +24,31 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
+
+OLD_DEFINES = "FIELD_MUL_WIDE=0"  # appended to $CUZK_KERNEL_DEFINES for the old kernels
+OLD_TAIL = "device"
+
+
+@contextmanager
+def kernels(which: str) -> Iterator[None]:
+    """Run the block with the old kernels (which = "old") or the defaults (else); the
+    loader caches one module per set of defines, so both stay compiled in one process."""
+    saved = {k: os.environ.get(k) for k in ("CUZK_KERNEL_DEFINES", "CUZK_MSM_TAIL")}
+    if which == "old":
+        os.environ["CUZK_KERNEL_DEFINES"] = f"{saved['CUZK_KERNEL_DEFINES'] or ''} {OLD_DEFINES}"
+        os.environ["CUZK_MSM_TAIL"] = OLD_TAIL
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _timeit(fn, reps: int) -> float:
@@ -69,7 +95,9 @@ def _points(cp, group: str, n: int):
     return out
 
 
-def bench_msm(cp, group: str, logs: list[int], reps: int, sweep: bool = False) -> list[dict]:
+def bench_msm(
+    cp, group: str, logs: list[int], reps: int, sweep: bool = False, extra: bool = False
+) -> list[dict]:
     from cuzk_sim.gpu.device import Buffer, Device
     from cuzk_sim.gpu.msm import msm, precompute_table
 
@@ -77,6 +105,7 @@ def bench_msm(cp, group: str, logs: list[int], reps: int, sweep: bool = False) -
     pts = _points(cp, group, 1 << max(logs))
     cp.cuda.Device().synchronize()
     gen_s = time.perf_counter() - t0
+    variants = ["old", "new"] + (["unsigned", "precomputed"] if extra else [])
     rows = []
     for k in logs:
         n = 1 << k
@@ -84,7 +113,7 @@ def bench_msm(cp, group: str, logs: list[int], reps: int, sweep: bool = False) -
         p = Buffer("points", 0, pts[:n].reshape(-1))
         s = Buffer("scalars", 0, sc)
         results = {}
-        for variant in ("unsigned", "signed", "precomputed"):
+        for variant in variants:
             dev = Device("real")
             table, build_s = None, 0.0
             if variant == "precomputed":
@@ -97,9 +126,10 @@ def bench_msm(cp, group: str, logs: list[int], reps: int, sweep: bool = False) -
             def run(dev=dev, p=p, s=s, n=n, algo=algo, table=table, phases=None):
                 return msm(dev, f"msm_{group}", group, p, s, n, 0, phases, algo, table)
 
-            ms = _timeit(run, reps)
-            phases: dict[str, float] = {}
-            results[variant] = run(phases=phases)
+            with kernels(variant):
+                ms = _timeit(run, reps)
+                phases: dict[str, float] = {}
+                results[variant] = run(phases=phases)
             row = {"what": f"msm_{group}", "variant": variant, "log2": k, "ms": ms}
             row |= {"points_gen_s": gen_s, "phases": phases}
             if table is not None:
@@ -130,17 +160,19 @@ def bench_msm(cp, group: str, logs: list[int], reps: int, sweep: bool = False) -
                 )
                 print(f"msm_{group} 2^{k} [signed, <= 2^{log_t} acc threads]: {ms:.2f} ms")
             gmsm.MAX_ACC_THREADS = default
-        same = all((v == results["unsigned"]).all() for v in results.values())
+        same = all((v == results["old"]).all() for v in results.values())
         print(f"msm_{group} 2^{k}: variants agree: {same}", flush=True)
         if not same:
             raise SystemExit(f"msm_{group} 2^{k}: the variants' results differ")
     return rows
 
 
-def bench_ntt(cp, logs: list[int], reps: int) -> list[dict]:
+def bench_ntt(cp, logs: list[int], reps: int, extra: bool = False) -> list[dict]:
     from cuzk_sim.gpu import ntt as gntt
     from cuzk_sim.reference.domain import Domain
 
+    variants = [("old", "fr_ntt_group_tw"), ("new", "fr_ntt_group_tw")]
+    variants += [("fr_ntt_group", "fr_ntt_group")] if extra else []
     rows = []
     for k in logs:
         n = 1 << k
@@ -150,16 +182,16 @@ def bench_ntt(cp, logs: list[int], reps: int) -> list[dict]:
         )
         src = _scalars(cp, n, k).reshape(-1)
         outs = {}
-        for name in reversed(gntt.NTT_KERNELS):  # old first
-            a = src.copy()
-            ms = _timeit(lambda a=a, t=t, name=name: gntt.ntt(a, t, name), reps)
-            b = src.copy()
-            gntt.ntt(b, t, name)
-            outs[name] = b
-            variant = "old" if name == "fr_ntt_group" else "new"
+        for variant, name in variants:
+            with kernels(variant):
+                a = src.copy()
+                ms = _timeit(lambda a=a, t=t, name=name: gntt.ntt(a, t, name), reps)
+                b = src.copy()
+                gntt.ntt(b, t, name)
+            outs[variant] = b
             rows.append({"what": "ntt", "variant": variant, "kernel": name, "log2": k, "ms": ms})
-            print(f"ntt 2^{k} [{name}]: {ms:.2f} ms", flush=True)
-        if not all(bool((v == outs["fr_ntt_group"]).all()) for v in outs.values()):
+            print(f"ntt 2^{k} [{variant}: {name}]: {ms:.2f} ms", flush=True)
+        if not all(bool((v == outs["old"]).all()) for v in outs.values()):
             raise SystemExit(f"ntt 2^{k}: the kernels' results differ")
     return rows
 
@@ -195,36 +227,39 @@ def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
             _scalars(cp, 3 * n, 1).get().reshape(3, n, 8), _scalars(cp, n, 2).get(), pts
         )
         key = HostKey(pts, bls.G1, bls.G1, bls.G2, bls.G1, bls.G2)
+        proofs = {}
         variants = {
-            "old (unsigned MSM)": ProverFlags(msm_algo="unsigned"),
-            "new (default)": ProverFlags(),
+            "old": ProverFlags(),
+            "new": ProverFlags(),
             "new prestage+pinned": ProverFlags(prestage=True, pinned=True),
         }
         for tag, flags in variants.items():
             walls = []
-            for _ in range(reps + 1):
-                t0 = time.perf_counter()
-                dev = Device("real", allocator=flags.allocator)
-                raw = partition(dev, shape, flags, data)
-                res = msm_results(raw)
-                assemble(key, res, 3, 4)
-                walls.append(1000 * (time.perf_counter() - t0))
-            traced = Device("traced", allocator=flags.allocator)
-            partition(traced, shape, flags, data)
+            with kernels(tag):
+                for _ in range(reps + 1):
+                    t0 = time.perf_counter()
+                    dev = Device("real", allocator=flags.allocator)
+                    raw = partition(dev, shape, flags, data)
+                    res = msm_results(raw)
+                    proof = assemble(key, res, 3, 4)
+                    walls.append(1000 * (time.perf_counter() - t0))
+                traced = Device("traced", allocator=flags.allocator)
+                partition(traced, shape, flags, data)
+            proofs[tag] = proof
             stages: dict[str, float] = {}
             for name, ms in traced.timings_ms:
                 stage = name.split(".")[0].replace("upload_", "upload:")
                 stages[stage] = stages.get(stage, 0.0) + ms
             ms = statistics.median(walls[1:])
-            variant = "old" if tag.startswith("old") else "new" if tag == "new (default)" else tag
-            rows.append(
-                {"what": "prove", "variant": variant, "log2": k, "ms": ms, "stages_ms": stages}
-            )
+            rows.append({"what": "prove", "variant": tag, "log2": k, "ms": ms, "stages_ms": stages})
             print(
                 f"prove 2^{k} [{tag}]: {ms:.1f} ms  stages(ms): "
                 + ", ".join(f"{s}={v:.1f}" for s, v in stages.items()),
                 flush=True,
             )
+        if any(p != proofs["old"] for p in proofs.values()):
+            raise SystemExit(f"prove 2^{k}: the variants' proofs differ")
+        print(f"prove 2^{k}: variants' proofs equal: True", flush=True)
     return rows
 
 
@@ -236,6 +271,11 @@ def main() -> None:
     ap.add_argument("--max-log2", type=int, default=24)
     ap.add_argument("--sizes", default=None, help="comma-separated log2 sizes (default: all)")
     ap.add_argument("--sweep", action="store_true", help="G1 MSM: also vary accumulation threads")
+    ap.add_argument(
+        "--extra",
+        action="store_true",
+        help="also the unsigned and precomputed MSMs and the fr_ntt_group NTT",
+    )
     args = ap.parse_args()
     sizes = {int(x) for x in args.sizes.split(",")} if args.sizes else None
 
@@ -257,11 +297,11 @@ def main() -> None:
     print(info, flush=True)
     rows: list[dict] = []
     if "ntt" in only and pick((16, 18, 20, 22, 24)):
-        rows += bench_ntt(cp, pick((16, 18, 20, 22, 24)), reps)
+        rows += bench_ntt(cp, pick((16, 18, 20, 22, 24)), reps, args.extra)
     if "msm_g1" in only and pick((16, 18, 20, 22)):
-        rows += bench_msm(cp, "g1", pick((16, 18, 20, 22)), reps, args.sweep)
+        rows += bench_msm(cp, "g1", pick((16, 18, 20, 22)), reps, args.sweep, args.extra)
     if "msm_g2" in only and pick((16, 18, 20)):
-        rows += bench_msm(cp, "g2", pick((16, 18, 20)), reps)
+        rows += bench_msm(cp, "g2", pick((16, 18, 20)), reps, extra=args.extra)
     if "prove" in only and pick((16, 18, 20)):
         rows += bench_prove(cp, pick((16, 18, 20)), 2)
     if args.json:
@@ -276,12 +316,11 @@ def side_by_side(rows: list[dict]) -> str:
     table: dict[tuple[str, int], dict[str, float]] = {}
     for r in rows:
         table.setdefault((r["what"], r["log2"]), {})[r.get("variant", "new")] = r["ms"]
-    others = sorted({v for t in table.values() for v in t} - {"old", "new", "unsigned", "signed"})
+    others = sorted({v for t in table.values() for v in t} - {"old", "new"})
     head = "| what | size | old ms | new ms | new/old | " + " | ".join(others) + " |"
     lines = ["", head, "|" + "---|" * (5 + len(others))]
     for (what, k), t in table.items():
-        old = t.get("old", t.get("unsigned"))
-        new = t.get("new", t.get("signed"))
+        old, new = t.get("old"), t.get("new")
         ratio = f"{new / old:.2f}" if old and new else ""
         cells = [f"{t[o]:.2f}" if o in t else "" for o in others]
         fmt = [f"{v:.2f}" if v else "" for v in (old, new)]

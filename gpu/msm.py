@@ -6,7 +6,8 @@ Two algorithms, selectable (`algo`), so benchmarks run them side by side:
 - `signed` (default, kernels/msm_signed.cu): signed digits (2^(c-1) buckets per window),
   counting sort, balanced accumulation (every thread adds the same number of sorted
   points, pieces of buckets that cross threads summed after), segmented reduction, tree,
-  Horner over the windows; optionally over precomputed bases 2^(w c) P_i (`table`), which
+  Horner over the windows (on the host by default, gpu/msm_tail.py; $CUZK_MSM_TAIL=device
+  runs the one-thread kernel); optionally over precomputed bases 2^(w c) P_i (`table`), which
   leaves one bucket set and no doublings.
 - `unsigned` (kernels/msm.cu): unsigned digits, one thread per bucket.
 """
@@ -24,6 +25,8 @@ from .device import Buffer, Device
 Group = Literal["g1", "g2"]
 MsmAlgo = Literal["signed", "unsigned"]
 MSM_ALGOS = ("signed", "unsigned")
+MsmTail = Literal["host", "device"]
+MSM_TAILS = ("host", "device")
 SIGNED_BITS = 256  # 255-bit scalars plus the carry of the signed recoding
 MAX_ACC_THREADS = 1 << 18  # accumulation threads (bounds the slots buffer at any size)
 MIN_ACC_CHUNK = 32  # sorted points per accumulation thread, at least
@@ -198,6 +201,15 @@ def default_algo() -> MsmAlgo:
     return algo  # type: ignore[return-value]
 
 
+def default_tail() -> MsmTail:
+    """$CUZK_MSM_TAIL (host | device), default host: where the signed MSM's Horner over the
+    window sums runs (gpu/msm_tail.py, or the one-thread `combine` kernel)."""
+    tail = os.environ.get("CUZK_MSM_TAIL", "host")
+    if tail not in MSM_TAILS:
+        raise ValueError(f"CUZK_MSM_TAIL must be one of {MSM_TAILS}, got {tail!r}")
+    return tail  # type: ignore[return-value]
+
+
 def precompute_table(dev: Device, name: str, group: Group, points: Buffer, n: int) -> Buffer:
     """Fixed bases for a precomputed signed MSM of these n points: a device buffer `name`
     holding 2^(t c) P_i for every window t (SignedShape.table_bytes). Built once per key:
@@ -313,6 +325,7 @@ def _msm_signed(
 ) -> np.ndarray | None:
     shape = SignedShape.of(group, n, precomputed=table is not None)
     bufs = {k: dev.alloc(f"{stage}.{k}", v) for k, v in shape.scratch().items()}
+    tail = default_tail()
 
     def run() -> None:
         import cupy
@@ -385,9 +398,22 @@ def _msm_signed(
         )
         mark("bucket_reduce")
         _tree(group, bufs, shape.sets, shape.segments, "sum_groups")
-        launch(
-            f, f"{group}_combine", 1, bufs["windows"].array, bufs["result"].array, g, c, threads=32
-        )
+        if tail == "host":  # same result in the same buffer: the plan does not change
+            from .msm_tail import horner
+
+            window_sums = bufs["windows"].array.get()
+            bufs["result"].array.set(horner(group, window_sums, shape.c))
+        else:
+            launch(
+                f,
+                f"{group}_combine",
+                1,
+                bufs["windows"].array,
+                bufs["result"].array,
+                g,
+                c,
+                threads=32,
+            )
         mark("tree_horner")
         mark.collect()
 

@@ -6,14 +6,31 @@
 // Macros: FIELD_MUL_INLINE (default 0) 1 inlines the Montgomery product into its callers
 // (measured slower on an H200: more registers, bigger code; docs/benchmarks.md).
 // FIELD_MUL_PTX (default 0) 1 computes it with PTX carry chains (mad.lo.cc / madc.hi.cc)
-// instead of 64-bit C arithmetic.
+// instead of 64-bit C arithmetic. FIELD_MUL_WIDE (default 1) 1 computes it with 64-bit
+// carry chains over limb pairs (one IMAD.WIDE.U32.X per partial product; see
+// mont_mul_wide); 0 selects the 64-bit C product (the kernels of 2026-12-01 06:33 UTC).
+// FIELD_HOST_EMULATION: compile with a host C++ compiler (tests/gpu_prover/
+// test_field_host_emulation.py): the CUDA qualifiers become plain C++ and the PTX carry
+// operations are emulated with an explicit carry flag.
 #pragma once
+
+#ifdef FIELD_HOST_EMULATION
+#define __constant__
+#define __device__
+#define __host__
+#define __global__
+#define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
+#endif
 
 #ifndef FIELD_MUL_INLINE
 #define FIELD_MUL_INLINE 0
 #endif
 #ifndef FIELD_MUL_PTX
 #define FIELD_MUL_PTX 0
+#endif
+#ifndef FIELD_MUL_WIDE
+#define FIELD_MUL_WIDE 1
 #endif
 #if FIELD_MUL_INLINE
 #define FIELD_MUL_ATTR __forceinline__
@@ -155,6 +172,128 @@ __device__ __forceinline__ Fp<T> operator-(const Fp<T>& a) {
     return Fp<T>::zero() - a;
 }
 
+// Carry-chain steps on a limb pair (hi:lo) and on single limbs: PTX on the device (ptxas
+// turns each mad.lo.cc + madc.hi.cc pair into one IMAD.WIDE.U32.X), the same steps with an
+// explicit carry flag on the host. cf: the carry flag of the chain in progress.
+#ifdef FIELD_HOST_EMULATION
+static u32 field_cf;
+inline void madw_first(u32& lo, u32& hi, u32 x, u32 y) {  // (hi:lo) += x y, carry out
+    u64 p = (u64)x * y, s = (u64)lo + (u32)p;
+    lo = (u32)s;
+    s = (u64)hi + (u32)(p >> 32) + (s >> 32);
+    hi = (u32)s;
+    field_cf = (u32)(s >> 32);
+}
+inline void madw_cc(u32& lo, u32& hi, u32 x, u32 y) {  // (hi:lo) += x y + cf, carry out
+    u64 p = (u64)x * y, s = (u64)lo + (u32)p + field_cf;
+    lo = (u32)s;
+    s = (u64)hi + (u32)(p >> 32) + (s >> 32);
+    hi = (u32)s;
+    field_cf = (u32)(s >> 32);
+}
+inline void madw_last(u32& lo, u32& hi, u32 x, u32 y) {  // (hi:lo) += x y + cf, no carry out
+    u64 p = (u64)x * y, s = (u64)lo + (u32)p + field_cf;
+    lo = (u32)s;
+    hi = (u32)((u64)hi + (u32)(p >> 32) + (s >> 32));
+}
+inline void add_carry(u32& t) { t += field_cf; }  // t += cf
+inline void add_cc(u32& d, u32 a, u32 b) {  // d = a + b, carry out
+    u64 s = (u64)a + b;
+    d = (u32)s;
+    field_cf = (u32)(s >> 32);
+}
+inline void addc_cc(u32& d, u32 a, u32 b) {  // d = a + b + cf, carry out
+    u64 s = (u64)a + b + field_cf;
+    d = (u32)s;
+    field_cf = (u32)(s >> 32);
+}
+inline void addc(u32& d, u32 a, u32 b) { d = a + b + field_cf; }  // d = a + b + cf
+#else
+__device__ __forceinline__ void madw_first(u32& lo, u32& hi, u32 x, u32 y) {
+    asm volatile("mad.lo.cc.u32 %0, %2, %3, %0;\n\tmadc.hi.cc.u32 %1, %2, %3, %1;"
+                 : "+r"(lo), "+r"(hi)
+                 : "r"(x), "r"(y));
+}
+__device__ __forceinline__ void madw_cc(u32& lo, u32& hi, u32 x, u32 y) {
+    asm volatile("madc.lo.cc.u32 %0, %2, %3, %0;\n\tmadc.hi.cc.u32 %1, %2, %3, %1;"
+                 : "+r"(lo), "+r"(hi)
+                 : "r"(x), "r"(y));
+}
+__device__ __forceinline__ void madw_last(u32& lo, u32& hi, u32 x, u32 y) {
+    asm volatile("madc.lo.cc.u32 %0, %2, %3, %0;\n\tmadc.hi.u32 %1, %2, %3, %1;"
+                 : "+r"(lo), "+r"(hi)
+                 : "r"(x), "r"(y));
+}
+__device__ __forceinline__ void add_carry(u32& t) { asm volatile("addc.u32 %0, %0, 0;" : "+r"(t)); }
+__device__ __forceinline__ void add_cc(u32& d, u32 a, u32 b) {
+    asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+}
+__device__ __forceinline__ void addc_cc(u32& d, u32 a, u32 b) {
+    asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+}
+__device__ __forceinline__ void addc(u32& d, u32 a, u32 b) {
+    asm volatile("addc.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+}
+#endif
+
+// Montgomery product (CIOS) with 64-bit carry chains over limb pairs. t (< 2m) is held as
+// ev + 2^32 od: ev[k] at word k (pairs (2j, 2j + 1) aligned with the products of the even
+// limbs), od[k] at word k + 1 (the products of the odd limbs). Round i:
+//   ev += a_even b_i, od = a_odd b_i; u = ev[0] (-1/m) mod 2^32 (od has no word 0);
+//   ev += u m_even, od += u m_odd; t = od + ev[1..N] (t / 2^32; word 0 is 0).
+// So each partial product is one 64-bit multiply-add in one carry chain, and no chain has
+// to carry the other's halves. Bounds: t + a b_i + u m < 2m 2^32 <= 2^(32 (N + 1)) (2m <=
+// 2^(32 N)), so ev fits in N + 1 words, od in N (its chain's last carry is 0) and the new t
+// in N. Needs N even; inputs < m, output < m.
+template <class T>
+__device__ FIELD_MUL_ATTR Fp<T> mont_mul_wide(const Fp<T> a, const Fp<T> b) {
+    const int N = T::N;
+    u32 ev[T::N + 1], od[T::N];
+    ev[N] = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        const u32 bi = b.v[i];
+        if (i == 0) {
+#pragma unroll
+            for (int j = 0; j < N; j += 2) {
+                u64 e = (u64)a.v[j] * bi;
+                ev[j] = (u32)e;
+                ev[j + 1] = (u32)(e >> 32);
+            }
+        } else {
+            madw_first(ev[0], ev[1], a.v[0], bi);
+#pragma unroll
+            for (int j = 2; j < N; j += 2) madw_cc(ev[j], ev[j + 1], a.v[j], bi);
+            add_carry(ev[N]);
+        }
+#pragma unroll
+        for (int j = 1; j < N; j += 2) {
+            u64 o = (u64)a.v[j] * bi;
+            od[j - 1] = (u32)o;
+            od[j] = (u32)(o >> 32);
+        }
+        const u32 u = ev[0] * T::INV;
+        madw_first(ev[0], ev[1], T::mod(0), u);
+#pragma unroll
+        for (int j = 2; j < N; j += 2) madw_cc(ev[j], ev[j + 1], T::mod(j), u);
+        add_carry(ev[N]);
+        madw_first(od[0], od[1], T::mod(1), u);
+#pragma unroll
+        for (int j = 3; j < N - 1; j += 2) madw_cc(od[j - 1], od[j], T::mod(j), u);
+        madw_last(od[N - 2], od[N - 1], T::mod(N - 1), u);
+        add_cc(ev[0], od[0], ev[1]);
+#pragma unroll
+        for (int k = 1; k < N - 1; k++) addc_cc(ev[k], od[k], ev[k + 1]);
+        addc(ev[N - 1], od[N - 1], ev[N]);
+        ev[N] = 0;
+    }
+    Fp<T> r;
+#pragma unroll
+    for (int i = 0; i < N; i++) r.v[i] = ev[i];
+    r.reduce_once(0);
+    return r;
+}
+
 // Montgomery product a * b * 2^(-32N) mod m (CIOS). The curve formulas that call it are not
 // inlined (see curve.cuh), which keeps NVRTC's compile time bounded.
 #if FIELD_MUL_PTX
@@ -239,7 +378,11 @@ __device__ FIELD_MUL_ATTR Fp<T> mont_mul(const Fp<T> a, const Fp<T> b) {
 
 template <class T>
 __device__ __forceinline__ Fp<T> operator*(const Fp<T>& a, const Fp<T>& b) {
+#if FIELD_MUL_WIDE && !FIELD_MUL_PTX
+    return mont_mul_wide(a, b);
+#else
     return mont_mul(a, b);
+#endif
 }
 
 template <class T>
