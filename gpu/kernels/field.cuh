@@ -21,6 +21,7 @@
 #define __global__
 #define __forceinline__ inline
 #define __noinline__ __attribute__((noinline))
+#define __clz(x) __builtin_clz(x)
 #endif
 
 #ifndef FIELD_MUL_INLINE

@@ -26,9 +26,23 @@
 // Macros: G1_ACC_MIN_BLOCKS (default 1), the launch bound of g1_acc_balanced (128 threads);
 // ACC_FLUSH_SLOTS (default 0) 1 stores a boundary piece when its run ends instead of
 // holding it in registers to the end of the thread (fewer registers; benchmark switch).
+// ACC_XYZZ (default 1): level 0 keeps its running sum in XYZZ coordinates (10 products per
+// mixed addition instead of 11) and stores it as Jacobian; 0: Jacobian throughout.
 #include "curve.cuh"
 #ifndef ACC_FLUSH_SLOTS
 #define ACC_FLUSH_SLOTS 0
+#endif
+#ifndef ACC_XYZZ
+#define ACC_XYZZ 1
+#endif
+#if ACC_XYZZ
+#define ACC_T Xyzz<F>
+#define ACC_OUT(a) (a).to_jacobian()
+#define ACC_ADD(a, p) add_mixed_xyzz(a, p)
+#else
+#define ACC_T Jacobian<F>
+#define ACC_OUT(a) (a)
+#define ACC_ADD(a, p) add_mixed(a, p)
 #endif
 
 __device__ __forceinline__ u32 window_raw(const u32* s, int bit, int c) {
@@ -125,31 +139,32 @@ __device__ void acc_balanced(const u32* points, const u32* order, const u32* sta
         long long b = a, b_first = a;
         long long bstart = starts[b], bend = starts[b + 1];
         bool head_ok = false, tail_ok = false;
-        Jacobian<F> acc = Jacobian<F>::inf();
+        ACC_T acc = ACC_T::inf();
         bool fresh = true;
         for (long long j = lo; j < hi; j++) {
             u32 e = order[j];
             Affine<F> p = load_affine_vec<F>(points + (u64)(e & 0x7fffffffu) * 2 * W);
             if (e >> 31) p.y = -p.y;
-            acc = fresh ? Jacobian<F>::from_affine(p) : add_mixed(acc, p);
+            acc = fresh ? ACC_T::from_affine(p) : ACC_ADD(acc, p);
             fresh = false;
             if (j + 1 == bend || j + 1 == hi) {
+                Jacobian<F> sum = ACC_OUT(acc);
                 if (bstart < lo) {
 #if ACC_FLUSH_SLOTS
-                    store_jacobian(slots + (2 * t) * 3 * W, acc);
+                    store_jacobian(slots + (2 * t) * 3 * W, sum);
 #else
-                    head = acc;
+                    head = sum;
 #endif
                     head_ok = true;
                 } else if (bend > hi) {
 #if ACC_FLUSH_SLOTS
-                    store_jacobian(slots + (2 * t + 1) * 3 * W, acc);
+                    store_jacobian(slots + (2 * t + 1) * 3 * W, sum);
 #else
-                    tail = acc;
+                    tail = sum;
 #endif
                     tail_ok = true;
                 } else {
-                    store_jacobian(buckets + b * 3 * W, acc);
+                    store_jacobian(buckets + b * 3 * W, sum);
                 }
                 fresh = true;
                 if (j + 1 < hi) {

@@ -72,3 +72,85 @@ def test_products_match_python_ints(harness, name, m, n):
         expected = a * b * inv % m
         assert int(lines[2 * k], 16) == expected, f"wide product of {a}, {b}"
         assert int(lines[2 * k + 1], 16) == expected, f"C product of {a}, {b}"
+
+
+CURVE_HARNESS = r"""
+#define FIELD_HOST_EMULATION 1
+#include "curve.cuh"
+#include <cstdio>
+// stdin: "g k x y ... (k affine G1 points, Montgomery hex limbs)"; stdout: the affine sum by
+// XYZZ mixed additions, then by Jacobian mixed additions (as the accumulation runs them)
+static Fq read_fq() { Fq a; for (int i = 0; i < 12; i++) scanf("%x", &a.v[i]); return a; }
+static void put(const Fq& a) { for (int i = 11; i >= 0; i--) printf("%08x", a.v[i]); printf(" "); }
+int main() {
+    char g[4];
+    int k;
+    while (scanf("%3s %d", g, &k) == 2) {
+        Xyzz<Fq> ax = Xyzz<Fq>::inf();
+        Jacobian<Fq> aj = Jacobian<Fq>::inf();
+        for (int i = 0; i < k; i++) {
+            Affine<Fq> p;
+            p.x = read_fq();
+            p.y = read_fq();
+            ax = i == 0 ? Xyzz<Fq>::from_affine(p) : add_mixed_xyzz(ax, p);
+            aj = i == 0 ? Jacobian<Fq>::from_affine(p) : add_mixed(aj, p);
+        }
+        Affine<Fq> rx = to_affine(ax.to_jacobian()), rj = to_affine(aj);
+        put(rx.x); put(rx.y); put(rj.x); put(rj.y);
+        printf("\n");
+    }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def curve_harness(tmp_path_factory):
+    if CXX is None:
+        pytest.skip("no C++ compiler (g++, c++, clang++) on PATH")
+    d = tmp_path_factory.mktemp("curve_emu")
+    (d / "emu.cpp").write_text(CURVE_HARNESS)
+    subprocess.run(
+        [CXX, "-O1", "-std=c++17", f"-I{KERNEL_DIR}", str(d / "emu.cpp"), "-o", str(d / "emu")],
+        check=True,
+        capture_output=True,
+    )
+    return d / "emu"
+
+
+def test_xyzz_accumulation_matches_py_ecc(curve_harness):
+    """Runs of mixed additions as level 0 of the accumulation adds a bucket's points: XYZZ
+    (madd-2008-s, mdbl-2008-s-1 when a point meets itself) and Jacobian, vs py_ecc; with
+    P + P, P + (-P), infinity inside a run, and random runs."""
+    import py_ecc.optimized_bls12_381 as bls
+    from cuzk_sim.gpu.encoding import FQ_MONT, FQ_MONT_INV
+
+    rng = random.Random(5)
+    pts = [bls.multiply(bls.G1, rng.randrange(1, R)) for _ in range(8)]
+    p, q = pts[0], pts[1]
+    runs = [[p, p], [p, bls.neg(p)], [p, bls.neg(p), q], [bls.Z1, p], [p, bls.Z1, q]]
+    runs += [[p, q, p, p], [q, q, q]]
+    runs += [[rng.choice(pts) for _ in range(rng.randint(1, 12))] for _ in range(40)]
+
+    def affine_hex(pt) -> str:
+        if bls.is_inf(pt):
+            return _limbs_hex(0, 12) + " " + _limbs_hex(0, 12)
+        x, y = bls.normalize(pt)
+        return _limbs_hex(int(x.n) * FQ_MONT % Q, 12) + " " + _limbs_hex(int(y.n) * FQ_MONT % Q, 12)
+
+    stdin = "".join(f"g {len(r)} " + " ".join(affine_hex(pt) for pt in r) + "\n" for r in runs)
+    out = subprocess.run(
+        [str(curve_harness)], input=stdin, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert len(out) == len(runs)
+    for r, line in zip(runs, out, strict=True):
+        want = bls.Z1
+        for pt in r:
+            want = bls.add(want, pt)
+        if bls.is_inf(want):
+            expected = [0, 0]
+        else:
+            wx, wy = bls.normalize(want)
+            expected = [int(wx.n), int(wy.n)]
+        got = [int(v, 16) * FQ_MONT_INV % Q for v in line.split()]
+        assert got[:2] == expected, f"XYZZ sum of a run of {len(r)}"
+        assert got[2:] == expected, f"Jacobian sum of a run of {len(r)}"
