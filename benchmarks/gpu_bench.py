@@ -6,11 +6,14 @@ Prints a table (median of CUDA-event timings after a warm-up) and writes JSON.
 Usage: python3 benchmarks/gpu_bench.py [--quick] [--json out.json] [--only msm_g1,ntt,...]
        [--sizes 16,20] [--max-log2 24] [--extra]
 old = the kernels of 2026-12-01 06:33 UTC (commit 6c50516): the 64-bit C Montgomery
-product (FIELD_MUL_WIDE=0) and the MSM's Horner in one GPU thread (CUZK_MSM_TAIL=device);
-new = the defaults (wide carry-chain product, Horner on the host). Both run the signed MSM
-and the fr_ntt_group_tw NTT. --extra adds the unsigned MSM and the signed MSM over
-precomputed bases (table built before timing; its build time and bytes reported), and the
-fr_ntt_group NTT. Prove: old and new default flags, and new with prestage + pinned.
+product (FIELD_MUL_WIDE=0), Jacobian accumulation (ACC_XYZZ=0) and the MSM's Horner in one
+GPU thread (CUZK_MSM_TAIL=device); new = the defaults (wide carry-chain product, XYZZ
+accumulation, Horner on the host). Both run the signed MSM and the fr_ntt_group_tw NTT.
+Other columns (VARIANTS): MSM `flush` (ACC_FLUSH_SLOTS=1), `device tail` (new kernels,
+Horner on the GPU); NTT `tw inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2). --extra
+adds the unsigned MSM and the signed MSM over precomputed bases (table built before timing;
+its build time and bytes reported), and the fr_ntt_group NTT. Prove: old and new default
+flags, and new with prestage + pinned.
 Synthetic data: points P_i = k_i G computed on the GPU, random scalars < 2^254; a full
 prove uses random a/b/c vectors (the NTT-H and MSM work is the same as for a real witness).
 """
@@ -29,18 +32,30 @@ from contextlib import contextmanager
 
 import numpy as np
 
-OLD_DEFINES = "FIELD_MUL_WIDE=0"  # appended to $CUZK_KERNEL_DEFINES for the old kernels
-OLD_TAIL = "device"
+# variant -> (kernel defines appended to $CUZK_KERNEL_DEFINES, $CUZK_MSM_TAIL or None)
+VARIANTS = {
+    "old": ("FIELD_MUL_WIDE=0 ACC_XYZZ=0", "device"),  # the defaults of commit 6c50516
+    "new": ("", None),
+    "flush": ("ACC_FLUSH_SLOTS=1", None),  # boundary pieces stored at once (fewer registers)
+    "device tail": ("", "device"),  # new kernels, Horner in one GPU thread
+    "tw inline": ("NTT_TW_INLINE=1", None),  # fr_ntt_group_tw with the product inlined
+    "x2": ("", None),  # the NTT kernel fr_ntt_group_x2
+}
+
+
+SKIP: set[str] = set()  # variants left out by --variants
 
 
 @contextmanager
-def kernels(which: str) -> Iterator[None]:
-    """Run the block with the old kernels (which = "old") or the defaults (else); the
-    loader caches one module per set of defines, so both stay compiled in one process."""
+def kernels(variant: str) -> Iterator[None]:
+    """Run the block with `variant`'s kernel switches (VARIANTS; others: the defaults). The
+    loader caches one module per set of defines, so every variant stays compiled."""
     saved = {k: os.environ.get(k) for k in ("CUZK_KERNEL_DEFINES", "CUZK_MSM_TAIL")}
-    if which == "old":
-        os.environ["CUZK_KERNEL_DEFINES"] = f"{saved['CUZK_KERNEL_DEFINES'] or ''} {OLD_DEFINES}"
-        os.environ["CUZK_MSM_TAIL"] = OLD_TAIL
+    defines, tail = VARIANTS.get(variant, ("", None))
+    if defines:
+        os.environ["CUZK_KERNEL_DEFINES"] = f"{saved['CUZK_KERNEL_DEFINES'] or ''} {defines}"
+    if tail:
+        os.environ["CUZK_MSM_TAIL"] = tail
     try:
         yield
     finally:
@@ -105,7 +120,8 @@ def bench_msm(
     pts = _points(cp, group, 1 << max(logs))
     cp.cuda.Device().synchronize()
     gen_s = time.perf_counter() - t0
-    variants = ["old", "new"] + (["unsigned", "precomputed"] if extra else [])
+    variants = [v for v in ("old", "new", "flush", "device tail") if v not in SKIP]
+    variants += ["unsigned", "precomputed"] if extra else []
     rows = []
     for k in logs:
         n = 1 << k
@@ -172,6 +188,8 @@ def bench_ntt(cp, logs: list[int], reps: int, extra: bool = False) -> list[dict]
     from cuzk_sim.reference.domain import Domain
 
     variants = [("old", "fr_ntt_group_tw"), ("new", "fr_ntt_group_tw")]
+    variants += [("tw inline", "fr_ntt_group_tw"), ("x2", "fr_ntt_group_x2")]
+    variants = [(v, name) for v, name in variants if v not in SKIP]
     variants += [("fr_ntt_group", "fr_ntt_group")] if extra else []
     rows = []
     for k in logs:
@@ -272,11 +290,23 @@ def main() -> None:
     ap.add_argument("--sizes", default=None, help="comma-separated log2 sizes (default: all)")
     ap.add_argument("--sweep", action="store_true", help="G1 MSM: also vary accumulation threads")
     ap.add_argument(
+        "--variants",
+        default=None,
+        help="comma-separated variants to run (default: all of VARIANTS; old and new always)",
+    )
+    ap.add_argument(
         "--extra",
         action="store_true",
         help="also the unsigned and precomputed MSMs and the fr_ntt_group NTT",
     )
     args = ap.parse_args()
+    if args.variants:
+        keep = set(args.variants.split(",")) | {"old", "new"}
+        unknown = keep - set(VARIANTS)
+        if unknown:
+            ap.error(f"--variants: unknown {sorted(unknown)}; known: {sorted(VARIANTS)}")
+        for name in set(VARIANTS) - keep:
+            SKIP.add(name)
     sizes = {int(x) for x in args.sizes.split(",")} if args.sizes else None
 
     def pick(logs: tuple[int, ...]) -> list[int]:

@@ -20,8 +20,9 @@ from .encoding import fr_to_mont_limbs
 BLOCK_LOG = 10  # most stages per fr_ntt_group launch (must match kernels/ntt.cu)
 FR_BYTES = 32
 # stage-group kernels (kernels/ntt.cu): twiddles per block in shared memory (default), or
-# one two-table twiddle product per butterfly (the earlier kernel, kept for benchmarks)
-NTT_KERNELS = ("fr_ntt_group_tw", "fr_ntt_group")
+# one two-table twiddle product per butterfly (the earlier kernel, kept for benchmarks), or
+# the first with two butterflies per thread and the product inlined (x2)
+NTT_KERNELS = ("fr_ntt_group_tw", "fr_ntt_group", "fr_ntt_group_x2")
 
 
 def default_kernel() -> str:
@@ -128,10 +129,12 @@ def _ntt(a: object, t: DeviceTables, which: int, kernel_name: str | None = None)
         return
     launch("ntt.cu", "fr_bitrev", n, a, np.int64(n), np.int32(log_n))
     for st, k in stage_groups(log_n):
-        shared = 3 * (1 << (k - 1)) * FR_BYTES if name == "fr_ntt_group_tw" else 0
-        kernel("ntt.cu", name)(
+        group_kernel = "fr_ntt_group_tw" if name == "fr_ntt_group_x2" and k < 2 else name
+        shared = 0 if group_kernel == "fr_ntt_group" else 3 * (1 << (k - 1)) * FR_BYTES
+        threads = 1 << (k - 2) if group_kernel == "fr_ntt_group_x2" else 1 << (k - 1)
+        kernel("ntt.cu", group_kernel)(
             (n >> k,),
-            (1 << (k - 1),),
+            (threads,),
             (a, hi, lo, lo_bits, np.int32(log_n), np.int32(st), np.int32(k)),
             shared_mem=shared,
         )

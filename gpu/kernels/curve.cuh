@@ -28,14 +28,14 @@ struct Jacobian {
 template <class F>
 __device__ __noinline__ Jacobian<F> dbl(const Jacobian<F> p) {
     if (p.is_inf()) return p;
-    F A = p.x * p.x;
-    F B = p.y * p.y;
-    F C = B * B;
+    F A = sqr(p.x);
+    F B = sqr(p.y);
+    F C = sqr(B);
     F t = p.x + B;
-    F D = t * t - A - C;
+    F D = sqr(t) - A - C;
     D = D + D;
     F E = A + A + A;
-    F FF = E * E;
+    F FF = sqr(E);
     F x3 = FF - D - D;
     F C8 = C + C;
     C8 = C8 + C8;
@@ -53,7 +53,7 @@ template <class F>
 __device__ __noinline__ Jacobian<F> add_mixed(const Jacobian<F> p, const Affine<F> q) {
     if (q.is_inf()) return p;
     if (p.is_inf()) return Jacobian<F>::from_affine(q);
-    F Z1Z1 = p.z * p.z;
+    F Z1Z1 = sqr(p.z);
     F U2 = q.x * Z1Z1;
     F S2 = q.y * p.z * Z1Z1;
     F H = U2 - p.x;
@@ -63,16 +63,16 @@ __device__ __noinline__ Jacobian<F> add_mixed(const Jacobian<F> p, const Affine<
         return Jacobian<F>::inf();
     }
     r = r + r;
-    F HH = H * H;
+    F HH = sqr(H);
     F I = HH + HH;
     I = I + I;
     F J = H * I;
     F V = p.x * I;
-    F x3 = r * r - J - V - V;
+    F x3 = sqr(r) - J - V - V;
     F Y1J = p.y * J;
     F y3 = r * (V - x3) - Y1J - Y1J;
     F t = p.z + H;
-    F z3 = t * t - Z1Z1 - HH;
+    F z3 = sqr(t) - Z1Z1 - HH;
     return {x3, y3, z3};
 }
 
@@ -91,7 +91,7 @@ struct Xyzz {
     // Jacobian (X ZZ^2, Y ZZZ^2, ZZZ): X ZZ^2 / ZZZ^2 = X / ZZ, Y ZZZ^2 / ZZZ^3 = Y / ZZZ
     __device__ __forceinline__ Jacobian<F> to_jacobian() const {
         if (is_inf()) return Jacobian<F>::inf();
-        return {x * (zz * zz), y * (zzz * zzz), zzz};
+        return {x * sqr(zz), y * sqr(zzz), zzz};
     }
 };
 
@@ -100,12 +100,12 @@ struct Xyzz {
 template <class F>
 __device__ __noinline__ Xyzz<F> dbl_affine_xyzz(const Affine<F> q) {
     F U = q.y + q.y;
-    F V = U * U;
+    F V = sqr(U);
     F W = U * V;
     F S = q.x * V;
-    F X2 = q.x * q.x;
+    F X2 = sqr(q.x);
     F M = X2 + X2 + X2;
-    F x3 = M * M - S - S;
+    F x3 = sqr(M) - S - S;
     F y3 = M * (S - x3) - W * q.y;
     return {x3, y3, V, W};
 }
@@ -122,10 +122,10 @@ __device__ __noinline__ Xyzz<F> add_mixed_xyzz(const Xyzz<F> p, const Affine<F> 
         if (R.is_zero()) return dbl_affine_xyzz(q);
         return Xyzz<F>::inf();
     }
-    F PP = P * P;
+    F PP = sqr(P);
     F PPP = P * PP;
     F Q = p.x * PP;
-    F x3 = R * R - PPP - Q - Q;
+    F x3 = sqr(R) - PPP - Q - Q;
     F y3 = R * (Q - x3) - p.y * PPP;
     return {x3, y3, p.zz * PP, p.zzz * PPP};
 }
@@ -137,8 +137,8 @@ template <class F>
 __device__ __noinline__ Jacobian<F> add(const Jacobian<F> p, const Jacobian<F> q) {
     if (q.is_inf()) return p;
     if (p.is_inf()) return q;
-    F Z1Z1 = p.z * p.z;
-    F Z2Z2 = q.z * q.z;
+    F Z1Z1 = sqr(p.z);
+    F Z2Z2 = sqr(q.z);
     F U1 = p.x * Z2Z2;
     F U2 = q.x * Z1Z1;
     F S1 = p.y * q.z * Z2Z2;
@@ -151,14 +151,14 @@ __device__ __noinline__ Jacobian<F> add(const Jacobian<F> p, const Jacobian<F> q
     }
     r = r + r;
     F H2 = H + H;
-    F I = H2 * H2;
+    F I = sqr(H2);
     F J = H * I;
     F V = U1 * I;
-    F x3 = r * r - J - V - V;
+    F x3 = sqr(r) - J - V - V;
     F S1J = S1 * J;
     F y3 = r * (V - x3) - S1J - S1J;
     F t = p.z + q.z;
-    F z3 = (t * t - Z1Z1 - Z2Z2) * H;
+    F z3 = (sqr(t) - Z1Z1 - Z2Z2) * H;
     return {x3, y3, z3};
 }
 
@@ -178,7 +178,7 @@ template <class F>
 __device__ Affine<F> to_affine(const Jacobian<F>& p) {
     if (p.is_inf()) return {F::zero(), F::zero()};
     F zi = inverse(p.z);
-    F zi2 = zi * zi;
+    F zi2 = sqr(zi);
     return {p.x * zi2, p.y * zi2 * zi};
 }
 

@@ -247,7 +247,7 @@ __device__ __forceinline__ void addc(u32& d, u32 a, u32 b) {
 // 2^(32 N)), so ev fits in N + 1 words, od in N (its chain's last carry is 0) and the new t
 // in N. Needs N even; inputs < m, output < m.
 template <class T>
-__device__ FIELD_MUL_ATTR Fp<T> mont_mul_wide(const Fp<T> a, const Fp<T> b) {
+__device__ __forceinline__ Fp<T> mont_mul_wide_body(const Fp<T>& a, const Fp<T>& b) {
     const int N = T::N;
     u32 ev[T::N + 1], od[T::N];
     ev[N] = 0;
@@ -293,6 +293,22 @@ __device__ FIELD_MUL_ATTR Fp<T> mont_mul_wide(const Fp<T> a, const Fp<T> b) {
     for (int i = 0; i < N; i++) r.v[i] = ev[i];
     r.reduce_once(0);
     return r;
+}
+
+template <class T>
+__device__ FIELD_MUL_ATTR Fp<T> mont_mul_wide(const Fp<T> a, const Fp<T> b) {
+    return mont_mul_wide_body(a, b);
+}
+
+// The product inlined into its caller (the NTT's butterflies: short kernels with registers
+// to spare, where a call boundary would keep two products from overlapping).
+template <class T>
+__device__ __forceinline__ Fp<T> mul_inline(const Fp<T>& a, const Fp<T>& b) {
+#if FIELD_MUL_WIDE && !FIELD_MUL_PTX
+    return mont_mul_wide_body(a, b);
+#else
+    return a * b;
+#endif
 }
 
 // Montgomery product a * b * 2^(-32N) mod m (CIOS). The curve formulas that call it are not
@@ -475,6 +491,19 @@ __device__ __noinline__ Fq2 fq2_mul(const Fq2 a, const Fq2 b) {
 }
 
 __device__ __forceinline__ Fq2 operator*(const Fq2& a, const Fq2& b) { return fq2_mul(a, b); }
+
+// (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u: 2 products instead of 3
+__device__ __noinline__ Fq2 fq2_sqr(const Fq2 a) {
+    Fq t = a.c0 * a.c1;
+    return {(a.c0 + a.c1) * (a.c0 - a.c1), t + t};
+}
+
+// x^2: the curve formulas square through this (Fq2: 2 products; Fp: the product)
+template <class T>
+__device__ __forceinline__ Fp<T> sqr(const Fp<T>& a) {
+    return a * a;
+}
+__device__ __forceinline__ Fq2 sqr(const Fq2& a) { return fq2_sqr(a); }
 
 // (a0 + a1 u)^-1 = (a0 - a1 u) / (a0^2 + a1^2)
 __device__ __forceinline__ Fq2 inverse(const Fq2& a) {

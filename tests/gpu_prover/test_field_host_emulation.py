@@ -78,27 +78,34 @@ CURVE_HARNESS = r"""
 #define FIELD_HOST_EMULATION 1
 #include "curve.cuh"
 #include <cstdio>
-// stdin: "g k x y ... (k affine G1 points, Montgomery hex limbs)"; stdout: the affine sum by
-// XYZZ mixed additions, then by Jacobian mixed additions (as the accumulation runs them)
-static Fq read_fq() { Fq a; for (int i = 0; i < 12; i++) scanf("%x", &a.v[i]); return a; }
+// stdin: "g|h k x y ..." (k affine G1 (g) or G2 (h) points, Montgomery hex limbs, Fq2 as
+// c0 c1); stdout: the affine sum by XYZZ mixed additions, then by Jacobian mixed additions
+// (as the accumulation runs them), then 2 P_0 by dbl, then sum 2 P_i by full additions
+static void get(Fq& a) { for (int i = 0; i < 12; i++) scanf("%x", &a.v[i]); }
+static void get(Fq2& a) { get(a.c0); get(a.c1); }
 static void put(const Fq& a) { for (int i = 11; i >= 0; i--) printf("%08x", a.v[i]); printf(" "); }
+static void put(const Fq2& a) { put(a.c0); put(a.c1); }
+template <class F> void run(int k) {
+    Xyzz<F> ax = Xyzz<F>::inf();
+    Jacobian<F> aj = Jacobian<F>::inf(), d = Jacobian<F>::inf(), af = Jacobian<F>::inf();
+    for (int i = 0; i < k; i++) {
+        Affine<F> p;
+        get(p.x);
+        get(p.y);
+        ax = i == 0 ? Xyzz<F>::from_affine(p) : add_mixed_xyzz(ax, p);
+        aj = i == 0 ? Jacobian<F>::from_affine(p) : add_mixed(aj, p);
+        af = add(af, dbl(Jacobian<F>::from_affine(p)));  // full additions of 2 P_i
+        if (i == 0) d = dbl(Jacobian<F>::from_affine(p));
+    }
+    Affine<F> rx = to_affine(ax.to_jacobian()), rj = to_affine(aj), rd = to_affine(d);
+    Affine<F> rf = to_affine(af);
+    put(rx.x); put(rx.y); put(rj.x); put(rj.y); put(rd.x); put(rd.y); put(rf.x); put(rf.y);
+    printf("\n");
+}
 int main() {
     char g[4];
     int k;
-    while (scanf("%3s %d", g, &k) == 2) {
-        Xyzz<Fq> ax = Xyzz<Fq>::inf();
-        Jacobian<Fq> aj = Jacobian<Fq>::inf();
-        for (int i = 0; i < k; i++) {
-            Affine<Fq> p;
-            p.x = read_fq();
-            p.y = read_fq();
-            ax = i == 0 ? Xyzz<Fq>::from_affine(p) : add_mixed_xyzz(ax, p);
-            aj = i == 0 ? Jacobian<Fq>::from_affine(p) : add_mixed(aj, p);
-        }
-        Affine<Fq> rx = to_affine(ax.to_jacobian()), rj = to_affine(aj);
-        put(rx.x); put(rx.y); put(rj.x); put(rj.y);
-        printf("\n");
-    }
+    while (scanf("%3s %d", g, &k) == 2) { if (g[0] == 'g') run<Fq>(k); else run<Fq2>(k); }
 }
 """
 
@@ -117,40 +124,48 @@ def curve_harness(tmp_path_factory):
     return d / "emu"
 
 
-def test_xyzz_accumulation_matches_py_ecc(curve_harness):
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_xyzz_accumulation_matches_py_ecc(curve_harness, group):
     """Runs of mixed additions as level 0 of the accumulation adds a bucket's points: XYZZ
     (madd-2008-s, mdbl-2008-s-1 when a point meets itself) and Jacobian, vs py_ecc; with
-    P + P, P + (-P), infinity inside a run, and random runs."""
+    P + P, P + (-P), infinity inside a run, and random runs; dbl of the first point; and
+    the sum of the doubled points by full Jacobian additions (add-2007-bl)."""
     import py_ecc.optimized_bls12_381 as bls
     from cuzk_sim.gpu.encoding import FQ_MONT, FQ_MONT_INV
 
     rng = random.Random(5)
-    pts = [bls.multiply(bls.G1, rng.randrange(1, R)) for _ in range(8)]
+    gen, inf = (bls.G1, bls.Z1) if group == "g1" else (bls.G2, bls.Z2)
+    pts = [bls.multiply(gen, rng.randrange(1, R)) for _ in range(6)]
     p, q = pts[0], pts[1]
-    runs = [[p, p], [p, bls.neg(p)], [p, bls.neg(p), q], [bls.Z1, p], [p, bls.Z1, q]]
+    runs = [[p, p], [p, bls.neg(p)], [p, bls.neg(p), q], [inf, p], [p, inf, q]]
     runs += [[p, q, p, p], [q, q, q]]
-    runs += [[rng.choice(pts) for _ in range(rng.randint(1, 12))] for _ in range(40)]
+    runs += [[rng.choice(pts) for _ in range(rng.randint(1, 10))] for _ in range(25)]
 
-    def affine_hex(pt) -> str:
+    def coords(pt) -> list[int]:
+        """affine standard-form ints: x, y (G2: x0, x1, y0, y1); infinity: zeros"""
         if bls.is_inf(pt):
-            return _limbs_hex(0, 12) + " " + _limbs_hex(0, 12)
+            return [0] * (2 if group == "g1" else 4)
         x, y = bls.normalize(pt)
-        return _limbs_hex(int(x.n) * FQ_MONT % Q, 12) + " " + _limbs_hex(int(y.n) * FQ_MONT % Q, 12)
+        if group == "g1":
+            return [int(x.n), int(y.n)]
+        return [int(c) for c in x.coeffs] + [int(c) for c in y.coeffs]
 
-    stdin = "".join(f"g {len(r)} " + " ".join(affine_hex(pt) for pt in r) + "\n" for r in runs)
+    def hexes(pt) -> str:
+        return " ".join(_limbs_hex(v * FQ_MONT % Q, 12) for v in coords(pt))
+
+    tag = "g" if group == "g1" else "h"
+    stdin = "".join(f"{tag} {len(r)} " + " ".join(hexes(pt) for pt in r) + "\n" for r in runs)
     out = subprocess.run(
         [str(curve_harness)], input=stdin, capture_output=True, text=True, check=True
     ).stdout.splitlines()
     assert len(out) == len(runs)
+    w = len(coords(inf))
     for r, line in zip(runs, out, strict=True):
-        want = bls.Z1
+        want = inf
         for pt in r:
             want = bls.add(want, pt)
-        if bls.is_inf(want):
-            expected = [0, 0]
-        else:
-            wx, wy = bls.normalize(want)
-            expected = [int(wx.n), int(wy.n)]
         got = [int(v, 16) * FQ_MONT_INV % Q for v in line.split()]
-        assert got[:2] == expected, f"XYZZ sum of a run of {len(r)}"
-        assert got[2:] == expected, f"Jacobian sum of a run of {len(r)}"
+        assert got[:w] == coords(want), f"XYZZ sum of a run of {len(r)}"
+        assert got[w : 2 * w] == coords(want), f"Jacobian sum of a run of {len(r)}"
+        assert got[2 * w : 3 * w] == coords(bls.double(r[0])), "dbl"
+        assert got[3 * w :] == coords(bls.double(want)), "Jacobian full additions"

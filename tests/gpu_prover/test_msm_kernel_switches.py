@@ -1,6 +1,7 @@
-"""The kernel switches that gpu_bench.py compares (old = FIELD_MUL_WIDE=0 and the one-thread
-Horner, CUZK_MSM_TAIL=device; new = the defaults): every combination gives the MSM that
-py_ecc computes. GPU tests (marker `gpu`) except the option check."""
+"""The kernel switches that gpu_bench.py compares (old = FIELD_MUL_WIDE=0 ACC_XYZZ=0 and the
+one-thread Horner, CUZK_MSM_TAIL=device; new = the defaults; ACC_FLUSH_SLOTS=1; the new
+kernels with the device Horner): each gives the MSM that py_ecc computes. GPU tests (marker
+`gpu`) except the option check."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ import pytest
 from cuzk_sim.gpu import encoding
 from cuzk_sim.reference.field import R
 
-SWITCHES = [
+SWITCHES = [  # as benchmarks/gpu_bench.py's VARIANTS (one compiled module each)
     ("", "host"),  # the defaults
-    ("FIELD_MUL_WIDE=0", "device"),  # the kernels of 2026-12-01 06:33 UTC
-    ("FIELD_MUL_WIDE=0", "host"),
+    ("FIELD_MUL_WIDE=0 ACC_XYZZ=0", "device"),  # the kernels of 2026-12-01 06:33 UTC
+    ("ACC_FLUSH_SLOTS=1", "host"),
     ("", "device"),
 ]
 

@@ -1,0 +1,46 @@
+"""Every NTT stage-group kernel (gpu/ntt.py NTT_KERNELS, under the product switches that
+gpu_bench.py compares) against the reference domain's NTT, Python ints. GPU tests."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from cuzk_sim.gpu import encoding
+from cuzk_sim.gpu.ntt import NTT_KERNELS
+from cuzk_sim.reference.domain import Domain
+from cuzk_sim.reference.field import R
+
+
+def test_unknown_kernel_is_refused(monkeypatch):
+    from cuzk_sim.gpu.ntt import default_kernel
+
+    monkeypatch.setenv("CUZK_NTT_KERNEL", "fr_ntt_radix8")
+    with pytest.raises(ValueError, match="CUZK_NTT_KERNEL must be one of"):
+        default_kernel()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("defines", ["", "FIELD_MUL_WIDE=0 ACC_XYZZ=0", "NTT_TW_INLINE=1"])
+@pytest.mark.parametrize("name", NTT_KERNELS)
+def test_ntt_kernel_matches_reference(monkeypatch, name, defines):
+    import cupy as cp
+    from cuzk_sim.gpu import ntt as gntt
+    from cuzk_sim.gpu.module import launch
+
+    monkeypatch.setenv("CUZK_KERNEL_DEFINES", defines)
+    rng = random.Random(len(name) + len(defines))
+    for log_n in (1, 2, 3, 5, 11, 13):  # stage groups with k = 1, 2, 3, ... (x2 falls back at 1)
+        n = 1 << log_n
+        dom = Domain(n)
+        values = [rng.randrange(R) for _ in range(n)]
+        values[0] = R - 1
+        t = gntt.DeviceTables.from_buffer(
+            cp.asarray(gntt.domain_tables(log_n, dom.omega, 7, 1).pack()), log_n
+        )
+        a = cp.asarray(encoding.ints_to_limbs(values, 8)).reshape(-1)
+        launch("field_ops.cu", "fr_convert", n, a, np.int64(n), np.int32(1))
+        gntt.ntt(a, t, name)
+        launch("field_ops.cu", "fr_convert", n, a, np.int64(n), np.int32(0))
+        assert encoding.limbs_to_ints(a.get().reshape(n, 8)) == dom.ntt(values), (name, log_n)
