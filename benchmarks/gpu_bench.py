@@ -6,11 +6,12 @@ Prints a table (median of CUDA-event timings after a warm-up) and writes JSON.
 Usage: python3 benchmarks/gpu_bench.py [--quick] [--json out.json] [--only msm_g1,ntt,...]
        [--sizes 16,20] [--max-log2 24] [--extra]
 old = the kernels of 2026-12-01 06:33 UTC (commit 6c50516): the 64-bit C Montgomery
-product (FIELD_MUL_WIDE=0), Jacobian accumulation (ACC_XYZZ=0) and the MSM's Horner in one
-GPU thread (CUZK_MSM_TAIL=device); new = the defaults (wide carry-chain product, XYZZ
-accumulation, Horner on the host). Both run the signed MSM and the fr_ntt_group_tw NTT.
+product (FIELD_MUL_WIDE=0) and the MSM's Horner in one GPU thread (CUZK_MSM_TAIL=device);
+new = the defaults (wide carry-chain product, Horner on the host). Both run the signed MSM
+and the fr_ntt_group_tw NTT.
 Other columns (VARIANTS): MSM `flush` (ACC_FLUSH_SLOTS=1), `device tail` (new kernels,
-Horner on the GPU); NTT `tw inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2). --extra
+Horner on the GPU), `xyzz+sqr` (ACC_XYZZ=1 FQ2_SQR=1; also a prove row); NTT `tw inline`
+(NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2). --extra
 adds the unsigned MSM and the signed MSM over precomputed bases (table built before timing;
 its build time and bytes reported), and the fr_ntt_group NTT. Prove: old and new default
 flags, and new with prestage + pinned.
@@ -34,12 +35,13 @@ import numpy as np
 
 # variant -> (kernel defines appended to $CUZK_KERNEL_DEFINES, $CUZK_MSM_TAIL or None)
 VARIANTS = {
-    "old": ("FIELD_MUL_WIDE=0 ACC_XYZZ=0", "device"),  # the defaults of commit 6c50516
+    "old": ("FIELD_MUL_WIDE=0", "device"),  # the defaults of commit 6c50516
     "new": ("", None),
     "flush": ("ACC_FLUSH_SLOTS=1", None),  # boundary pieces stored at once (fewer registers)
     "device tail": ("", "device"),  # new kernels, Horner in one GPU thread
     "tw inline": ("NTT_TW_INLINE=1", None),  # fr_ntt_group_tw with the product inlined
     "x2": ("", None),  # the NTT kernel fr_ntt_group_x2
+    "xyzz+sqr": ("ACC_XYZZ=1 FQ2_SQR=1", None),  # XYZZ accumulation, 2-product Fq2 squares
 }
 
 
@@ -120,7 +122,8 @@ def bench_msm(
     pts = _points(cp, group, 1 << max(logs))
     cp.cuda.Device().synchronize()
     gen_s = time.perf_counter() - t0
-    variants = [v for v in ("old", "new", "flush", "device tail") if v not in SKIP]
+    variants = ["old", "new", "flush", "device tail", "xyzz+sqr"]
+    variants = [v for v in variants if v not in SKIP]
     variants += ["unsigned", "precomputed"] if extra else []
     rows = []
     for k in logs:
@@ -250,7 +253,9 @@ def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
             "old": ProverFlags(),
             "new": ProverFlags(),
             "new prestage+pinned": ProverFlags(prestage=True, pinned=True),
+            "xyzz+sqr": ProverFlags(),
         }
+        variants = {k: v for k, v in variants.items() if k not in SKIP}
         for tag, flags in variants.items():
             walls = []
             with kernels(tag):

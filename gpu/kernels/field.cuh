@@ -9,6 +9,8 @@
 // instead of 64-bit C arithmetic. FIELD_MUL_WIDE (default 1) 1 computes it with 64-bit
 // carry chains over limb pairs (one IMAD.WIDE.U32.X per partial product; see
 // mont_mul_wide); 0 selects the 64-bit C product (the kernels of 2026-12-01 06:33 UTC).
+// FQ2_SQR (default 0) 1 squares in Fq2 with 2 products instead of the 3 of fq2_mul (off
+// until measured on the device: docs/benchmarks.md).
 // FIELD_HOST_EMULATION: compile with a host C++ compiler (tests/gpu_prover/
 // test_field_host_emulation.py): the CUDA qualifiers become plain C++ and the PTX carry
 // operations are emulated with an explicit carry flag.
@@ -32,6 +34,9 @@
 #endif
 #ifndef FIELD_MUL_WIDE
 #define FIELD_MUL_WIDE 1
+#endif
+#ifndef FQ2_SQR
+#define FQ2_SQR 0
 #endif
 #if FIELD_MUL_INLINE
 #define FIELD_MUL_ATTR __forceinline__
@@ -503,7 +508,13 @@ template <class T>
 __device__ __forceinline__ Fp<T> sqr(const Fp<T>& a) {
     return a * a;
 }
-__device__ __forceinline__ Fq2 sqr(const Fq2& a) { return fq2_sqr(a); }
+__device__ __forceinline__ Fq2 sqr(const Fq2& a) {
+#if FQ2_SQR
+    return fq2_sqr(a);
+#else
+    return fq2_mul(a, a);
+#endif
+}
 
 // (a0 + a1 u)^-1 = (a0 - a1 u) / (a0^2 + a1^2)
 __device__ __forceinline__ Fq2 inverse(const Fq2& a) {

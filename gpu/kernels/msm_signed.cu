@@ -26,14 +26,15 @@
 // Macros: G1_ACC_MIN_BLOCKS (default 1), the launch bound of g1_acc_balanced (128 threads);
 // ACC_FLUSH_SLOTS (default 0) 1 stores a boundary piece when its run ends instead of
 // holding it in registers to the end of the thread (fewer registers; benchmark switch).
-// ACC_XYZZ (default 1): level 0 keeps its running sum in XYZZ coordinates (10 products per
-// mixed addition instead of 11) and stores it as Jacobian; 0: Jacobian throughout.
+// ACC_XYZZ (default 0) 1: level 0 keeps its running sum in XYZZ coordinates (10 products per
+// mixed addition instead of 11) and stores it as Jacobian; 0: Jacobian throughout. (Off
+// until measured on the device: docs/benchmarks.md.)
 #include "curve.cuh"
 #ifndef ACC_FLUSH_SLOTS
 #define ACC_FLUSH_SLOTS 0
 #endif
 #ifndef ACC_XYZZ
-#define ACC_XYZZ 1
+#define ACC_XYZZ 0
 #endif
 #if ACC_XYZZ
 #define ACC_T Xyzz<F>

@@ -110,18 +110,21 @@ int main() {
 """
 
 
-@pytest.fixture(scope="module")
-def curve_harness(tmp_path_factory):
+@pytest.fixture(scope="module", params=["FQ2_SQR=0", "FQ2_SQR=1"])
+def curve_harness(request, tmp_path_factory):
+    """The curve harness built with the Fq2 squaring off (default) and on."""
     if CXX is None:
         pytest.skip("no C++ compiler (g++, c++, clang++) on PATH")
     d = tmp_path_factory.mktemp("curve_emu")
     (d / "emu.cpp").write_text(CURVE_HARNESS)
+    out = d / "emu"
     subprocess.run(
-        [CXX, "-O1", "-std=c++17", f"-I{KERNEL_DIR}", str(d / "emu.cpp"), "-o", str(d / "emu")],
+        [CXX, "-O1", "-std=c++17", f"-D{request.param}", f"-I{KERNEL_DIR}", str(d / "emu.cpp")]
+        + ["-o", str(out)],
         check=True,
         capture_output=True,
     )
-    return d / "emu"
+    return out
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])

@@ -1,6 +1,6 @@
-"""The kernel switches that gpu_bench.py compares (old = FIELD_MUL_WIDE=0 ACC_XYZZ=0 and the
-one-thread Horner, CUZK_MSM_TAIL=device; new = the defaults; ACC_FLUSH_SLOTS=1; the new
-kernels with the device Horner): each gives the MSM that py_ecc computes. GPU tests (marker
+"""The kernel switches that gpu_bench.py compares (old = FIELD_MUL_WIDE=0 and the one-thread
+Horner, CUZK_MSM_TAIL=device; new = the defaults; ACC_FLUSH_SLOTS=1; the new kernels with
+the device Horner; ACC_XYZZ=1 FQ2_SQR=1): each gives the MSM that py_ecc computes. GPU tests (marker
 `gpu`) except the option check."""
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from cuzk_sim.reference.field import R
 
 SWITCHES = [  # as benchmarks/gpu_bench.py's VARIANTS (one compiled module each)
     ("", "host"),  # the defaults
-    ("FIELD_MUL_WIDE=0 ACC_XYZZ=0", "device"),  # the kernels of 2026-12-01 06:33 UTC
+    ("FIELD_MUL_WIDE=0", "device"),  # the kernels of 2026-12-01 06:33 UTC
     ("ACC_FLUSH_SLOTS=1", "host"),
     ("", "device"),
+    ("ACC_XYZZ=1 FQ2_SQR=1", "host"),
 ]
 
 
