@@ -20,6 +20,63 @@ SIZES_MIB = [2, 8, 32, 128, 512]
 REPEATS = 7
 
 
+def size_row(cp, rt, mib: int, median_ms, keep_busy) -> dict:
+    """The timings of one buffer size (ms)."""
+    n = mib * MIB
+    ptr: list[int] = []
+    row = {"mib": mib}
+    row["cudaMalloc"] = median_ms(lambda: ptr.append(rt.malloc(n)))
+    for p in ptr:
+        rt.free(p)
+    ptr.clear()
+
+    def one() -> None:
+        ptr.append(rt.malloc(n))
+
+    row["cudaFree_idle"] = median_ms(lambda: rt.free(ptr.pop()), setup=one)
+
+    def one_busy() -> None:
+        one()
+        cp.cuda.Device().synchronize()
+        keep_busy()
+
+    t_busy = median_ms(lambda: cp.cuda.Device().synchronize(), setup=keep_busy)
+    row["device_busy_ms"] = t_busy
+    row["cudaFree_busy"] = median_ms(lambda: rt.free(ptr.pop()), setup=one_busy)
+    cp.cuda.Device().synchronize()
+
+    pool = cp.get_default_memory_pool()
+    pool.free_all_blocks()
+    held: list = []
+    held.append(pool.malloc(n))
+    held.clear()  # one cached block of this size
+    row["cupy_pool_hit"] = median_ms(lambda: held.append(pool.malloc(n)), setup=held.clear)
+    held.clear()
+    pool.free_all_blocks()
+    row["cupy_pool_miss"] = median_ms(
+        lambda: held.append(pool.malloc(n)),
+        setup=lambda: (held.clear(), pool.free_all_blocks()),
+    )
+    held.clear()
+    pool.free_all_blocks()
+
+    mp = rt.deviceGetDefaultMemPool(0)
+    for label, threshold in (("async_threshold0", 0), ("async_thresholdmax", 2**64 - 1)):
+        rt.memPoolSetAttribute(mp, rt.cudaMemPoolAttrReleaseThreshold, threshold)
+        apool = cp.cuda.MemoryAsyncPool()
+
+        def cycle(apool=apool) -> None:  # malloc, free, synchronise: one buffer's life
+            m = apool.malloc(n)
+            del m
+            cp.cuda.Device().synchronize()
+
+        cycle()
+        row[label + "_cycle"] = median_ms(cycle)
+    rt.memPoolSetAttribute(mp, rt.cudaMemPoolAttrReleaseThreshold, 0)
+    rt.memPoolTrimTo(mp, 0)
+    return row
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=None)
@@ -50,57 +107,7 @@ def main() -> None:
 
     rows = []
     for mib in SIZES_MIB:
-        n = mib * MIB
-        ptr: list[int] = []
-        row = {"mib": mib}
-        row["cudaMalloc"] = median_ms(lambda: ptr.append(rt.malloc(n)))
-        for p in ptr:
-            rt.free(p)
-        ptr.clear()
-
-        def one() -> None:
-            ptr.append(rt.malloc(n))
-
-        row["cudaFree_idle"] = median_ms(lambda: rt.free(ptr.pop()), setup=one)
-
-        def one_busy() -> None:
-            one()
-            cp.cuda.Device().synchronize()
-            keep_busy()
-
-        t_busy = median_ms(lambda: cp.cuda.Device().synchronize(), setup=keep_busy)
-        row["device_busy_ms"] = t_busy
-        row["cudaFree_busy"] = median_ms(lambda: rt.free(ptr.pop()), setup=one_busy)
-        cp.cuda.Device().synchronize()
-
-        pool = cp.get_default_memory_pool()
-        pool.free_all_blocks()
-        held: list = []
-        held.append(pool.malloc(n))
-        held.clear()  # one cached block of this size
-        row["cupy_pool_hit"] = median_ms(lambda: held.append(pool.malloc(n)), setup=held.clear)
-        held.clear()
-        pool.free_all_blocks()
-        row["cupy_pool_miss"] = median_ms(
-            lambda: held.append(pool.malloc(n)), setup=lambda: (held.clear(), pool.free_all_blocks())
-        )
-        held.clear()
-        pool.free_all_blocks()
-
-        mp = rt.deviceGetDefaultMemPool(0)
-        for label, threshold in (("async_threshold0", 0), ("async_thresholdmax", 2**64 - 1)):
-            rt.memPoolSetAttribute(mp, rt.cudaMemPoolAttrReleaseThreshold, threshold)
-            apool = cp.cuda.MemoryAsyncPool()
-
-            def cycle() -> None:  # malloc, free, synchronise: one buffer's life in a partition
-                m = apool.malloc(n)
-                del m
-                cp.cuda.Device().synchronize()
-
-            cycle()
-            row[label + "_cycle"] = median_ms(cycle)
-        rt.memPoolSetAttribute(mp, rt.cudaMemPoolAttrReleaseThreshold, 0)
-        rt.memPoolTrimTo(mp, 0)
+        row = size_row(cp, rt, mib, median_ms, keep_busy)
         rows.append(row)
         print(json.dumps(row), flush=True)
     out["rows"] = rows

@@ -395,7 +395,7 @@ class PipelineDevice(Device):
         super().__init__("real" if run.backend.kind == "real" else "dry-run", gpu, flags.allocator)
         self.run, self.worker, self.part = run, worker, part
         # step timing (run.step_times): per GPU step (name, cat, start event, end event)
-        self.marks: list[tuple[str, str, Any, Any]] = []
+        self.marks: list[tuple[str, str, Any, Any, Any]] = []
         self.mark_t0: float | None = None  # perf_counter when the first start event went in
         self.host_alloc_s = 0.0  # host seconds inside alloc/free calls (driver and pools)
 
@@ -412,7 +412,7 @@ class PipelineDevice(Device):
         a.record()
         out = fn()
         b.record()
-        self.marks.append((name, cat, a, b))
+        self.marks.append((name, cat, a, b, self.steps[-1]))
         return out
 
     def _collect_marks(self) -> None:
@@ -426,16 +426,47 @@ class PipelineDevice(Device):
         first = self.marks[0][2]
         t0 = self.mark_t0 if self.mark_t0 is not None else time.perf_counter()
         prev_end = None
-        for name, cat, a, b in self.marks:
+        for name, cat, a, b, step in self.marks:
             a.synchronize()
             b.synchronize()
             start = t0 + cupy.cuda.get_elapsed_time(first, a) / 1000
             end = t0 + cupy.cuda.get_elapsed_time(first, b) / 1000
             gap = 0.0 if prev_end is None else max(start - prev_end, 0.0)
             prev_end = end
+            if cat == "lock":  # the lock was taken here: the next gap starts from it
+                continue
             self.run.span(self.worker, self.gpu_index, name, cat, start, end)
             self.run.step_stat(name, end - start, gap)
+            direction = getattr(step, "direction", None)
+            kind = f"copy_{direction.lower()}" if direction else getattr(step, "kind", "?")
+            size = getattr(step, "size", 0)
+            self.run.event(
+                "step", worker=self.worker, name=name, kind=kind, size=size,
+                nbytes=getattr(step, "bytes", 0), pinned=getattr(step, "pinned", False),
+                seconds=end - start + gap,
+            )  # fmt: skip
         self.marks, self.mark_t0 = [], None
+
+    def lock(self, mutex: str | None = None) -> None:
+        super().lock(mutex)
+        if self.run.step_times and self.runs:  # a zero-length mark: gaps count from here
+            import cupy
+
+            ev = cupy.cuda.Event()
+            if self.mark_t0 is None:
+                self.mark_t0 = time.perf_counter()
+            ev.record()
+            self.marks.append(("(lock)", "lock", ev, ev, None))
+
+    def cpu(self, name: str, kind: str, size: int, fn: Callable[[], Any], threads: int = 1) -> Any:
+        t = time.perf_counter()
+        out = super().cpu(name, kind, size, fn, threads)
+        if self.run.step_times and self.runs:
+            self.run.event(
+                "step", worker=self.worker, name=name, kind=kind, size=size, nbytes=0,
+                pinned=False, seconds=time.perf_counter() - t,
+            )  # fmt: skip
+        return out
 
     # --- memory
     def _malloc(self, nbytes: int) -> Any:
@@ -583,6 +614,15 @@ def _assemble_remote(ends: tuple, res: dict[str, Any], r: int, s: int, convert: 
     return assemble(HostKey({}, *ends), msm_results(res) if convert else res, r, s)
 
 
+def _warm_assembler(_: int) -> int:
+    """Import what assembly needs in a helper process; the short sleep spreads one call
+    over each process of the pool."""
+    import py_ecc.optimized_bls12_381  # noqa: F401
+
+    time.sleep(0.05)
+    return 0
+
+
 def assembler(workers: int) -> Any:
     """A process pool of at least `workers` processes (spawned: no CUDA state in them)."""
     import multiprocessing
@@ -594,7 +634,9 @@ def assembler(workers: int) -> Any:
         _ASSEMBLERS[0].shutdown()
         _ASSEMBLERS.clear()
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-    list(pool.map(abs, range(workers)))  # start them now, not inside a timed run
+    # start them now, not inside a timed run: each imports this module and py_ecc (the
+    # first partition of a run used to pay ~0.5 s for it)
+    list(pool.map(_warm_assembler, range(workers)))
     _ASSEMBLERS.extend([pool, workers])
     return pool
 

@@ -61,6 +61,13 @@ def write_cuzk_log(path: Path, run: Any) -> None:
                 log.lines(emit.rust_panic(emit.cuda_oom_message()))
             elif event == "oom":
                 log.line(emit.prestage_skip_vram())
+            elif event == "step":
+                log.line(
+                    emit.sim_step(
+                        f["name"], f["kind"], f["size"], f["nbytes"], f["pinned"],
+                        int(f["seconds"] * 1e6),
+                    )
+                )  # fmt: skip
             elif event == "proof_done":
                 total = emit.ms(f["total_s"])
                 log.line(emit.proof_assembled(log.when(t), f["job"], total, 0, total))
