@@ -40,25 +40,39 @@ if [[ " $WHAT " == *" gputests "* ]]; then
     -q -p no:cacheprovider --durations=8 > "$W/logs/gputests.log" 2>&1; stamp "gputests rc=$?"
 fi
 if [[ " $WHAT " == *" calib "* ]]; then
+  # the logs loop (issues 9, 11): gpu-run logs of one worker at four domains ->
+  # calibrate -> the profile the grid is priced with; and the round trip: a profile from
+  # the 2^18 log alone predicts a 2-worker run (scenario-from-log -> run -> check)
   stamp calib
   C=$W/calib; mkdir -p "$C"
-  sed 's/^gpu_workers_per_device = 1$/gpu_workers_per_device = 2/; s/^count = 2$/count = 3/' \
-    scenarios/validation/base.toml > scenarios/validation/calib-b.toml
+  B=scenarios/validation/base.toml
   ( set -x
-    python3 -P -m cuzk_sim gpu-run scenarios/validation/base.toml --log "$C/a.log" --json > "$C/a.json"
-    python3 -P -m cuzk_sim gpu-run scenarios/validation/calib-b.toml --log "$C/b.log" --json > "$C/b.json"
-    python3 -P -m cuzk_sim calibrate "$C/a.log" --base h200 --scenario scenarios/validation/base.toml \
-      --gpu-model "NVIDIA H200" -o "$C/h200-a.toml"
-    python3 -P -m cuzk_sim scenario-from-log "$C/b.log" --profile "$C/h200-a.toml" \
-      --plan-from scenarios/validation/calib-b.toml -o "$C/b.toml"
+    for lg in 16 18 20 24; do
+      case $lg in 16|18) n=(--set 'workload[0].count=4');; 20) n=(--set 'workload[0].count=2');;
+        24) n=(--set 'workload[0].count=1' --set 'workload[0].partitions=2');; esac
+      python3 -P -m cuzk_sim gpu-run $B --set plan.gpu_prover.domain_log2=$lg "${n[@]}" \
+        --log "$C/w1-$lg.log" --details "$C/w1-$lg.details.json" --json > "$C/w1-$lg.json"
+    done
+    python3 -P -m cuzk_sim calibrate "$C"/w1-16.log "$C"/w1-18.log "$C"/w1-20.log "$C"/w1-24.log \
+      --base h200 --gpu-model "NVIDIA H200" -o "$C/h200-pipeline.toml"
+    python3 -P -m cuzk_sim calibrate "$C/w1-18.log" --base h200 --gpu-model "NVIDIA H200" \
+      -o "$C/h200-from-18.toml"
+    python3 -P -m cuzk_sim gpu-run $B --set engine.gpus.gpu_workers_per_device=2 \
+      --log "$C/b.log" --json > "$C/b.json"
+    python3 -P -m cuzk_sim scenario-from-log "$C/b.log" --profile "$C/h200-from-18.toml" \
+      --plan-from $B -o "$C/b.toml"
     python3 -P -m cuzk_sim run "$C/b.toml"
     python3 -P -m cuzk_sim check "$C/b.toml" ) > "$W/logs/calib.log" 2>&1
-  stamp "calib rc=$?"; tail -25 "$W/logs/calib.log"
+  stamp "calib rc=$?"; grep -E "predicted|observed|PASS|FAIL" "$W/logs/calib.log" | tail -6
 fi
 if [[ " $WHAT " == *" grid "* ]]; then
   stamp grid
+  # priced with the profile the calib stage fitted on this card, when it ran
+  PROF=()
+  [ -f "$W/calib/h200-pipeline.toml" ] && PROF=(--profile "$W/calib/h200-pipeline.toml")
   timeout ${GRID_TIMEOUT:-200} python3 -P -m cuzk_sim validate scenarios/validation/h200-grid.toml \
-    --out "$W/grid" ${ONLY:+--only "$ONLY"} > "$W/logs/grid.log" 2>&1; stamp "grid rc=$?"
+    --out "$W/grid" ${ONLY:+--only "$ONLY"} "${PROF[@]}" > "$W/logs/grid.log" 2>&1
+  stamp "grid rc=$?"
   python3 -P -m cuzk_sim validate scenarios/validation/h200-grid.toml --out "$W/grid" \
     --report-only > /dev/null 2>&1
 fi
@@ -126,7 +140,7 @@ if [[ " $WHAT " == *" faults "* ]]; then
 fi
 stamp done
 tar czf "$OUT/all.tgz" -C "$W" . 2>/dev/null
-for f in probe.json faults.json bench.json grid/report.md logs/steps.txt logs/diag-summary.txt diag/alloc-timing.json; do
+for f in probe.json faults.json bench.json grid/report.md logs/steps.txt logs/diag-summary.txt diag/alloc-timing.json calib/h200-pipeline.toml logs/calib.log; do
   [ -f "$W/$f" ] && cp "$W/$f" "$OUT/$(echo "$f" | tr / -)"
 done
 tail -5 "$W/logs/tests.log" 2>/dev/null; tail -4 "$W/logs/gputests.log" 2>/dev/null

@@ -143,6 +143,9 @@ def execute(
         s = steps[pc]
         op = s.op
         if driver is not None and driver[pc]:
+            if op == "free" and w.t_ready > env.now:  # cudaFree sees what others queued
+                m.events += 1
+                yield env.timeout(w.t_ready - env.now)
             it.driver_call(m, w, op, driver[pc])
         if not host_touching[pc]:
             pass

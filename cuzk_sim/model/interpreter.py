@@ -519,6 +519,8 @@ def run_plain(
     driver = cp.driver_s
     while pc < n:
         if driver is not None and driver[pc]:
+            if steps[pc].op == "free":  # cudaFree sees what the others queued by then
+                yield from meet(m, w)
             driver_call(m, w, steps[pc].op, driver[pc])
         pc = yield from STEPS[steps[pc].op](m, w, cp, pc, seconds[pc], part)
         if pc == PANIC:

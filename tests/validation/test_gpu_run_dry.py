@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from validation_fixtures import DATA
 
 from cuzk_sim.cli import app
+from cuzk_sim.input_errors import InputError
 from cuzk_sim.scenario import load_scenario
 
 runner = CliRunner()
@@ -195,3 +196,44 @@ def test_gpu_run_log_carries_the_mutex_lines(scenario_file, tmp_path):
     lines = log.read_text().splitlines()
     assert sum("mutex_held_ms=" in line for line in lines) == 3
     assert sum(",GPU_END," in line for line in lines) == 3
+
+
+def test_validate_profile_prices_every_configuration_and_guards_the_resume(tmp_path, scenario_file):
+    from cuzk_sim.calibration import load_profile
+    from cuzk_sim.validation.grid import pipeline_executor, run_grid
+    from cuzk_sim.validation.spec import load_spec
+
+    scenario_file(workers=1, count=1, partitions=2)
+    (tmp_path / "spec.toml").write_text(
+        'name = "t"\nbase = "s.toml"\ncaps = [3]\ngenerous = false\n'
+        '[[config]]\nname = "w1"\n[[config]]\nname = "w2"\n'
+        'set = { "engine.gpus.gpu_workers_per_device" = 2 }\n'
+    )
+    # a copy of the bundled profile under another name, as `calibrate -o` writes one
+    text = (Path(__file__).parents[2] / "cuzk_sim" / "profiles" / "h200.toml").read_text()
+    slow = tmp_path / "mine.toml"
+    slow.write_text(text.replace('name = "h200"', 'name = "mine"', 1))
+    spec = load_spec(tmp_path / "spec.toml", profile=str(slow))
+    assert {c.scenario.profile.name for c in spec.configs} == {"mine"}
+    assert load_profile(str(slow)).kernels == load_profile("h200").kernels
+    execute = pipeline_executor("dry-run")
+    run_grid(spec, tmp_path / "out", execute, say=lambda s: None)
+    pred = json.loads((tmp_path / "out" / "predictions.json").read_text())
+    assert pred["profile"] == str(slow.resolve())
+    assert f"profile `{slow.resolve()}`" in (tmp_path / "out" / "report.md").read_text()
+    with pytest.raises(InputError, match="--fresh"):  # resuming under another profile
+        run_grid(load_spec(tmp_path / "spec.toml"), tmp_path / "out", execute, say=print)
+
+
+def test_gpu_run_set_changes_the_scenario_as_run_set_does(scenario_file):
+    path = scenario_file(workers=1, count=1, partitions=2)
+    r = runner.invoke(
+        app,
+        ["gpu-run", str(path), "--device", "dry-run", "--json",
+         "--set", "workload[0].count=3", "--set", "engine.gpus.gpu_workers_per_device=2"],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["proofs_submitted"] == 3 and out["partitions_completed"] == 6
+    r = runner.invoke(app, ["gpu-run", str(path), "--device", "dry-run", "--set", "nope.x=1"])
+    assert r.exit_code == 2 and "nope" in r.output and "Traceback" not in r.output
