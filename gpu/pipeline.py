@@ -441,7 +441,7 @@ class PipelineDevice(Device):
             kind = f"copy_{direction.lower()}" if direction else getattr(step, "kind", "?")
             size = getattr(step, "size", 0)
             self.run.event(
-                "step", worker=self.worker, name=name, kind=kind, size=size,
+                "step", worker=self.worker, step=name, kind=kind, size=size,
                 nbytes=getattr(step, "bytes", 0), pinned=getattr(step, "pinned", False),
                 seconds=end - start + gap,
             )  # fmt: skip
@@ -463,7 +463,7 @@ class PipelineDevice(Device):
         out = super().cpu(name, kind, size, fn, threads)
         if self.run.step_times and self.runs:
             self.run.event(
-                "step", worker=self.worker, name=name, kind=kind, size=size, nbytes=0,
+                "step", worker=self.worker, step=name, kind=kind, size=size, nbytes=0,
                 pinned=False, seconds=time.perf_counter() - t,
             )  # fmt: skip
         return out

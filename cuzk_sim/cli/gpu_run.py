@@ -64,7 +64,7 @@ def write_cuzk_log(path: Path, run: Any) -> None:
             elif event == "step":
                 log.line(
                     emit.sim_step(
-                        f["name"], f["kind"], f["size"], f["nbytes"], f["pinned"],
+                        f["step"], f["kind"], f["size"], f["nbytes"], f["pinned"],
                         int(f["seconds"] * 1e6),
                     )
                 )  # fmt: skip

@@ -88,9 +88,9 @@ def test_gpu_run_log_writes_a_step_line_per_step_event(tmp_path):
 
     run = types.SimpleNamespace(
         events=[
-            (0.1, "step", {"worker": "gpu0-w0", "name": "msm_h", "kind": "msm_g1",
+            (0.1, "step", {"worker": "gpu0-w0", "step": "msm_h", "kind": "msm_g1",
                            "size": 1024, "nbytes": 0, "pinned": False, "seconds": 0.0123456}),
-            (0.2, "step", {"worker": "gpu0-w0", "name": "upload_a", "kind": "copy_htod",
+            (0.2, "step", {"worker": "gpu0-w0", "step": "upload_a", "kind": "copy_htod",
                            "size": 0, "nbytes": 4096, "pinned": True, "seconds": 0.0005}),
         ]
     )  # fmt: skip

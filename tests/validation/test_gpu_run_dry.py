@@ -237,3 +237,47 @@ def test_gpu_run_set_changes_the_scenario_as_run_set_does(scenario_file):
     assert out["proofs_submitted"] == 3 and out["partitions_completed"] == 6
     r = runner.invoke(app, ["gpu-run", str(path), "--device", "dry-run", "--set", "nope.x=1"])
     assert r.exit_code == 2 and "nope" in r.output and "Traceback" not in r.output
+
+
+def test_step_marks_become_spans_stats_and_log_events(scenario_file, monkeypatch):
+    """The CUDA-event path of step timing, with a stand-in for CuPy's events: each mark's
+    GPU time and the stream's idle time before it (the lock mark resets the gap)."""
+    import sys
+    import types
+
+    from cuzk_sim.gpu.pipeline import PipelineDevice
+
+    from cuzk_sim.plan import Copy, Kernel
+
+    class Ev:
+        def __init__(self, t: float) -> None:
+            self.t = t
+
+        def synchronize(self) -> None:
+            pass
+
+    cuda = types.SimpleNamespace(get_elapsed_time=lambda a, b: (b.t - a.t) * 1000)
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
+    spec = RunSpec.from_scenario(load_scenario(scenario_file()))
+    run = RealRun(spec, LedgerBackend(spec.vram, spec.context, spec.gpus), step_times=True)
+    run.t0 = 100.0
+    dev = PipelineDevice(run, "gpu0-w0", 0, "p-0/0", spec.work["porep"].flags)
+    dev.mark_t0 = 100.0
+    lock = Ev(0.0)
+    dev.marks = [
+        ("(lock)", "lock", lock, lock, None),
+        ("upload_a", "copy", Ev(0.002), Ev(0.005), Copy("upload_a", 4096, "HtoD")),
+        ("msm_h", "kernel", Ev(0.006), Ev(0.016), Kernel("msm_h", "msm_g1", 1024)),
+    ]
+    dev._collect_marks()
+    spans = [(s.name, s.cat, round(s.start_s, 6), round(s.end_s, 6)) for s in run.spans]
+    assert spans == [("upload_a", "copy", 0.002, 0.005), ("msm_h", "kernel", 0.006, 0.016)]
+    steps = [f for _, e, f in run.events if e == "step"]
+    assert [(f["step"], f["kind"], f["size"], f["nbytes"]) for f in steps] == [
+        ("upload_a", "copy_htod", 0, 4096),
+        ("msm_h", "msm_g1", 1024, 0),
+    ]
+    # held the stream: 3 ms + 2 ms idle after the lock; 10 ms + 1 ms idle
+    assert [round(f["seconds"], 6) for f in steps] == [0.005, 0.011]
+    assert dev.marks == []
+    assert run.details()["steps"]["msm_h"]["idle_before_ms"] == pytest.approx(1.0)
