@@ -40,27 +40,91 @@ if [[ " $WHAT " == *" gputests "* ]]; then
     -q -p no:cacheprovider --durations=8 > "$W/logs/gputests.log" 2>&1; stamp "gputests rc=$?"
 fi
 if [[ " $WHAT " == *" calib "* ]]; then
+  # the logs loop (issues 9, 11): gpu-run logs of one worker at four domains ->
+  # calibrate -> the profile the grid is priced with; and the round trip: a profile from
+  # the 2^18 log alone predicts a 2-worker run (scenario-from-log -> run -> check)
   stamp calib
   C=$W/calib; mkdir -p "$C"
-  sed 's/^gpu_workers_per_device = 1$/gpu_workers_per_device = 2/; s/^count = 2$/count = 3/' \
-    scenarios/validation/base.toml > scenarios/validation/calib-b.toml
+  B=scenarios/validation/base.toml
   ( set -x
-    python3 -P -m cuzk_sim gpu-run scenarios/validation/base.toml --log "$C/a.log" --json > "$C/a.json"
-    python3 -P -m cuzk_sim gpu-run scenarios/validation/calib-b.toml --log "$C/b.log" --json > "$C/b.json"
-    python3 -P -m cuzk_sim calibrate "$C/a.log" --base h200 --scenario scenarios/validation/base.toml \
-      --gpu-model "NVIDIA H200" -o "$C/h200-a.toml"
-    python3 -P -m cuzk_sim scenario-from-log "$C/b.log" --profile "$C/h200-a.toml" \
-      --plan-from scenarios/validation/calib-b.toml -o "$C/b.toml"
+    for lg in 16 18 20 24; do
+      case $lg in 16|18) n=(--set 'workload[0].count=4');; 20) n=(--set 'workload[0].count=2');;
+        24) n=(--set 'workload[0].count=1' --set 'workload[0].partitions=2');; esac
+      python3 -P -m cuzk_sim gpu-run $B --set plan.gpu_prover.domain_log2=$lg "${n[@]}" \
+        --log "$C/w1-$lg.log" --details "$C/w1-$lg.details.json" --json > "$C/w1-$lg.json"
+    done
+    python3 -P -m cuzk_sim calibrate "$C"/w1-16.log "$C"/w1-18.log "$C"/w1-20.log "$C"/w1-24.log \
+      --base h200 --gpu-model "NVIDIA H200" -o "$C/h200-pipeline.toml"
+    python3 -P -m cuzk_sim calibrate "$C/w1-18.log" --base h200 --gpu-model "NVIDIA H200" \
+      -o "$C/h200-from-18.toml"
+    python3 -P -m cuzk_sim gpu-run $B --set engine.gpus.gpu_workers_per_device=2 \
+      --log "$C/b.log" --json > "$C/b.json"
+    python3 -P -m cuzk_sim scenario-from-log "$C/b.log" --profile "$C/h200-from-18.toml" \
+      --plan-from $B -o "$C/b.toml"
     python3 -P -m cuzk_sim run "$C/b.toml"
     python3 -P -m cuzk_sim check "$C/b.toml" ) > "$W/logs/calib.log" 2>&1
-  stamp "calib rc=$?"; tail -25 "$W/logs/calib.log"
+  stamp "calib rc=$?"; grep -E "predicted|observed|PASS|FAIL" "$W/logs/calib.log" | tail -6
 fi
 if [[ " $WHAT " == *" grid "* ]]; then
   stamp grid
+  # priced with the profile the calib stage fitted on this card, when it ran
+  PROF=()
+  [ -f "$W/calib/h200-pipeline.toml" ] && PROF=(--profile "$W/calib/h200-pipeline.toml")
   timeout ${GRID_TIMEOUT:-200} python3 -P -m cuzk_sim validate scenarios/validation/h200-grid.toml \
-    --out "$W/grid" ${ONLY:+--only "$ONLY"} > "$W/logs/grid.log" 2>&1; stamp "grid rc=$?"
+    --out "$W/grid" ${ONLY:+--only "$ONLY"} "${PROF[@]}" > "$W/logs/grid.log" 2>&1
+  stamp "grid rc=$?"
   python3 -P -m cuzk_sim validate scenarios/validation/h200-grid.toml --out "$W/grid" \
     --report-only > /dev/null 2>&1
+fi
+if [[ " $WHAT " == *" diag "* ]]; then
+  # where the pipeline's time goes (issue 9): allocator call times, then gpu-run of the
+  # base scenario at 2^18, 8 proofs x 4 partitions, per configuration and pipeline tune
+  stamp diag
+  D=$W/diag; mkdir -p "$D"
+  timeout 90 python3 -P benchmarks/allocator_timing.py --json "$D/alloc-timing.json" \
+    > "$W/logs/alloc-timing.log" 2>&1; stamp "alloc-timing rc=$?"
+  diag() {  # name, tune, --set arguments...
+    local name=$1 tune=$2; shift 2
+    CUZK_SIM_PIPELINE_TUNE=$tune timeout ${DIAG_TIMEOUT:-60} python3 -P -m cuzk_sim gpu-run \
+      scenarios/validation/base.toml --set 'workload[0].count=8' "$@" --json \
+      --details "$D/$name.details.json" --log "$D/$name.log" --trace "$D/$name.trace.json" \
+      > "$D/$name.json" 2> "$D/$name.err"; stamp "diag $name rc=$?"
+  }
+  W2=(--set engine.gpus.gpu_workers_per_device=2)
+  diag w1 ""
+  diag w2 "" "${W2[@]}"
+  diag w2-switch switch "${W2[@]}"
+  diag w2-remote-switch remote,switch "${W2[@]}"
+  diag w2-nomutex "" "${W2[@]}" --set variant.mutex_scope=none
+  diag w2-nomutex-streams streams "${W2[@]}" --set variant.mutex_scope=none
+  diag w2-nomutex-all streams,remote,switch "${W2[@]}" --set variant.mutex_scope=none
+  diag w2-sync "" "${W2[@]}" --set plan.gpu_prover.allocator=sync
+  diag w2-async "" "${W2[@]}" --set plan.gpu_prover.allocator=async
+  diag w1-tight "" --set "hardware.vram=1686 MiB"
+  diag w2-prestage "" "${W2[@]}" --set plan.gpu_prover.prestage=true
+  diag w2-prestage-streams streams "${W2[@]}" --set plan.gpu_prover.prestage=true
+  diag w3 "" --set engine.gpus.gpu_workers_per_device=3
+  diag w1-16 "" --set plan.gpu_prover.domain_log2=16
+  diag w2-16 "" "${W2[@]}" --set plan.gpu_prover.domain_log2=16
+  python3 - "$D" > "$W/logs/diag-summary.txt" 2>&1 <<'PY'
+import json, sys, pathlib
+d = pathlib.Path(sys.argv[1])
+for f in sorted(d.glob("*.details.json")):
+    name = f.name.removesuffix(".details.json")
+    try:
+        r = json.loads((d / f"{name}.json").read_text()); det = json.loads(f.read_text())
+    except Exception as e:
+        print(name, "unreadable", e); continue
+    steps = det.get("steps", {})
+    gpu = sum(v["n"] * v["gpu_ms"] for v in steps.values())
+    idle = sum(v["n"] * v["idle_before_ms"] for v in steps.values())
+    parts = r.get("partitions_completed") or 1
+    print(f"{name:24s} s/proof {r.get('seconds_per_proof')!s:8.8} parts {parts} "
+          f"gpu/part {gpu/parts:7.1f} ms idle/part {idle/parts:6.1f} ms "
+          f"alloc/part {det.get('host_alloc_ms_per_partition', 0):6.2f} ms "
+          f"peak {r.get('peak_vram_bytes')} wall {r.get('sim_time_s')}")
+PY
+  cat "$W/logs/diag-summary.txt"
 fi
 if [[ " $WHAT " == *" bench "* ]]; then
   stamp bench
@@ -76,7 +140,7 @@ if [[ " $WHAT " == *" faults "* ]]; then
 fi
 stamp done
 tar czf "$OUT/all.tgz" -C "$W" . 2>/dev/null
-for f in probe.json faults.json bench.json grid/report.md logs/steps.txt; do
+for f in probe.json faults.json bench.json grid/report.md logs/steps.txt logs/diag-summary.txt diag/alloc-timing.json calib/h200-pipeline.toml logs/calib.log; do
   [ -f "$W/$f" ] && cp "$W/$f" "$OUT/$(echo "$f" | tr / -)"
 done
 tail -5 "$W/logs/tests.log" 2>/dev/null; tail -4 "$W/logs/gputests.log" 2>/dev/null

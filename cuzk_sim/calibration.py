@@ -133,6 +133,16 @@ class _PceIn(_Strict):
     basis: BasisIn = None
 
 
+class _AllocatorIn(_Strict):
+    """Host time of the driver calls of the `sync` allocator (plain cudaMalloc/cudaFree per
+    buffer), by bytes: `sync_free` is paid once the device is idle (cudaFree waits)."""
+
+    sync_malloc: _CostIn | None = None
+    sync_free: _CostIn | None = None
+    source: str = ""
+    basis: BasisIn = None
+
+
 class _ProfileIn(_Strict):
     name: str
     provenance: str
@@ -143,6 +153,7 @@ class _ProfileIn(_Strict):
     cpu: dict[str, _CostIn]
     pce: _PceIn
     host: _HostIn = _HostIn()
+    allocator: _AllocatorIn = _AllocatorIn()
 
 
 @dataclass(frozen=True)
@@ -195,6 +206,12 @@ def _figures(p: _ProfileIn) -> tuple[Figure, ...]:
         Figure(f"host.{k}", str(getattr(p.host, k)), _basis(p.host.basis, k), p.host.source)
         for k in ("cores", "pin_rate", "pin_fixed")
     ]
+    for k in ("sync_malloc", "sync_free"):
+        c = getattr(p.allocator, k)
+        if c is not None:
+            f = cost(f"allocator.{k}", c)
+            out.append(Figure(f.key, f.value, _basis(c.basis or p.allocator.basis, "time"),
+                              c.source or p.allocator.source))  # fmt: skip
     return tuple(out)
 
 
@@ -220,6 +237,14 @@ class Profile:
     pin_fixed: float = 0.0
     prover: str | None = None  # "cuzk" | "cuzk_sim.gpu"; None: the profile does not say
     figures: tuple[Figure, ...] = ()  # every figure with its basis and source
+    # the `sync` allocator's cudaMalloc / cudaFree by bytes ([allocator]); None: free
+    sync_malloc: Cost | None = None
+    sync_free: Cost | None = None
+
+    def driver_seconds(self, op: str, nbytes: int) -> float:
+        """Host time of the cudaMalloc ("alloc") or cudaFree ("free") of a sync buffer."""
+        cost = self.sync_malloc if op == "alloc" else self.sync_free
+        return cost.seconds(nbytes) if cost is not None else 0.0
 
     def pin_seconds(self, nbytes: int) -> float:
         """Time to page-lock `nbytes` of host memory."""
@@ -299,6 +324,8 @@ def load_profile(name_or_path: str, base: Path | None = None) -> Profile:
         pin_fixed=parse_duration(p.host.pin_fixed),
         prover=p.prover,
         figures=_figures(p),
+        sync_malloc=p.allocator.sync_malloc.cost() if p.allocator.sync_malloc else None,
+        sync_free=p.allocator.sync_free.cost() if p.allocator.sync_free else None,
     )
 
 

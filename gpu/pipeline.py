@@ -394,6 +394,79 @@ class PipelineDevice(Device):
     def __init__(self, run: RealRun, worker: str, gpu: int, part: str, flags: ProverFlags):
         super().__init__("real" if run.backend.kind == "real" else "dry-run", gpu, flags.allocator)
         self.run, self.worker, self.part = run, worker, part
+        # step timing (run.step_times): per GPU step (name, cat, start event, end event)
+        self.marks: list[tuple[str, str, Any, Any, Any]] = []
+        self.mark_t0: float | None = None  # perf_counter when the first start event went in
+        self.host_alloc_s = 0.0  # host seconds inside alloc/free calls (driver and pools)
+
+    def _timed_step(self, name: str, cat: str, fn: Callable[[], Any]) -> Any:
+        """Run one GPU step; with step timing, between two CUDA events on the worker's
+        stream (no synchronisation: read when the GPU section ends, `_collect_marks`)."""
+        if not (self.run.step_times and self.runs):
+            return fn()
+        import cupy
+
+        a, b = cupy.cuda.Event(), cupy.cuda.Event()
+        if self.mark_t0 is None:
+            self.mark_t0 = time.perf_counter()
+        a.record()
+        out = fn()
+        b.record()
+        self.marks.append((name, cat, a, b, self.steps[-1]))
+        return out
+
+    def _collect_marks(self) -> None:
+        """The GPU times of the steps marked since the last call (their events have
+        completed: the GPU section synchronised): spans on the worker's track, placed from
+        the host time of the first event, and per-step totals (RealRun.step_stats)."""
+        if not self.marks:
+            return
+        import cupy
+
+        first = self.marks[0][2]
+        t0 = self.mark_t0 if self.mark_t0 is not None else time.perf_counter()
+        prev_end = None
+        for name, cat, a, b, step in self.marks:
+            a.synchronize()
+            b.synchronize()
+            start = t0 + cupy.cuda.get_elapsed_time(first, a) / 1000
+            end = t0 + cupy.cuda.get_elapsed_time(first, b) / 1000
+            gap = 0.0 if prev_end is None else max(start - prev_end, 0.0)
+            prev_end = end
+            if cat == "lock":  # the lock was taken here: the next gap starts from it
+                continue
+            self.run.span(self.worker, self.gpu_index, name, cat, start, end)
+            self.run.step_stat(name, end - start, gap)
+            direction = getattr(step, "direction", None)
+            kind = f"copy_{direction.lower()}" if direction else getattr(step, "kind", "?")
+            size = getattr(step, "size", 0)
+            self.run.event(
+                "step", worker=self.worker, step=name, kind=kind, size=size,
+                nbytes=getattr(step, "bytes", 0), pinned=getattr(step, "pinned", False),
+                seconds=end - start + gap,
+            )  # fmt: skip
+        self.marks, self.mark_t0 = [], None
+
+    def lock(self, mutex: str | None = None) -> None:
+        super().lock(mutex)
+        if self.run.step_times and self.runs:  # a zero-length mark: gaps count from here
+            import cupy
+
+            ev = cupy.cuda.Event()
+            if self.mark_t0 is None:
+                self.mark_t0 = time.perf_counter()
+            ev.record()
+            self.marks.append(("(lock)", "lock", ev, ev, None))
+
+    def cpu(self, name: str, kind: str, size: int, fn: Callable[[], Any], threads: int = 1) -> Any:
+        t = time.perf_counter()
+        out = super().cpu(name, kind, size, fn, threads)
+        if self.run.step_times and self.runs:
+            self.run.event(
+                "step", worker=self.worker, step=name, kind=kind, size=size, nbytes=0,
+                pinned=False, seconds=time.perf_counter() - t,
+            )  # fmt: skip
+        return out
 
     # --- memory
     def _malloc(self, nbytes: int) -> Any:
@@ -417,7 +490,11 @@ class PipelineDevice(Device):
             raise RunStopped()
         try:
             run.faults.at_alloc(name, nbytes, None, self.gpu_index)
-            buf = super().alloc(name, nbytes, persistent, margin, note)
+            t = time.perf_counter()
+            try:
+                buf = super().alloc(name, nbytes, persistent, margin, note)
+            finally:
+                self.host_alloc_s += time.perf_counter() - t
             if not self.runs and not run.backend.charge(
                 self.gpu_index, self.worker, name, nbytes, self.allocator
             ):
@@ -436,9 +513,31 @@ class PipelineDevice(Device):
         return buf
 
     def free(self, name: str) -> None:
+        t = time.perf_counter()
         super().free(name)
+        self.host_alloc_s += time.perf_counter() - t
         if not self.runs:
             self.run.backend.release(self.gpu_index, self.worker, name)
+
+    def copy_htod(
+        self,
+        name: str,
+        dst: Buffer,
+        host: Any,
+        nbytes: int,
+        pinned: bool = False,
+        stream: str = "compute",
+    ) -> None:
+        self._timed_step(
+            name, "copy", lambda: super(PipelineDevice, self).copy_htod(
+                name, dst, host, nbytes, pinned, stream
+            )
+        )  # fmt: skip
+
+    def copy_dtoh(self, name: str, src: Buffer, words: int) -> Any:
+        return self._timed_step(
+            name, "copy", lambda: super(PipelineDevice, self).copy_dtoh(name, src, words)
+        )
 
     def kernel(self, name: str, kind: str, size: int, fn: Callable[[], Any]) -> Any:
         if not self.runs:
@@ -446,7 +545,9 @@ class PipelineDevice(Device):
         import cupy
 
         try:
-            out = super().kernel(name, kind, size, fn)
+            out = self._timed_step(
+                name, "kernel", lambda: super(PipelineDevice, self).kernel(name, kind, size, fn)
+            )
         except cupy.cuda.memory.OutOfMemoryError as e:  # a CuPy library temporary
             err = DeviceOutOfMemory(
                 f"{name} (cupy temporary)",
@@ -464,6 +565,7 @@ class PipelineDevice(Device):
         return self.run.lock_for(self.gpu_index)
 
     def on_unlock(self, mutex: str, asked: float, acquired: float, released: float) -> None:
+        self._collect_marks()
         self.run.event("mutex", part=self.part, wait_s=acquired - asked, held_s=released - acquired)
         self.run.span(self.worker, self.gpu_index, f"wait {mutex}", "lock", asked, acquired)
         self.run.span(self.worker, self.gpu_index, f"hold {mutex}", "lock", acquired, released)
@@ -483,16 +585,42 @@ class PartitionData:
     pk: Any = None
 
 
+TUNES = frozenset({"streams", "switch", "remote"})
+
+
+def _tune_from_env() -> frozenset[str]:
+    import os
+
+    asked = {t.strip() for t in os.environ.get("CUZK_SIM_PIPELINE_TUNE", "").split(",")}
+    asked.discard("")
+    unknown = asked - TUNES
+    if unknown:
+        raise ValueError(
+            f"CUZK_SIM_PIPELINE_TUNE: unknown {sorted(unknown)}; known: {sorted(TUNES)}"
+        )
+    return frozenset(asked)
+
+
 _SYNTHETIC: dict[PartitionShape, PartitionData] = {}
 SYNTHETIC_CACHE_BYTES = 12 << 30  # host bytes of synthetic data kept across runs
 _WARMED: set[tuple[PartitionShape, str]] = set()
 _ASSEMBLERS: list[Any] = []  # [ProcessPoolExecutor, its size]
 
 
-def _assemble_remote(ends: tuple, res: dict[str, Any], r: int, s: int) -> Any:
+def _assemble_remote(ends: tuple, res: dict[str, Any], r: int, s: int, convert: bool) -> Any:
     """assemble() in a helper process (py_ecc holds the GIL for tens of ms: in a thread
-    it would stall the other workers' kernel launches; cuzk assembles on CPU threads)."""
-    return assemble(HostKey({}, *ends), res, r, s)
+    it would stall the other workers' kernel launches; cuzk assembles on CPU threads).
+    convert: `res` holds the raw MSM results (msm_results turns them into points here)."""
+    return assemble(HostKey({}, *ends), msm_results(res) if convert else res, r, s)
+
+
+def _warm_assembler(_: int) -> int:
+    """Import what assembly needs in a helper process; the short sleep spreads one call
+    over each process of the pool."""
+    import py_ecc.optimized_bls12_381  # noqa: F401
+
+    time.sleep(0.05)
+    return 0
 
 
 def assembler(workers: int) -> Any:
@@ -506,7 +634,9 @@ def assembler(workers: int) -> Any:
         _ASSEMBLERS[0].shutdown()
         _ASSEMBLERS.clear()
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-    list(pool.map(abs, range(workers)))  # start them now, not inside a timed run
+    # start them now, not inside a timed run: each imports this module and py_ecc (the
+    # first partition of a run used to pay ~0.5 s for it)
+    list(pool.map(_warm_assembler, range(workers)))
     _ASSEMBLERS.extend([pool, workers])
     return pool
 
@@ -636,6 +766,14 @@ class RealRun:
     faults: FaultPlan = field(default_factory=FaultPlan)
     verify: dict[str, PartitionData] | None = None  # kind -> reference data (verify mode)
     warm: bool = True  # run one partition of each kind before the timed run (real device)
+    # CUDA events around every GPU step: spans in the trace and per-step totals in
+    # details() (no synchronisation added; the events are read when a GPU section ends)
+    step_times: bool = False
+    # experiments (CUZK_SIM_PIPELINE_TUNE, comma-separated; docs/validation.md): "streams"
+    # (each worker on its own non-blocking stream instead of the legacy default stream),
+    # "switch" (GIL switch interval 0.1 ms during the run), "remote" (MSM results turned
+    # into points in the assembler process, not the worker thread)
+    tune: frozenset[str] = field(default_factory=lambda: _tune_from_env())
 
     def __post_init__(self) -> None:
         self.stopped = threading.Event()
@@ -658,6 +796,9 @@ class RealRun:
         self.shrunk_bytes: dict[int, int] = {}  # faults: extra ballast taken mid-run
         self.ballast_placed: dict[int, int] = {}  # the ballast of each GPU at the start
         self.threshold_before: dict[int, int] = {}
+        # step name -> [count, GPU seconds, seconds the stream idled before it]
+        self.step_totals: dict[str, list[float]] = {}
+        self.host_alloc_s: list[float] = []  # per partition: host seconds in alloc/free
         scope = self.spec.mutex_scope
         self._global = threading.Lock() if scope == "global" else None
         self._device_locks = {g: threading.Lock() for g in range(self.spec.gpus)}
@@ -682,6 +823,13 @@ class RealRun:
     def span(self, track: str, dev: int, name: str, cat: str, a: float, b: float) -> None:
         with self._stats:
             self.spans.append(Span(track, dev, name, cat, a - self.t0, b - self.t0))
+
+    def step_stat(self, name: str, seconds: float, gap: float) -> None:
+        with self._stats:
+            t = self.step_totals.setdefault(name, [0, 0.0, 0.0])
+            t[0] += 1
+            t[1] += seconds
+            t[2] += gap
 
     def used(self, gpu: int) -> int:
         """Device memory in use as the scenario's card would show it: everything the
@@ -829,6 +977,17 @@ class RealRun:
 
     # --- the workers
     def _worker(self, name: str, gpu: int, q: queue.PriorityQueue, done: threading.Event) -> None:
+        if "streams" in self.tune and self.backend.kind == "real":
+            import cupy
+
+            with cupy.cuda.Device(gpu):
+                stream = cupy.cuda.Stream(non_blocking=True)
+            with stream:
+                self._work(gpu, name, q, done)
+            return
+        self._work(gpu, name, q, done)
+
+    def _work(self, gpu: int, name: str, q: queue.PriorityQueue, done: threading.Event) -> None:
         while not self.stopped.is_set():
             try:
                 _, (proof, p) = q.get(timeout=0.01)
@@ -858,16 +1017,17 @@ class RealRun:
             if self.stopped.is_set():
                 raise RunStopped()
             if data.key is not None:
-                res = msm_results(raw)
+                res = raw if "remote" in self.tune else msm_results(raw)
                 r, s, due = data.cases[p % len(data.cases)] if data.cases else (3, 4, b"")
                 k = data.key
                 ends = (k.alpha_g1, k.beta_g1, k.beta_g2, k.delta_g1, k.delta_g2)
                 pool = self.assemblers
+                convert = "remote" in self.tune
                 proof_obj = dev.cpu(
                     "assemble",
                     "assemble",
                     1,
-                    lambda: pool.submit(_assemble_remote, ends, res, r, s).result(),
+                    lambda: pool.submit(_assemble_remote, ends, res, r, s, convert).result(),
                 )
                 if data.cases:
                     from cuzk_sim.reference.serialize import proof_to_bytes
@@ -885,8 +1045,10 @@ class RealRun:
             self.log(f"worker {worker} partition {label} failed: {type(e).__name__}: {e}")
         finally:
             dev.free_all()
+            dev._collect_marks()
             with self._stats:
                 self.live.pop(worker, None)
+                self.host_alloc_s.append(dev.host_alloc_s)
         t1 = time.perf_counter()
         self.span(worker, gpu, label, "partition", t0, t1)
         if job.status == "proved":
@@ -950,6 +1112,11 @@ class RealRun:
                 threads.append(
                     threading.Thread(target=self._worker, args=(name, gpu, q, done), name=name)
                 )
+        import sys
+
+        switch = sys.getswitchinterval()
+        if "switch" in self.tune:
+            sys.setswitchinterval(1e-4)
         self.t0 = time.perf_counter()
         if on_start is not None:
             on_start()
@@ -980,6 +1147,7 @@ class RealRun:
             for t in threads:
                 t.join()
         finally:
+            sys.setswitchinterval(switch)
             self.stopped.set()
             done.set()
             for t in timers:
@@ -1100,6 +1268,16 @@ class RealRun:
             "unexplained_jobs": [
                 j.partition for j in self.jobs if j.status == "failed" and not j.reason
             ],
+            "tune": sorted(self.tune),
+            # step timing (--trace/--log): per GPU step, mean ms on the GPU and mean ms the
+            # stream idled before it (host work: launches, allocations, copies' staging)
+            "steps": {
+                name: {"n": int(n), "gpu_ms": 1000 * t / n, "idle_before_ms": 1000 * g / n}
+                for name, (n, t, g) in sorted(self.step_totals.items())
+            },
+            "host_alloc_ms_per_partition": (
+                1000 * sum(self.host_alloc_s) / len(self.host_alloc_s) if self.host_alloc_s else 0.0
+            ),
         }
 
 

@@ -380,6 +380,9 @@ def dry_run_plan(
         h_len=shape.h_len,
         reduction=shape.reduction,
         flags=flags.__dict__,
+        # every kernel and copy goes to the calling thread's current CuPy stream, which
+        # is CUDA's legacy default stream: the workers of one GPU share one queue
+        gpu_stream="legacy_default",
     )
 
 

@@ -61,6 +61,13 @@ def write_cuzk_log(path: Path, run: Any) -> None:
                 log.lines(emit.rust_panic(emit.cuda_oom_message()))
             elif event == "oom":
                 log.line(emit.prestage_skip_vram())
+            elif event == "step":
+                log.line(
+                    emit.sim_step(
+                        f["step"], f["kind"], f["size"], f["nbytes"], f["pinned"],
+                        int(f["seconds"] * 1e6),
+                    )
+                )  # fmt: skip
             elif event == "proof_done":
                 total = emit.ms(f["total_s"])
                 log.line(emit.proof_assembled(log.when(t), f["job"], total, 0, total))
@@ -98,7 +105,18 @@ def gpu_run(
     ] = False,
     details: Annotated[
         Path | None,
-        typer.Option("--details", help="Write what only a real run has (jobs, ballast, leaks)."),
+        typer.Option(
+            "--details",
+            help="Write what only a real run has (jobs, ballast, leaks, per-step GPU times).",
+        ),
+    ] = None,
+    overrides: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="Change a scenario key for this run, KEY.PATH=VALUE (repeatable), as in "
+            "`run`, e.g. --set workload[0].count=8.",
+        ),
     ] = None,
 ) -> None:
     """Run a scenario on the GPU; exit 1 on an OOM (and, with --verify, on an invalid proof
@@ -136,7 +154,10 @@ def gpu_run(
             faults = FaultPlan(tuple(Fault.parse(f) for f in fault or []), fault_seed)
         except ValueError as e:
             raise InputError(str(e)) from None
-        scn = load_scenario(scenario)
+        from cuzk_sim.overrides import parse_assignment
+
+        changes = dict(parse_assignment(a) for a in overrides or [])
+        scn = load_scenario(scenario, changes or None)
         try:
             spec = RunSpec.from_scenario(scn)
         except ValueError as e:
@@ -154,7 +175,16 @@ def gpu_run(
                 for k, w in spec.work.items()
             }
             spec = dataclasses.replace(spec, work=work)
-        run = RealRun(spec, backend_for(device, spec), faults=faults, verify=refs)
+        try:
+            run = RealRun(
+                spec,
+                backend_for(device, spec),
+                faults=faults,
+                verify=refs,
+                step_times=any(p is not None for p in (trace, log, details)),
+            )
+        except ValueError as e:  # CUZK_SIM_PIPELINE_TUNE
+            raise InputError(str(e)) from None
         try:
             result = run.execute()
         except ValueError as e:  # e.g. hardware.vram larger than the GPU

@@ -203,7 +203,7 @@ def calibrate(
     for f in fits:
         unit = (
             (lambda v: f"{v / 2**30:.3f} GiB/s")
-            if f.size is None
+            if f.size is None and not f.key.endswith("latency")
             else (lambda v: f"{v * 1e3:.3f} ms")
         )
         t.add_row(

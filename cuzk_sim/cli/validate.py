@@ -39,6 +39,14 @@ def validate(
     fresh: Annotated[
         bool, typer.Option("--fresh", help="Predict again and drop earlier real runs in --out.")
     ] = False,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            "--profile",
+            help="Price every configuration with this profile (bundled name or TOML, e.g. "
+            "one `cuzk-sim calibrate` fitted from gpu-run logs of this card).",
+        ),
+    ] = None,
 ) -> None:
     """Predict each configuration's VRAM boundary, run the real pipeline at caps around it,
     compare; resumable (runs already in --out are skipped)."""
@@ -67,7 +75,7 @@ def validate(
                 raise InputError(f"--out {out}: no predictions.json to report on")
             rows, summary = write_report(out, json.loads(pred.read_text()))
         else:
-            vspec = load_spec(spec)
+            vspec = load_spec(spec, profile)
             if predict_only:
                 out.mkdir(parents=True, exist_ok=True)
                 (out / "predictions.json").write_text(json.dumps(predict(vspec), indent=1))

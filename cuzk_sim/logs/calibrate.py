@@ -32,31 +32,16 @@ from pathlib import Path
 
 from cuzk_sim.calibration import BUNDLED, Cost, Profile, load_profile
 from cuzk_sim.input_errors import InputError
+from cuzk_sim.logs.fit import Fit
 from cuzk_sim.logs.scenario_out import LoggedConfig
 from cuzk_sim.logs.stats import Stat
+from cuzk_sim.logs.step_fit import step_fits
 from cuzk_sim.logs.timeline import Analyzer
 from cuzk_sim.plan import Copy, Cpu, Goto, Kernel, Label, Lock, Plan, Step, Unlock
 from cuzk_sim.plans.circuits import SHAPES, CircuitShape
 from cuzk_sim.plans.cuzk import CuzkVariant, build_partition_plan
 
 MIN_SAMPLES = 1
-
-
-@dataclass(frozen=True)
-class Fit:
-    """One fitted figure: where it goes in the profile, its value and its provenance."""
-
-    key: str  # "cpu.synthesis", "kernel.ntt", "copy_engine.pageable"
-    base_s: float  # the base's time at the figure's size (s), or bandwidth (B/s)
-    fitted_s: float
-    size: int | None
-    fixed_s: float | None  # a new fixed cost (msm_g1's two-point fit), else the base's
-    provenance: str
-    basis: str = "fitted"  # "measured": one line timed exactly this step at this size
-
-    @property
-    def change(self) -> float:
-        return self.fitted_s / self.base_s - 1 if self.base_s else math.nan
 
 
 @dataclass(frozen=True)
@@ -184,6 +169,9 @@ class Calibrator:
 
     def run(self) -> list[Fit]:
         kinds = [k for k in self.plans if k in self.a.kind_stats]
+        if self.a.step_stats:  # our pipeline's own step lines: they time every step
+            self.fits += step_fits(self.a.step_stats, self.base, self.base_sizes, self.logs)
+            return self.fits
         if not kinds:
             raise InputError(
                 f"{self.logs}: no complete job of a known proof kind in the log (found "
@@ -486,14 +474,17 @@ def calibrated_profile(
             entry["source"] = fit.provenance
             entry["basis"] = fit.basis
     ce = raw["copy_engine"]
-    bw = next((f for f in fits if f.key == "copy_engine.pageable"), None)
-    if bw is not None:
-        ce["pageable"] = f"{bw.fitted_s / 2**30:.4f} GiB/s"
+    keys = ("pageable", "pinned", "latency")
+    copy_fits = {k: f for k in keys for f in fits if f.key == f"copy_engine.{k}"}
+    if copy_fits:
         old_basis = ce.get("basis")
-        keys = ("pageable", "pinned", "latency")
+        for k, f in copy_fits.items():
+            ce[k] = f"{f.fitted_s * 1e3:.4f} ms" if k == "latency" else (
+                f"{f.fitted_s / 2**30:.4f} GiB/s"
+            )  # fmt: skip
         ce["basis"] = {
             k: "fitted"
-            if k == "pageable"
+            if k in copy_fits
             else (
                 old_basis.get(k, "assumed")
                 if isinstance(old_basis, dict)
@@ -501,7 +492,11 @@ def calibrated_profile(
             )
             for k in keys
         }
-        ce["source"] = f"pageable {bw.provenance}; pinned and latency kept from base {base.name}"
+        kept = [k for k in keys if k not in copy_fits]
+        ce["source"] = "; ".join(
+            [f"{k} {f.provenance}" for k, f in copy_fits.items()]
+            + ([f"{' and '.join(kept)} kept from base {base.name}"] if kept else [])
+        )
     else:
         ce["source"] = f"kept from base {base.name}: {ce.get('source', '')}".strip()
     kept = f"kept from base {base.name}:"

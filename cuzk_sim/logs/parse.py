@@ -142,6 +142,29 @@ def _timing(body: str, lineno: int, text: str) -> Record:
 
 
 _TIMELINE_INTS = frozenset(("worker", "partition", "synth_ms", "gpu_ms"))
+_STEP_INTS = ("size", "bytes", "pinned", "us")
+
+
+def _sim_step(body: str, lineno: int, text: str) -> Record:
+    """`CUZK_SIM_STEP: <step> kind=<kind> size= bytes= pinned= us=` (our pipeline's line,
+    cuzk_sim/logs/emit.py sim_step)."""
+    name, _, rest = body.strip().partition(" ")
+    fields: dict[str, object] = {"name": name}
+    for token in rest.split():
+        k, sep, v = token.partition("=")
+        if sep:
+            fields[k] = v
+    missing = [k for k in ("kind", *_STEP_INTS) if k not in fields]
+    if not name or missing:
+        return Record(lineno, "malformed", text, {"why": f"CUZK_SIM_STEP without {missing}"})
+    for k in _STEP_INTS:
+        try:
+            fields[k] = int(str(fields[k]))
+        except ValueError:
+            return Record(lineno, "malformed", text, {"why": f"{k}={fields[k]} is not an integer"})
+        if fields[k] < 0:  # type: ignore[operator]
+            return Record(lineno, "malformed", text, {"why": f"{k}={fields[k]} is negative"})
+    return Record(lineno, "sim_step", text, fields)
 
 
 def _timeline(line: str, lineno: int) -> Record:
@@ -316,6 +339,9 @@ class LogParser:
         i = line.find("TIMELINE,")
         if i >= 0:
             return _timeline(line[i:], lineno)
+        i = line.find("CUZK_SIM_STEP:")
+        if i >= 0:
+            return _sim_step(line[i + 14 :], lineno, line)
         i = line.find("CUZK_TIMING:")
         if i >= 0:
             return _timing(line[i + 12 :], lineno, line)

@@ -179,6 +179,9 @@ def kind_of(partitions: int, synth_ms: float | None) -> str:
     return f"unknown({partitions} partitions)"
 
 
+MAX_STEP_KEYS = 4096  # distinct (kind, size, bytes, pinned) of CUZK_SIM_STEP lines kept
+
+
 class Analyzer:
     """Feed records in log order; `finish()` closes what is still open."""
 
@@ -237,6 +240,8 @@ class Analyzer:
         self.jobs_per_kind: dict[str, int] = {}
         self.circuits: set[str] = set()  # PCE circuit ids named in the log
         self.run_offsets: dict[int, float] = {0: 0.0}  # run -> seconds after the first start
+        # CUZK_SIM_STEP (our pipeline): (kind, size, bytes, pinned) -> ms per step
+        self.step_stats: dict[tuple[str, int, int, bool], Stat] = {}
 
     # --- feeding ---
 
@@ -276,6 +281,15 @@ class Analyzer:
             self._crash(r)
         elif k == "gpu_failed":
             self._gpu_failed(r)
+        elif k == "sim_step":
+            f = r.fields
+            key = (str(f["kind"]), int(f["size"]), int(f["bytes"]), bool(f["pinned"]))  # type: ignore[call-overload]
+            st = self.step_stats.get(key)
+            if st is None:
+                if len(self.step_stats) >= MAX_STEP_KEYS:
+                    return
+                st = self.step_stats[key] = Stat()
+            st.add(int(f["us"]) / 1000, r.lineno)  # type: ignore[call-overload]
         elif k == "pce_extracted":
             cid = str(r.fields.get("circuit_id", "?"))
             ms_ = _int(r.fields.get("extract_ms"))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from cuzk_sim.calibration import Profile
 from cuzk_sim.input_errors import InputError
 from cuzk_sim.model.jitter import Jitter
-from cuzk_sim.plan import Alloc, Copy, Cpu, Kernel, Label, Plan, Step
+from cuzk_sim.plan import Alloc, Copy, Cpu, Free, Kernel, Label, Plan, Step
 from cuzk_sim.plan_analysis import PlanAnalysis
 
 JITTERED_OPS = ("kernel", "copy", "cpu")  # the durations timing jitter perturbs
@@ -38,6 +38,9 @@ class CompiledPlan:
     host_touching: tuple[bool, ...] = ()
     parts: tuple[Parts | None, ...] = ()  # per step: the kernels merged into it, if any
     analysis: PlanAnalysis | None = None
+    # per step: host seconds of the driver call of a `sync` device buffer's alloc (its
+    # cudaMalloc) or free (its cudaFree, paid once the device is idle); None: all zero
+    driver_s: tuple[float, ...] | None = None
 
 
 def compile_plan(plan: Plan, profile: Profile, merge: bool = True) -> CompiledPlan:
@@ -49,7 +52,20 @@ def compile_plan(plan: Plan, profile: Profile, merge: bool = True) -> CompiledPl
     parts: list[Parts | None] = []
     touching: list[bool] = []
     labels: dict[str, int] = {}
+    driver: list[float] = []
+    sync_bytes: dict[str, int] = {}  # live sync buffers (a free is priced by their size)
     for i, s in enumerate(plan.steps):
+        call = 0.0
+        if (
+            isinstance(s, Alloc)
+            and s.memory != "host_pinned"
+            and s.allocator == "sync"
+            and not s.persistent
+        ):
+            sync_bytes[s.buffer] = s.bytes
+            call = profile.driver_seconds("alloc", s.bytes)
+        elif isinstance(s, Free) and s.buffer in sync_bytes:
+            call = profile.driver_seconds("free", sync_bytes[s.buffer])
         where = f"plan {plan.name}: steps[{i}] ({s.op} {getattr(s, 'name', '')})"
         if isinstance(s, Label):
             labels[s.name] = len(steps)
@@ -75,6 +91,7 @@ def compile_plan(plan: Plan, profile: Profile, merge: bool = True) -> CompiledPl
         seconds.append(t)
         parts.append(None)
         touching.append(facts.host_touching[i])
+        driver.append(call)
     for s in steps:
         target = getattr(s, "fallback", None) or getattr(s, "label", None)
         if s.op in ("alloc", "goto") and target is not None and target not in labels:
@@ -88,6 +105,7 @@ def compile_plan(plan: Plan, profile: Profile, merge: bool = True) -> CompiledPl
         tuple(touching),
         tuple(parts),
         facts,
+        tuple(driver) if any(driver) else None,
     )
 
 

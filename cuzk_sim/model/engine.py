@@ -154,6 +154,13 @@ class Simulation:
         for dev in {w.device.index: w.device for w in self.workers}.values():
             dev.memory.context = cfg.context_overhead  # one daemon process per device used
             dev.memory.peak_used = dev.memory.used
+        # a prover that puts all GPU work on CUDA's legacy default stream (ours: the
+        # plan's meta says so) serialises every worker's kernels and copies on a device
+        shared = any(
+            cp.plan.meta.get("gpu_stream") == "legacy_default" for cp in self.plans.values()
+        )
+        for dev in self.devices:
+            dev.shared_stream = shared
         tl = self.timeline
         self.ram = HostMemory(
             env, cfg.host_ram_budget, samples=tl.host_sink() if tl else [] if self.record else None

@@ -138,9 +138,15 @@ def execute(
     host_touching = cp.host_touching
     inline = layer.paths.inline_steps and not record
     without_process = layer.paths.helper_without_process
+    driver = cp.driver_s  # sync buffers' cudaMalloc/cudaFree times (None: none priced)
     while pc < n:
         s = steps[pc]
         op = s.op
+        if driver is not None and driver[pc]:
+            if op == "free" and w.t_ready > env.now:  # cudaFree sees what others queued
+                m.events += 1
+                yield env.timeout(w.t_ready - env.now)
+            it.driver_call(m, w, op, driver[pc])
         if not host_touching[pc]:
             pass
         elif op == "alloc" or op == "free":  # host memory: shared with the synthesizers

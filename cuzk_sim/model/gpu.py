@@ -1,7 +1,9 @@
 """A GPU device: its memory ledger and its engines.
 
 Engines (compute, one copy engine per direction) are FIFO queues kept as "busy until"
-clocks: work issued at t starts at max(t, engine free) and ends a duration later. That
+clocks: work issued at t starts at max(t, engine free) and ends a duration later. A
+device whose prover issues everything on one in-order stream (`shared_stream`) has one
+clock for kernels and copies: a copy waits for every kernel before it, of any worker. That
 costs no SimPy event; a worker only yields when it must meet other workers in time
 (memory, mutexes), which keeps a day of a farm cheap to simulate.
 """
@@ -27,6 +29,9 @@ class Device:
     copy_busy_s: dict[str, float] = field(
         default_factory=lambda: {"HtoD": 0.0, "DtoH": 0.0, "DtoD": 0.0}
     )
+    # one in-order queue for every worker's kernels and copies (a prover on CUDA's legacy
+    # default stream: plan meta gpu_stream = "legacy_default"); else copies overlap kernels
+    shared_stream: bool = False
 
     def run_compute(self, ready: float, seconds: float) -> tuple[float, float]:
         """Queue `seconds` of kernel work issued at `ready`; (start, end)."""
@@ -36,8 +41,16 @@ class Device:
         return start, end
 
     def run_copy(self, direction: str, ready: float, seconds: float) -> tuple[float, float]:
+        self.copy_busy_s[direction] += seconds
+        if self.shared_stream:  # behind every kernel and copy issued before it
+            start = ready if ready > self.compute_free_at else self.compute_free_at
+            self.compute_free_at = end = start + seconds
+            return start, end
         free_at = self.copy_free_at[direction]
         start = ready if ready > free_at else free_at
         self.copy_free_at[direction] = end = start + seconds
-        self.copy_busy_s[direction] += seconds
         return start, end
+
+    def idle_at(self) -> float:
+        """When every kernel and copy issued so far has ended (what cudaFree waits for)."""
+        return max(self.compute_free_at, *self.copy_free_at.values())

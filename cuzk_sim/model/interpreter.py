@@ -499,6 +499,16 @@ STEPS: dict[str, Handler] = {
 }
 
 
+def driver_call(m: Machine, w: Worker, op: str, seconds: float) -> None:
+    """The host time of a sync buffer's cudaMalloc (alloc) or cudaFree (free: it first
+    waits for the device to be idle), before the step acts on memory."""
+    t = w.t_ready if w.t_ready > m.env.now else m.env.now
+    if op == "free":
+        idle = w.device.idle_at()
+        t = idle if idle > t else t
+    w.t_ready = t + seconds
+
+
 def run_plain(
     m: Machine, w: Worker, cp: CompiledPlan, part: str, seconds: tuple[float, ...]
 ) -> Generator[object, object, bool]:
@@ -506,7 +516,12 @@ def run_plain(
     completed, False when the worker panicked."""
     w.begin(m.env.now)
     steps, pc, n = cp.steps, 0, len(cp.steps)
+    driver = cp.driver_s
     while pc < n:
+        if driver is not None and driver[pc]:
+            if steps[pc].op == "free":  # cudaFree sees what the others queued by then
+                yield from meet(m, w)
+            driver_call(m, w, steps[pc].op, driver[pc])
         pc = yield from STEPS[steps[pc].op](m, w, cp, pc, seconds[pc], part)
         if pc == PANIC:
             yield from meet(m, w)  # a panic is seen by the others at its own time

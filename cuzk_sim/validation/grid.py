@@ -84,6 +84,7 @@ def predict(spec: ValidationSpec) -> dict[str, Any]:
         "source": spec.source,
         "date": _now(),
         "commit": _commit(),
+        "profile": spec.configs[0].scenario.profile.source if spec.configs else None,
         "configs": configs,
         "runs": runs,
     }
@@ -141,6 +142,12 @@ def run_grid(
             raise InputError(
                 f"{pred_path}: holds predictions of spec {predictions.get('spec')!r}, not "
                 f"{spec.name!r}; use another --out or --fresh"
+            )
+        profile = spec.configs[0].scenario.profile.source if spec.configs else None
+        if predictions.get("profile", profile) != profile:
+            raise InputError(
+                f"{pred_path}: its predictions were priced with profile "
+                f"{predictions.get('profile')!r}, not {profile!r}; use another --out or --fresh"
             )
         say(f"resuming: predictions from {pred_path} ({predictions['date']})")
     else:
@@ -203,8 +210,8 @@ def write_report(out: Path, predictions: dict) -> tuple[list, dict]:
     dates = sorted(r["date"] for r in reals)
     header = (
         f"Spec `{predictions['source']}`; predictions {predictions['date']} at commit "
-        f"{predictions['commit']}; real runs {dates[0] if dates else '-'} .. "
-        f"{dates[-1] if dates else '-'}.\n"
+        f"{predictions['commit']}; profile `{predictions.get('profile', '?')}`; real runs "
+        f"{dates[0] if dates else '-'} .. {dates[-1] if dates else '-'}.\n"
     )
     (out / "report.md").write_text(report_markdown(rows, summary, header))
     (out / "summary.json").write_text(

@@ -112,7 +112,9 @@ def build_scenario(base_raw: dict, base_dir: Path, cfg: ConfigIn, where: str) ->
     return scn
 
 
-def load_spec(path: str | Path) -> ValidationSpec:
+def load_spec(path: str | Path, profile: str | None = None) -> ValidationSpec:
+    """The spec at `path`; `profile` (a bundled name or a TOML path) replaces the base
+    scenario's profile in every configuration (e.g. one `calibrate` fitted on this card)."""
     path = Path(path)
     source = str(path)
     raw = load_toml(path, "validation spec")  # a regular file, bounded, numbers in range
@@ -125,6 +127,10 @@ def load_spec(path: str | Path) -> ValidationSpec:
         base_raw = load_toml(base_path, "scenario file")
     except InputError as e:
         raise InputError(f"{source}: base: {e}") from None
+    if profile is not None:
+        from cuzk_sim.calibration import BUNDLED
+
+        base_raw["profile"] = profile if profile in BUNDLED else str(Path(profile).resolve())
     names = [c.name for c in spec.config]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from validation_fixtures import DATA
 
 from cuzk_sim.cli import app
+from cuzk_sim.input_errors import InputError
 from cuzk_sim.scenario import load_scenario
 
 runner = CliRunner()
@@ -195,3 +196,88 @@ def test_gpu_run_log_carries_the_mutex_lines(scenario_file, tmp_path):
     lines = log.read_text().splitlines()
     assert sum("mutex_held_ms=" in line for line in lines) == 3
     assert sum(",GPU_END," in line for line in lines) == 3
+
+
+def test_validate_profile_prices_every_configuration_and_guards_the_resume(tmp_path, scenario_file):
+    from cuzk_sim.calibration import load_profile
+    from cuzk_sim.validation.grid import pipeline_executor, run_grid
+    from cuzk_sim.validation.spec import load_spec
+
+    scenario_file(workers=1, count=1, partitions=2)
+    (tmp_path / "spec.toml").write_text(
+        'name = "t"\nbase = "s.toml"\ncaps = [3]\ngenerous = false\n'
+        '[[config]]\nname = "w1"\n[[config]]\nname = "w2"\n'
+        'set = { "engine.gpus.gpu_workers_per_device" = 2 }\n'
+    )
+    # a copy of the bundled profile under another name, as `calibrate -o` writes one
+    text = (Path(__file__).parents[2] / "cuzk_sim" / "profiles" / "h200.toml").read_text()
+    slow = tmp_path / "mine.toml"
+    slow.write_text(text.replace('name = "h200"', 'name = "mine"', 1))
+    spec = load_spec(tmp_path / "spec.toml", profile=str(slow))
+    assert {c.scenario.profile.name for c in spec.configs} == {"mine"}
+    assert load_profile(str(slow)).kernels == load_profile("h200").kernels
+    execute = pipeline_executor("dry-run")
+    run_grid(spec, tmp_path / "out", execute, say=lambda s: None)
+    pred = json.loads((tmp_path / "out" / "predictions.json").read_text())
+    assert pred["profile"] == str(slow.resolve())
+    assert f"profile `{slow.resolve()}`" in (tmp_path / "out" / "report.md").read_text()
+    with pytest.raises(InputError, match="--fresh"):  # resuming under another profile
+        run_grid(load_spec(tmp_path / "spec.toml"), tmp_path / "out", execute, say=print)
+
+
+def test_gpu_run_set_changes_the_scenario_as_run_set_does(scenario_file):
+    path = scenario_file(workers=1, count=1, partitions=2)
+    r = runner.invoke(
+        app,
+        ["gpu-run", str(path), "--device", "dry-run", "--json",
+         "--set", "workload[0].count=3", "--set", "engine.gpus.gpu_workers_per_device=2"],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["proofs_submitted"] == 3 and out["partitions_completed"] == 6
+    r = runner.invoke(app, ["gpu-run", str(path), "--device", "dry-run", "--set", "nope.x=1"])
+    assert r.exit_code == 2 and "nope" in r.output and "Traceback" not in r.output
+
+
+def test_step_marks_become_spans_stats_and_log_events(scenario_file, monkeypatch):
+    """The CUDA-event path of step timing, with a stand-in for CuPy's events: each mark's
+    GPU time and the stream's idle time before it (the lock mark resets the gap)."""
+    import sys
+    import types
+
+    from cuzk_sim.gpu.pipeline import PipelineDevice
+
+    from cuzk_sim.plan import Copy, Kernel
+
+    class Ev:
+        def __init__(self, t: float) -> None:
+            self.t = t
+
+        def synchronize(self) -> None:
+            pass
+
+    cuda = types.SimpleNamespace(get_elapsed_time=lambda a, b: (b.t - a.t) * 1000)
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
+    spec = RunSpec.from_scenario(load_scenario(scenario_file()))
+    run = RealRun(spec, LedgerBackend(spec.vram, spec.context, spec.gpus), step_times=True)
+    run.t0 = 100.0
+    dev = PipelineDevice(run, "gpu0-w0", 0, "p-0/0", spec.work["porep"].flags)
+    dev.mark_t0 = 100.0
+    lock = Ev(0.0)
+    dev.marks = [
+        ("(lock)", "lock", lock, lock, None),
+        ("upload_a", "copy", Ev(0.002), Ev(0.005), Copy("upload_a", 4096, "HtoD")),
+        ("msm_h", "kernel", Ev(0.006), Ev(0.016), Kernel("msm_h", "msm_g1", 1024)),
+    ]
+    dev._collect_marks()
+    spans = [(s.name, s.cat, round(s.start_s, 6), round(s.end_s, 6)) for s in run.spans]
+    assert spans == [("upload_a", "copy", 0.002, 0.005), ("msm_h", "kernel", 0.006, 0.016)]
+    steps = [f for _, e, f in run.events if e == "step"]
+    assert [(f["step"], f["kind"], f["size"], f["nbytes"]) for f in steps] == [
+        ("upload_a", "copy_htod", 0, 4096),
+        ("msm_h", "msm_g1", 1024, 0),
+    ]
+    # held the stream: 3 ms + 2 ms idle after the lock; 10 ms + 1 ms idle
+    assert [round(f["seconds"], 6) for f in steps] == [0.005, 0.011]
+    assert dev.marks == []
+    assert run.details()["steps"]["msm_h"]["idle_before_ms"] == pytest.approx(1.0)

@@ -1,0 +1,150 @@
+"""Profile figures from CUZK_SIM_STEP lines: every step of our pipeline, timed.
+
+`cuzk-sim gpu-run --log` writes one line per GPU step of each partition (CUDA events on
+the worker's stream; the time includes the stream's idle wait for the host to issue the
+step, so host launch overhead is priced where it is paid) and one per host assembly.
+From them:
+
+- each kernel kind: the median per size; over two sizes or more, a weighted least squares
+  (relative residuals) of fixed + per-unit x work(size), with the base's scaling (n or
+  n log2 n); at one size, the base's fixed cost is kept and the per-unit cost refitted;
+- copy_engine.pageable / .pinned and .latency: host-to-device copies, latency + bytes /
+  bandwidth over the copies' sizes (pageable gives the latency when it has two sizes);
+- cpu.assemble: the median of the assembly lines.
+
+A cuzk daemon does not write these lines: for its logs calibrate uses cuzk's own lines
+(cuzk_sim/logs/calibrate.py).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from cuzk_sim.calibration import Cost, Profile, _work
+from cuzk_sim.logs.fit import Fit
+from cuzk_sim.logs.stats import Stat
+
+StepKey = tuple[str, int, int, bool]  # kind, size, bytes, pinned
+
+
+def _median(st: Stat) -> float:
+    return statistics.median(st.samples) if st.samples else st.mean
+
+
+def _lines(sts: list[Stat]) -> str:
+    first = sorted(n for st in sts for n in st.lines)[:3]
+    return ", ".join(str(n) for n in first)
+
+
+def _wls(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """(intercept, slope) minimising sum(((a + b x - y) / y)^2); a < 0 is clamped to 0."""
+    sw = swx = swxx = swy = swxy = 0.0
+    for x, y in points:
+        w = 1.0 / (y * y)
+        sw, swx, swxx = sw + w, swx + w * x, swxx + w * x * x
+        swy, swxy = swy + w * y, swxy + w * x * y
+    det = sw * swxx - swx * swx
+    if det > 0:
+        a = (swy * swxx - swx * swxy) / det
+        b = (sw * swxy - swx * swy) / det
+        if a >= 0 and b > 0:
+            return a, b
+    return 0.0, swxy / swxx
+
+
+def _residual(points: list[tuple[float, float]], a: float, b: float) -> float:
+    return max(abs(a + b * x - y) / y for x, y in points)
+
+
+def step_fits(
+    stats: dict[StepKey, Stat], base: Profile, sizes: dict[str, int], logs: str
+) -> list[Fit]:
+    """The figures the step lines measure (see the module docstring)."""
+    by_kind: dict[str, dict[int, list[Stat]]] = {}
+    copies: dict[bool, list[tuple[int, Stat]]] = {}
+    assemble: list[Stat] = []
+    for (kind, size, nbytes, pinned), st in stats.items():
+        if kind == "copy_htod" and nbytes > 0:
+            copies.setdefault(pinned, []).append((nbytes, st))
+        elif kind == "assemble":
+            assemble.append(st)
+        elif kind in base.kernels and size > 0:
+            by_kind.setdefault(kind, {}).setdefault(size, []).append(st)
+    fits: list[Fit] = []
+    for kind, per_size in sorted(by_kind.items()):
+        cost = base.kernels[kind]
+        pts = []
+        samples = 0
+        for size, sts in sorted(per_size.items()):
+            merged = Stat()
+            for st in sts:
+                merged.merge(st)
+            pts.append((_work(size, cost.scaling), _median(merged) / 1000))
+            samples += merged.n
+        if len(pts) >= 2:
+            fixed, per = _wls(pts)
+            how = f"least squares over {len(pts)} sizes"
+        else:
+            w, t = pts[0]
+            fixed = cost.fixed if cost.fixed < t else 0.0
+            per, how = (t - fixed) / w, "one size: the base's fixed cost kept"
+        new = Cost(fixed, per, cost.scaling)
+        at = sizes[f"kernel.{kind}"]
+        size_list = ", ".join(f"2^{int(math.log2(s))}" if s & (s - 1) == 0 else str(s)
+                              for s in sorted(per_size))  # fmt: skip
+        fits.append(
+            Fit(
+                f"kernel.{kind}",
+                cost.seconds(at),
+                new.seconds(at),
+                at,
+                fixed,
+                f"fitted from {logs}: CUZK_SIM_STEP lines ({samples} steps at sizes "
+                f"{size_list}, lines {_lines([s for v in per_size.values() for s in v])}), "
+                f"{how}: fixed {fixed * 1e3:.4f} ms + {per * 1e9:.6g} ns per unit of work "
+                f"({cost.scaling}); largest residual {_residual(pts, fixed, per):.1%}",
+            )
+        )
+    for pinned, rows in sorted(copies.items()):
+        per_bytes: dict[int, Stat] = {}
+        for nbytes, st in rows:
+            per_bytes.setdefault(nbytes, Stat()).merge(st)
+        pts = [(float(b), _median(st) / 1000) for b, st in sorted(per_bytes.items())]
+        key = "pinned" if pinned else "pageable"
+        if len(pts) >= 2 and not pinned:
+            lat, per = _wls(pts)
+        else:
+            lat = base.copy_latency
+            per = sum(max(t - lat, 1e-9) for _, t in pts) / sum(b for b, _ in pts)
+        n = sum(st.n for st in per_bytes.values())
+        prov = (
+            f"fitted from {logs}: CUZK_SIM_STEP host-to-device copies ({n} copies of "
+            f"{len(pts)} sizes, lines {_lines(list(per_bytes.values()))}): latency "
+            f"{lat * 1e3:.4f} ms + bytes at {1 / per / 2**30:.3f} GiB/s; largest residual "
+            f"{_residual(pts, lat, per):.1%}"
+        )
+        base_bw = base.pinned_bw if pinned else base.pageable_bw
+        fits.append(Fit(f"copy_engine.{key}", base_bw, 1 / per, None, None, prov))
+        if not pinned and len(pts) >= 2:
+            fits.append(Fit("copy_engine.latency", base.copy_latency, lat, None, None, prov))
+    if assemble:
+        merged = Stat()
+        for st in assemble:
+            merged.merge(st)
+        cost = base.cpus["assemble"]
+        at = sizes["cpu.assemble"]
+        t = _median(merged) / 1000
+        fits.append(
+            Fit(
+                "cpu.assemble",
+                cost.seconds(at),
+                t,
+                at,
+                0.0,
+                f"measured by {logs}: CUZK_SIM_STEP assemble ({merged.n} lines, "
+                f"{_lines(assemble)}), median {t * 1e3:.3f} ms",
+                basis="measured",
+            )
+        )
+    return fits

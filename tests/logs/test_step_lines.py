@@ -1,0 +1,103 @@
+"""CUZK_SIM_STEP lines (our pipeline's own, `gpu-run --log`): parsed, and fitted by
+`calibrate` into every kernel kind, the copy rates and the assembly.
+
+The oracle is a set of chosen figures: a log whose step lines are generated from them
+(microsecond readings, as gpu-run writes them) must calibrate back to them within 1 %."""
+
+from __future__ import annotations
+
+import math
+import types
+
+import pytest
+from typer.testing import CliRunner
+
+from cuzk_sim.calibration import load_profile
+from cuzk_sim.cli import app
+from cuzk_sim.logs import emit
+from cuzk_sim.logs.parse import parse_lines
+
+runner = CliRunner()
+MIB = 1 << 20
+MSM_G1 = (7.0e-3, 1.5e-8)  # fixed s, s per point
+MSM_G2 = (24.0e-3, 5.0e-8)
+NTT = (0.05e-3, 3.0e-11)  # fixed s, s per n log2 n
+LATENCY, PAGEABLE = 0.2e-3, 7.5 * 2**30  # s, B/s
+ASSEMBLE = 2.5e-3
+
+
+def t_msm(cost: tuple[float, float], n: int) -> float:
+    return cost[0] + cost[1] * n
+
+
+def t_ntt(n: int) -> float:
+    return NTT[0] + NTT[1] * n * math.log2(n)
+
+
+def step_lines() -> list[str]:
+    out = []
+    for log2 in (16, 18, 20):
+        n = 1 << log2
+        for _ in range(3):  # three partitions per size
+            out.append(emit.sim_step("msm_h", "msm_g1", n, 0, False, int(t_msm(MSM_G1, n) * 1e6)))
+            out.append(
+                emit.sim_step("msm_b_g2", "msm_g2", n, 0, False, int(t_msm(MSM_G2, n) * 1e6))
+            )
+            out.append(emit.sim_step("compute_h.intt_a", "ntt", n, 0, False, int(t_ntt(n) * 1e6)))
+            for nbytes in (32 * n, 96 * n):
+                us = int((LATENCY + nbytes / PAGEABLE) * 1e6)
+                out.append(emit.sim_step("upload", "copy_htod", 0, nbytes, False, us))
+            out.append(emit.sim_step("assemble", "assemble", 1, 0, False, int(ASSEMBLE * 1e6)))
+    return out
+
+
+def test_step_lines_parse_and_a_malformed_one_names_its_line():
+    lines = [*step_lines()[:2], "CUZK_SIM_STEP: msm_h kind=msm_g1 size=abc bytes=0 pinned=0 us=5"]
+    recs = list(parse_lines(lines))
+    assert [r.kind for r in recs] == ["sim_step", "sim_step", "malformed"]
+    assert recs[0].fields == {
+        "name": "msm_h", "kind": "msm_g1", "size": 65536, "bytes": 0, "pinned": 0,
+        "us": int(t_msm(MSM_G1, 65536) * 1e6),
+    }  # fmt: skip
+    assert recs[2].lineno == 3 and "size=abc" in str(recs[2].fields["why"])
+
+
+def test_calibrate_recovers_the_figures_the_step_lines_were_made_from(tmp_path):
+    log = tmp_path / "gpu-run.log"
+    log.write_text("\n".join(step_lines()) + "\n")
+    out = tmp_path / "mine.toml"
+    r = runner.invoke(app, ["calibrate", str(log), "--base", "h200", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    p = load_profile(str(out))
+    for n in (1 << 16, 1 << 20, 1 << 24):  # inside and beyond the sizes measured
+        assert p.kernels["msm_g1"].seconds(n) == pytest.approx(t_msm(MSM_G1, n), rel=0.01)
+        assert p.kernels["msm_g2"].seconds(n) == pytest.approx(t_msm(MSM_G2, n), rel=0.01)
+        assert p.kernels["ntt"].seconds(n) == pytest.approx(t_ntt(n), rel=0.01)
+    assert p.pageable_bw == pytest.approx(PAGEABLE, rel=0.01)
+    assert p.copy_latency == pytest.approx(LATENCY, rel=0.02)
+    assert p.cpus["assemble"].seconds(1) == pytest.approx(ASSEMBLE, rel=0.01)
+    # the figures no line measured stay the base's, and say so
+    base = load_profile("h200")
+    assert p.kernels["pointwise"] == base.kernels["pointwise"]
+    assert "kept from base h200" in out.read_text()
+    assert "CUZK_SIM_STEP" in r.output
+
+
+def test_gpu_run_log_writes_a_step_line_per_step_event(tmp_path):
+    from cuzk_sim.cli.gpu_run import write_cuzk_log
+
+    run = types.SimpleNamespace(
+        events=[
+            (0.1, "step", {"worker": "gpu0-w0", "step": "msm_h", "kind": "msm_g1",
+                           "size": 1024, "nbytes": 0, "pinned": False, "seconds": 0.0123456}),
+            (0.2, "step", {"worker": "gpu0-w0", "step": "upload_a", "kind": "copy_htod",
+                           "size": 0, "nbytes": 4096, "pinned": True, "seconds": 0.0005}),
+        ]
+    )  # fmt: skip
+    path = tmp_path / "run.log"
+    write_cuzk_log(path, run)
+    recs = [r for r in parse_lines(path.read_text().splitlines()) if r.kind == "sim_step"]
+    assert [(r.fields["name"], r.fields["us"], r.fields["pinned"]) for r in recs] == [
+        ("msm_h", 12345, 0),
+        ("upload_a", 500, 1),
+    ]
