@@ -9,9 +9,10 @@ old = the kernels of 2026-12-01 06:33 UTC (commit 6c50516): the 64-bit C Montgom
 product (FIELD_MUL_WIDE=0) and the MSM's Horner in one GPU thread (CUZK_MSM_TAIL=device);
 new = the defaults (wide carry-chain product, Horner on the host). Both run the signed MSM
 and the fr_ntt_group_tw NTT.
-Other columns (VARIANTS): MSM `flush` (ACC_FLUSH_SLOTS=1), `device tail` (new kernels,
-Horner on the GPU), `xyzz+sqr` (ACC_XYZZ=1 FQ2_SQR=1; also a prove row); NTT `tw inline`
-(NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2). --extra
+Other columns (VARIANTS; --variants picks some): MSM `flush` (ACC_FLUSH_SLOTS=1),
+`occupancy` (ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3), `device tail` (new kernels, Horner on
+the GPU), `xyzz+sqr` (ACC_XYZZ=1 FQ2_SQR=1), `pairs` (those and FIELD_MUL_PAIRS=1; these
+two also as prove rows); NTT `tw inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2). --extra
 adds the unsigned MSM and the signed MSM over precomputed bases (table built before timing;
 its build time and bytes reported), and the fr_ntt_group NTT. Prove: old and new default
 flags, and new with prestage + pinned.
@@ -42,6 +43,8 @@ VARIANTS = {
     "tw inline": ("NTT_TW_INLINE=1", None),  # fr_ntt_group_tw with the product inlined
     "x2": ("", None),  # the NTT kernel fr_ntt_group_x2
     "xyzz+sqr": ("ACC_XYZZ=1 FQ2_SQR=1", None),  # XYZZ accumulation, 2-product Fq2 squares
+    "pairs": ("ACC_XYZZ=1 FQ2_SQR=1 FIELD_MUL_PAIRS=1", None),  # + two products per call
+    "occupancy": ("ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3", None),  # G1 acc <= 170 registers
 }
 
 
@@ -122,7 +125,7 @@ def bench_msm(
     pts = _points(cp, group, 1 << max(logs))
     cp.cuda.Device().synchronize()
     gen_s = time.perf_counter() - t0
-    variants = ["old", "new", "flush", "device tail", "xyzz+sqr"]
+    variants = ["old", "new", "flush", "occupancy", "device tail", "xyzz+sqr", "pairs"]
     variants = [v for v in variants if v not in SKIP]
     variants += ["unsigned", "precomputed"] if extra else []
     rows = []
@@ -254,6 +257,7 @@ def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
             "new": ProverFlags(),
             "new prestage+pinned": ProverFlags(prestage=True, pinned=True),
             "xyzz+sqr": ProverFlags(),
+            "pairs": ProverFlags(),
         }
         variants = {k: v for k, v in variants.items() if k not in SKIP}
         for tag, flags in variants.items():

@@ -116,6 +116,21 @@ template <class F>
 __device__ __noinline__ Xyzz<F> add_mixed_xyzz(const Xyzz<F> p, const Affine<F> q) {
     if (q.is_inf()) return p;
     if (p.is_inf()) return Xyzz<F>::from_affine(q);
+#if FIELD_MUL_PAIRS  // the same products, two independent ones per call (field.cuh)
+    Two<F> us = mul_pair(q.x, p.zz, q.y, p.zzz);
+    F P = us.x - p.x;
+    F R = us.y - p.y;
+    if (P.is_zero()) {
+        if (R.is_zero()) return dbl_affine_xyzz(q);
+        return Xyzz<F>::inf();
+    }
+    Two<F> sq = sqr_pair(P, R);  // PP, R^2
+    Two<F> pq = mul_pair(P, sq.x, p.x, sq.x);  // PPP, Q
+    F x3 = sq.y - pq.x - pq.y - pq.y;
+    Two<F> ry = mul_pair(R, pq.y - x3, p.y, pq.x);
+    Two<F> zz = mul_pair(p.zz, sq.x, p.zzz, pq.x);
+    return {x3, ry.x - ry.y, zz.x, zz.y};
+#else
     F P = q.x * p.zz - p.x;
     F R = q.y * p.zzz - p.y;
     if (P.is_zero()) {
@@ -128,6 +143,7 @@ __device__ __noinline__ Xyzz<F> add_mixed_xyzz(const Xyzz<F> p, const Affine<F> 
     F x3 = sqr(R) - PPP - Q - Q;
     F y3 = R * (Q - x3) - p.y * PPP;
     return {x3, y3, p.zz * PP, p.zzz * PPP};
+#endif
 }
 
 // add-2007-bl: U1 = X1 Z2Z2, U2 = X2 Z1Z1, S1 = Y1 Z2 Z2Z2, S2 = Y2 Z1 Z1Z1, H = U2 - U1,

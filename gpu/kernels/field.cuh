@@ -11,6 +11,8 @@
 // mont_mul_wide); 0 selects the 64-bit C product (the kernels of 2026-12-01 06:33 UTC).
 // FQ2_SQR (default 0) 1 squares in Fq2 with 2 products instead of the 3 of fq2_mul (off
 // until measured on the device: docs/benchmarks.md).
+// FIELD_MUL_PAIRS (default 0) 1: fq2_mul / fq2_sqr run their 3 / 2 Fq products in one
+// body, and mul_pair / sqr_pair (the XYZZ addition) two at once (off until measured).
 // FIELD_HOST_EMULATION: compile with a host C++ compiler (tests/gpu_prover/
 // test_field_host_emulation.py): the CUDA qualifiers become plain C++ and the PTX carry
 // operations are emulated with an explicit carry flag.
@@ -37,6 +39,9 @@
 #endif
 #ifndef FQ2_SQR
 #define FQ2_SQR 0
+#endif
+#ifndef FIELD_MUL_PAIRS
+#define FIELD_MUL_PAIRS 0
 #endif
 #if FIELD_MUL_INLINE
 #define FIELD_MUL_ATTR __forceinline__
@@ -461,6 +466,33 @@ __device__ Fp<T> inverse(const Fp<T>& a) {
 typedef Fp<FrTraits> Fr;
 typedef Fp<FqTraits> Fq;
 
+// Two independent products: with FIELD_MUL_PAIRS=1 (and the wide product) one call runs
+// both, and ptxas interleaves their carry chains (each waits only on its own carry
+// predicate), so a thread has two products in flight; else two calls, as `*`.
+#define FIELD_PAIRED (FIELD_MUL_PAIRS && FIELD_MUL_WIDE && !FIELD_MUL_PTX)
+template <class F>
+struct Two {
+    F x, y;
+};
+template <class T>
+__device__ __noinline__ Two<Fp<T>> mont_mul_pair(const Fp<T> a, const Fp<T> b, const Fp<T> c,
+                                                 const Fp<T> d) {
+    return {mont_mul_wide_body(a, b), mont_mul_wide_body(c, d)};
+}
+template <class F>
+__device__ __forceinline__ Two<F> mul_pair(const F& a, const F& b, const F& c, const F& d) {
+    return {a * b, c * d};
+}
+template <class T>
+__device__ __forceinline__ Two<Fp<T>> mul_pair(const Fp<T>& a, const Fp<T>& b, const Fp<T>& c,
+                                               const Fp<T>& d) {
+#if FIELD_PAIRED
+    return mont_mul_pair(a, b, c, d);
+#else
+    return {a * b, c * d};
+#endif
+}
+
 // Fq2 = Fq[u]/(u^2 + 1): c0 + c1 u.
 struct Fq2 {
     Fq c0, c1;
@@ -489,9 +521,16 @@ __device__ __forceinline__ Fq2 operator-(const Fq2& a) { return {-a.c0, -a.c1}; 
 
 // (a0 + a1 u)(b0 + b1 u) = (a0 b0 - a1 b1) + ((a0 + a1)(b0 + b1) - a0 b0 - a1 b1) u
 __device__ __noinline__ Fq2 fq2_mul(const Fq2 a, const Fq2 b) {
+#if FIELD_PAIRED  // three independent products in one body
+    Fq s = a.c0 + a.c1, u = b.c0 + b.c1;
+    Fq t0 = mont_mul_wide_body(a.c0, b.c0);
+    Fq t1 = mont_mul_wide_body(a.c1, b.c1);
+    Fq t2 = mont_mul_wide_body(s, u);
+#else
     Fq t0 = a.c0 * b.c0;
     Fq t1 = a.c1 * b.c1;
     Fq t2 = (a.c0 + a.c1) * (b.c0 + b.c1);
+#endif
     return {t0 - t1, t2 - t0 - t1};
 }
 
@@ -499,8 +538,15 @@ __device__ __forceinline__ Fq2 operator*(const Fq2& a, const Fq2& b) { return fq
 
 // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u: 2 products instead of 3
 __device__ __noinline__ Fq2 fq2_sqr(const Fq2 a) {
+#if FIELD_PAIRED
+    Fq s = a.c0 + a.c1, d = a.c0 - a.c1;
+    Fq t = mont_mul_wide_body(a.c0, a.c1);
+    Fq r0 = mont_mul_wide_body(s, d);
+    return {r0, t + t};
+#else
     Fq t = a.c0 * a.c1;
     return {(a.c0 + a.c1) * (a.c0 - a.c1), t + t};
+#endif
 }
 
 // x^2: the curve formulas square through this (Fq2: 2 products; Fp: the product)
@@ -514,6 +560,16 @@ __device__ __forceinline__ Fq2 sqr(const Fq2& a) {
 #else
     return fq2_mul(a, a);
 #endif
+}
+
+// {a^2, b^2}: a pair of products for Fp, two squares otherwise
+template <class F>
+__device__ __forceinline__ Two<F> sqr_pair(const F& a, const F& b) {
+    return {sqr(a), sqr(b)};
+}
+template <class T>
+__device__ __forceinline__ Two<Fp<T>> sqr_pair(const Fp<T>& a, const Fp<T>& b) {
+    return mul_pair(a, a, b, b);
 }
 
 // (a0 + a1 u)^-1 = (a0 - a1 u) / (a0^2 + a1^2)

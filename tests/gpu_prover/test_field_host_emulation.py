@@ -110,17 +110,21 @@ int main() {
 """
 
 
-@pytest.fixture(scope="module", params=["FQ2_SQR=0", "FQ2_SQR=1"])
+@pytest.fixture(
+    scope="module",
+    params=["FQ2_SQR=0", "FQ2_SQR=1", "FIELD_MUL_PAIRS=1", "FQ2_SQR=1 FIELD_MUL_PAIRS=1"],
+)
 def curve_harness(request, tmp_path_factory):
-    """The curve harness built with the Fq2 squaring off (default) and on."""
+    """The curve harness built with the defaults and with the Fq2 squaring and the paired
+    products on."""
     if CXX is None:
         pytest.skip("no C++ compiler (g++, c++, clang++) on PATH")
     d = tmp_path_factory.mktemp("curve_emu")
     (d / "emu.cpp").write_text(CURVE_HARNESS)
     out = d / "emu"
     subprocess.run(
-        [CXX, "-O1", "-std=c++17", f"-D{request.param}", f"-I{KERNEL_DIR}", str(d / "emu.cpp")]
-        + ["-o", str(out)],
+        [CXX, "-O1", "-std=c++17", *(f"-D{flag}" for flag in request.param.split())]
+        + [f"-I{KERNEL_DIR}", str(d / "emu.cpp"), "-o", str(out)],
         check=True,
         capture_output=True,
     )

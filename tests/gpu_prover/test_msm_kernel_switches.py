@@ -1,6 +1,7 @@
 """The kernel switches that gpu_bench.py compares (old = FIELD_MUL_WIDE=0 and the one-thread
 Horner, CUZK_MSM_TAIL=device; new = the defaults; ACC_FLUSH_SLOTS=1; the new kernels with
-the device Horner; ACC_XYZZ=1 FQ2_SQR=1): each gives the MSM that py_ecc computes. GPU tests (marker
+the device Horner; ACC_XYZZ=1 FQ2_SQR=1 [FIELD_MUL_PAIRS=1]; the occupancy bound): each
+gives the MSM that py_ecc computes. GPU tests (marker
 `gpu`) except the option check."""
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ SWITCHES = [  # as benchmarks/gpu_bench.py's VARIANTS (one compiled module each)
     ("ACC_FLUSH_SLOTS=1", "host"),
     ("", "device"),
     ("ACC_XYZZ=1 FQ2_SQR=1", "host"),
+    ("ACC_XYZZ=1 FQ2_SQR=1 FIELD_MUL_PAIRS=1", "host"),
+    ("ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3", "host"),
 ]
 
 
