@@ -3,9 +3,10 @@
 Usage (device machine):
   ncu --clock-control none --kernel-name regex:'acc_balanced|bucket_acc|set_reduce|ntt_group' \
       --section SpeedOfLight --section Occupancy --section WarpStateStats \
-      python3 benchmarks/gpu_profile.py [--log2-msm 20] [--log2-ntt 24]
-Runs: G1 MSM 2^k signed (new), unsigned (old); NTT 2^m with both stage-group kernels. Each
-once after a warm-up call at 2^12 (so NVRTC compiles outside the profiled launches).
+      python3 benchmarks/gpu_profile.py [--log2-msm 20] [--log2-ntt 24] [--variants new,pairs]
+Runs: G1 MSM 2^k signed under each kernel variant (gpu_bench.VARIANTS: old, new, pairs,
+...), then the NTT 2^m with fr_ntt_group_tw (old and new product) and fr_ntt_group_x2.
+Each once after a warm-up call at 2^12 (so NVRTC compiles outside the profiled launches).
 """
 
 from __future__ import annotations
@@ -16,14 +17,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from gpu_bench import _points, _scalars  # noqa: E402
+from gpu_bench import VARIANTS, _points, _scalars, kernels  # noqa: E402
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--log2-msm", type=int, default=20)
     ap.add_argument("--log2-ntt", type=int, default=24)
+    ap.add_argument("--variants", default="old,new,pairs", help="MSM variants (gpu_bench)")
     args = ap.parse_args()
+    variants = args.variants.split(",")
+    unknown = set(variants) - set(VARIANTS)
+    if unknown:
+        ap.error(f"--variants: unknown {sorted(unknown)}; known: {sorted(VARIANTS)}")
     import cupy as cp
     from cuzk_sim.gpu import ntt as gntt
     from cuzk_sim.gpu.device import Buffer, Device
@@ -35,17 +41,20 @@ def main() -> None:
     sc = Buffer("scalars", 0, _scalars(cp, n, 1).reshape(-1))
     for warm in (True, False):
         m = 1 << 12 if warm else n
-        for algo in ("signed", "unsigned"):
-            msm(Device("real"), "msm", "g1", pts, sc, m, algo=algo)
+        for variant in variants:
+            with kernels(variant):
+                msm(Device("real"), "msm", "g1", pts, sc, m, algo="signed")
     k = args.log2_ntt
     t = gntt.DeviceTables.from_buffer(
         cp.asarray(gntt.domain_tables(k, Domain(1 << k).omega, 7, 1).pack()), k
     )
     a = _scalars(cp, 1 << k, 2).reshape(-1)
-    for name in gntt.NTT_KERNELS:
-        gntt.ntt(a, t, name)
+    runs = (("old", "fr_ntt_group_tw"), ("new", "fr_ntt_group_tw"), ("new", "fr_ntt_group_x2"))
+    for variant, name in runs:
+        with kernels(variant):
+            gntt.ntt(a, t, name)
     cp.cuda.Device().synchronize()
-    print(f"profiled: msm g1 2^{args.log2_msm} signed, unsigned; ntt 2^{k} {gntt.NTT_KERNELS}")
+    print(f"profiled: msm g1 2^{args.log2_msm} {variants}; ntt 2^{k} tw (old, new), x2 (new)")
 
 
 if __name__ == "__main__":
