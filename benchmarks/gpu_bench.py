@@ -4,12 +4,12 @@ per row).
 
 Prints a table (median of CUDA-event timings after a warm-up) and writes JSON.
 Usage: python3 benchmarks/gpu_bench.py [--quick] [--json out.json] [--only msm_g1,ntt,...]
-       [--sizes 16,20] [--max-log2 24] [--extra]
+       [--sizes 16,20] [--max-log2 24] [--variants pairs,x2 | all] [--extra]
 old = the kernels of 2026-12-01 06:33 UTC (commit 6c50516): the 64-bit C Montgomery
 product (FIELD_MUL_WIDE=0) and the MSM's Horner in one GPU thread (CUZK_MSM_TAIL=device);
 new = the defaults (wide carry-chain product, Horner on the host). Both run the signed MSM
 and the fr_ntt_group_tw NTT.
-Other columns (VARIANTS; --variants picks some): MSM `flush` (ACC_FLUSH_SLOTS=1),
+Other columns (VARIANTS, with --variants): MSM `flush` (ACC_FLUSH_SLOTS=1),
 `occupancy` (ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3), `device tail` (new kernels, Horner on
 the GPU), `xyzz+sqr` (ACC_XYZZ=1 FQ2_SQR=1), `pairs` (those and FIELD_MUL_PAIRS=1; these
 two also as prove rows); NTT `tw inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2). --extra
@@ -48,7 +48,7 @@ VARIANTS = {
 }
 
 
-SKIP: set[str] = set()  # variants left out by --variants
+SKIP: set[str] = set()  # variants not asked for (main() fills it from --variants)
 
 
 @contextmanager
@@ -300,8 +300,8 @@ def main() -> None:
     ap.add_argument("--sweep", action="store_true", help="G1 MSM: also vary accumulation threads")
     ap.add_argument(
         "--variants",
-        default=None,
-        help="comma-separated variants to run (default: all of VARIANTS; old and new always)",
+        default="",
+        help="comma-separated further variants of VARIANTS to run beside old and new, or all",
     )
     ap.add_argument(
         "--extra",
@@ -309,13 +309,13 @@ def main() -> None:
         help="also the unsigned and precomputed MSMs and the fr_ntt_group NTT",
     )
     args = ap.parse_args()
-    if args.variants:
-        keep = set(args.variants.split(",")) | {"old", "new"}
-        unknown = keep - set(VARIANTS)
-        if unknown:
-            ap.error(f"--variants: unknown {sorted(unknown)}; known: {sorted(VARIANTS)}")
-        for name in set(VARIANTS) - keep:
-            SKIP.add(name)
+    keep = {"old", "new"} | {v for v in args.variants.split(",") if v}
+    if args.variants == "all":
+        keep = set(VARIANTS)
+    unknown = keep - set(VARIANTS)
+    if unknown:
+        ap.error(f"--variants: unknown {sorted(unknown)}; known: {sorted(VARIANTS)} or all")
+    SKIP.update(set(VARIANTS) - keep)
     sizes = {int(x) for x in args.sizes.split(",")} if args.sizes else None
 
     def pick(logs: tuple[int, ...]) -> list[int]:
