@@ -10,9 +10,9 @@ product (FIELD_MUL_WIDE=0) and the MSM's Horner in one GPU thread (CUZK_MSM_TAIL
 new = the defaults (wide carry-chain product, Horner on the host). Both run the signed MSM
 and the fr_ntt_group_tw NTT.
 Other columns (VARIANTS, with --variants): MSM `flush` (ACC_FLUSH_SLOTS=1),
-`occupancy` (ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3), `device tail` (new kernels, Horner on
+`occupancy` (ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3), `device-tail` (new kernels, Horner on
 the GPU), `xyzz+sqr` (ACC_XYZZ=1 FQ2_SQR=1), `pairs` (those and FIELD_MUL_PAIRS=1; these
-two also as prove rows); NTT `tw inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2). --extra
+two also as prove rows); NTT `tw-inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2). --extra
 adds the unsigned MSM and the signed MSM over precomputed bases (table built before timing;
 its build time and bytes reported), and the fr_ntt_group NTT. Prove: old and new default
 flags, and new with prestage + pinned.
@@ -39,8 +39,8 @@ VARIANTS = {
     "old": ("FIELD_MUL_WIDE=0", "device"),  # the defaults of commit 6c50516
     "new": ("", None),
     "flush": ("ACC_FLUSH_SLOTS=1", None),  # boundary pieces stored at once (fewer registers)
-    "device tail": ("", "device"),  # new kernels, Horner in one GPU thread
-    "tw inline": ("NTT_TW_INLINE=1", None),  # fr_ntt_group_tw with the product inlined
+    "device-tail": ("", "device"),  # new kernels, Horner in one GPU thread
+    "tw-inline": ("NTT_TW_INLINE=1", None),  # fr_ntt_group_tw with the product inlined
     "x2": ("", None),  # the NTT kernel fr_ntt_group_x2
     "xyzz+sqr": ("ACC_XYZZ=1 FQ2_SQR=1", None),  # XYZZ accumulation, 2-product Fq2 squares
     "pairs": ("ACC_XYZZ=1 FQ2_SQR=1 FIELD_MUL_PAIRS=1", None),  # + two products per call
@@ -125,7 +125,7 @@ def bench_msm(
     pts = _points(cp, group, 1 << max(logs))
     cp.cuda.Device().synchronize()
     gen_s = time.perf_counter() - t0
-    variants = ["old", "new", "flush", "occupancy", "device tail", "xyzz+sqr", "pairs"]
+    variants = ["old", "new", "flush", "occupancy", "device-tail", "xyzz+sqr", "pairs"]
     variants = [v for v in variants if v not in SKIP]
     variants += ["unsigned", "precomputed"] if extra else []
     rows = []
@@ -194,7 +194,7 @@ def bench_ntt(cp, logs: list[int], reps: int, extra: bool = False) -> list[dict]
     from cuzk_sim.reference.domain import Domain
 
     variants = [("old", "fr_ntt_group_tw"), ("new", "fr_ntt_group_tw")]
-    variants += [("tw inline", "fr_ntt_group_tw"), ("x2", "fr_ntt_group_x2")]
+    variants += [("tw-inline", "fr_ntt_group_tw"), ("x2", "fr_ntt_group_x2")]
     variants = [(v, name) for v, name in variants if v not in SKIP]
     variants += [("fr_ntt_group", "fr_ntt_group")] if extra else []
     rows = []
