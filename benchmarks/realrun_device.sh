@@ -6,8 +6,11 @@
 #   env: WHAT="probe tests grid faults"  ONLY=<config glob>  GRID_TIMEOUT=s  CUZK_COMMIT=sha
 #   (give CUZK_COMMIT from the machine that sends the tree: git on the device machine does
 #   not know the commit of the working tree it was sent)
-#   WHAT may also name: gputests (every GPU test, tests/gpu_prover), calib (the logs loop:
-#   gpu-run -> calibrate -> scenario-from-log -> run/check on a second gpu-run, issue 11)
+#   WHAT may also name: gputests (every GPU test, tests/gpu_prover), calib (gpu-run logs
+#   of one worker at 2^16..2^24 -> calibrate -> the profile `grid` is priced with; and the
+#   round trip: a profile from the 2^18 log predicts a 2-worker run, issue 11), diag (where
+#   the pipeline's time goes: allocator call times, 15 gpu-run configurations with
+#   per-step timings, docs/validation.md), bench (gpu_bench.py)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 W=/tmp/realrun
