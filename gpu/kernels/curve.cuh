@@ -28,6 +28,19 @@ struct Jacobian {
 template <class F>
 __device__ __noinline__ Jacobian<F> dbl(const Jacobian<F> p) {
     if (p.is_inf()) return p;
+#if FIELD_MUL_PAIRS  // the same products, independent ones two per call (field.cuh)
+    Two<F> ab = sqr_pair(p.x, p.y);  // A, B
+    Two<F> ct = sqr_pair(ab.y, p.x + ab.y);  // C, (X + B)^2
+    F D = ct.y - ab.x - ct.x;
+    D = D + D;
+    F E = ab.x + ab.x + ab.x;
+    Two<F> fz = mul_pair(E, E, p.y, p.z);  // F, Y Z
+    F x3 = fz.x - D - D;
+    F C8 = ct.x + ct.x;
+    C8 = C8 + C8;
+    C8 = C8 + C8;
+    return {x3, E * (D - x3) - C8, fz.y + fz.y};
+#else
     F A = sqr(p.x);
     F B = sqr(p.y);
     F C = sqr(B);
@@ -44,6 +57,7 @@ __device__ __noinline__ Jacobian<F> dbl(const Jacobian<F> p) {
     F z3 = p.y * p.z;
     z3 = z3 + z3;
     return {x3, y3, z3};
+#endif
 }
 
 // madd-2007-bl (Z2 = 1): Z1Z1 = Z1^2, U2 = X2 Z1Z1, S2 = Y2 Z1 Z1Z1, H = U2 - X1, HH = H^2,
@@ -153,6 +167,25 @@ template <class F>
 __device__ __noinline__ Jacobian<F> add(const Jacobian<F> p, const Jacobian<F> q) {
     if (q.is_inf()) return p;
     if (p.is_inf()) return q;
+#if FIELD_MUL_PAIRS  // the same products, independent ones two per call (field.cuh)
+    Two<F> zz = sqr_pair(p.z, q.z);  // Z1Z1, Z2Z2
+    Two<F> u = mul_pair(p.x, zz.y, q.x, zz.x);  // U1, U2
+    Two<F> yz = mul_pair(p.y, q.z, q.y, p.z);
+    Two<F> sv = mul_pair(yz.x, zz.y, yz.y, zz.x);  // S1, S2
+    F H = u.y - u.x;
+    F r = sv.y - sv.x;
+    if (H.is_zero()) {
+        if (r.is_zero()) return dbl(p);
+        return Jacobian<F>::inf();
+    }
+    r = r + r;
+    Two<F> ir = sqr_pair(H + H, r);  // I, r^2
+    Two<F> jv = mul_pair(H, ir.x, u.x, ir.x);  // J, V
+    F x3 = ir.y - jv.x - jv.y - jv.y;
+    Two<F> sy = mul_pair(sv.x, jv.x, r, jv.y - x3);  // S1 J, r (V - X3)
+    F z3 = (sqr(p.z + q.z) - zz.x - zz.y) * H;
+    return {x3, sy.y - sy.x - sy.x, z3};
+#else
     F Z1Z1 = sqr(p.z);
     F Z2Z2 = sqr(q.z);
     F U1 = p.x * Z2Z2;
@@ -176,6 +209,7 @@ __device__ __noinline__ Jacobian<F> add(const Jacobian<F> p, const Jacobian<F> q
     F t = p.z + q.z;
     F z3 = (sqr(t) - Z1Z1 - Z2Z2) * H;
     return {x3, y3, z3};
+#endif
 }
 
 // k P for a small k (double and add, most significant bit first).
