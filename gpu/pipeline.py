@@ -394,7 +394,8 @@ class PipelineDevice(Device):
     def __init__(self, run: RealRun, worker: str, gpu: int, part: str, flags: ProverFlags):
         super().__init__("real" if run.backend.kind == "real" else "dry-run", gpu, flags.allocator)
         self.run, self.worker, self.part = run, worker, part
-        # step timing (run.step_times): per GPU step (name, cat, start event, end event)
+        # step timing (run.step_times): per GPU step (name, cat, start event, end event,
+        # the plan step it ran)
         self.marks: list[tuple[str, str, Any, Any, Any]] = []
         self.mark_t0: float | None = None  # perf_counter when the first start event went in
         self.host_alloc_s = 0.0  # host seconds inside alloc/free calls (driver and pools)

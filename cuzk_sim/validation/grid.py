@@ -160,16 +160,19 @@ def run_grid(
             real_path.unlink()
         say(f"wrote {len(predictions['runs'])} predictions to {pred_path}")
     scenarios = {c.name: c.scenario for c in spec.configs}
-    verdict = {(r["key"], r["repeat"]): bool(r["real"]["oom"]) for r in read_reals(real_path)}
+    reals = read_reals(real_path)
+    verdict = {(r["key"], r["repeat"]): bool(r["real"]["oom"]) for r in reals}
+    buffer = {(r["key"], r["repeat"]): r["real"]["first_oom_buffer"] for r in reals}
     todo = [p for p in predictions["runs"] if only is None or fnmatch.fnmatch(p["config"], only)]
     with real_path.open("a") as f:
         for p in todo:
             scn = scenarios.get(p["config"])
             if scn is None:
                 raise InputError(f"{pred_path}: configuration {p['config']!r} is not in the spec")
-            # a run whose first real verdict disagrees is repeated: timing-dependent?
+            # a run whose first real verdict disagrees is repeated: timing-dependent? So
+            # is one where both OOM at different buffers: is the real first buffer stable?
             for repeat in range(spec.repeats + 1):
-                if repeat and verdict[(p["key"], 0)] == bool(p["model"]["oom"]):
+                if repeat and not _disagrees(p, verdict[(p["key"], 0)], buffer[(p["key"], 0)]):
                     break
                 if (p["key"], repeat) in verdict:
                     continue
@@ -195,12 +198,22 @@ def run_grid(
                 f.write(json.dumps(rec) + "\n")
                 f.flush()
                 verdict[(p["key"], repeat)] = bool(real["oom"])
+                buffer[(p["key"], repeat)] = real["first_oom_buffer"]
                 say(
                     f"{p['key']}#{repeat}: model {'OOM' if p['model']['oom'] else 'fits'}, "
                     f"real {'OOM' if real['oom'] else 'fits'} "
                     f"({real['first_oom_buffer'] or '-'}), {rec['wall_s']:.1f} s"
                 )
     return write_report(out, predictions)
+
+
+def _disagrees(p: dict, real_oom: bool, real_buffer: str | None) -> bool:
+    """Does the first real run of prediction `p` disagree: another verdict, or both OOM
+    at another buffer?"""
+    model = p["model"]
+    if real_oom != bool(model["oom"]):
+        return True
+    return real_oom and real_buffer != model["first_oom_buffer"]
 
 
 def write_report(out: Path, predictions: dict) -> tuple[list, dict]:

@@ -119,3 +119,34 @@ def test_json_keys_equal_run_json(tmp_path):
     real = json.loads(cli.invoke(app, ["gpu-run", str(path), "--json"]).stdout)
     model = json.loads(cli.invoke(app, ["run", str(path), "--json"]).stdout)
     assert list(real) == list(model)
+
+
+def test_log_steps_time_every_gpu_step_and_calibrate_fits_them(tmp_path):
+    """gpu-run --log writes one CUZK_SIM_STEP line per GPU step of every partition (and
+    the assembly); calibrate fits the kernel kinds, the copy rate and the assembly."""
+    from typer.testing import CliRunner
+
+    from cuzk_sim.calibration import load_profile
+    from cuzk_sim.cli import app
+    from cuzk_sim.logs.parse import read_log
+    from cuzk_sim.plan import Copy, Kernel
+    from cuzk_sim.scenario import load_scenario
+
+    path = _scenario(tmp_path, "140 GiB", 12, 2, "continue", 2, 2)
+    log, details = tmp_path / "run.log", tmp_path / "d.json"
+    cli = CliRunner()
+    r = cli.invoke(app, ["gpu-run", str(path), "--log", str(log), "--details", str(details)])
+    assert r.exit_code == 0, r.output
+    plan = next(iter(load_scenario(path).plans.values()))
+    gpu_steps = [s for s in plan.steps if isinstance(s, (Kernel, Copy))]
+    steps = [rec for rec in read_log(log) if rec.kind == "sim_step"]
+    assert len([s for s in steps if s.fields["kind"] != "assemble"]) == 4 * len(gpu_steps)
+    assert len([s for s in steps if s.fields["kind"] == "assemble"]) == 4
+    assert all(int(s.fields["us"]) > 0 for s in steps if s.fields["kind"].startswith("msm"))
+    assert set(json.loads(details.read_text())["steps"]) == {s.name for s in gpu_steps}
+    out = tmp_path / "mine.toml"
+    r = cli.invoke(app, ["calibrate", str(log), "--base", "h200", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    assert text.count("CUZK_SIM_STEP") >= 4  # msm_g1, msm_g2, ntt, pointwise at least
+    assert load_profile(str(out)).cpus["assemble"].seconds(1) > 0

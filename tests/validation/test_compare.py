@@ -71,3 +71,37 @@ def test_rows_summary_and_matrix_by_hand():
     assert s["real_executions"] == 7
     text = report_markdown(rows, s)
     assert "flips (50 % OOM)" in text and "**≠**" in text and "3 / 4" in text
+
+
+def test_a_real_first_buffer_that_changes_between_repeats_is_not_counted():
+    preds = [
+        _pred("n@-10%", True, 900, None, "msm.order"),  # race: real buffer differs per repeat
+        _pred("m@-10%", True, 900, None, "msm.order"),  # stable real buffer, another one
+    ]
+    reals = [
+        _real("n@-10%", 0, True, 800, None, "msm.slots"),
+        _real("n@-10%", 1, True, 800, None, "msm.order"),
+        _real("m@-10%", 0, True, 800, None, "msm.slots"),
+        _real("m@-10%", 1, True, 800, None, "msm.slots"),
+    ]
+    rows = {r.key: r for r in compare_runs(preds, reals)}
+    assert rows["n@-10%"].buffer_timing_dependent and not rows["m@-10%"].buffer_timing_dependent
+    assert not rows["n@-10%"].timing_dependent  # the verdict itself is stable: OOM
+    s = summarize(list(rows.values()))
+    assert s["both_oom"] == 1 and s["first_buffer_agrees"] == 0  # m counted, n not
+    assert s["buffer_timing_dependent"] == [
+        {"key": "n@-10%", "buffers": ["msm.slots", "msm.order"], "predicted": "msm.order"}
+    ]
+    assert "first OOM buffer timing-dependent (not counted): n@-10%" in report_markdown(
+        list(rows.values()), s
+    )
+
+
+def test_validate_repeats_a_run_whose_first_buffer_disagrees():
+    from cuzk_sim.validation import grid
+
+    p = _pred("m@-10%", True, 900, None, "msm.order")
+    assert grid._disagrees(p, True, "msm.slots")  # both OOM, another buffer: repeat
+    assert not grid._disagrees(p, True, "msm.order")
+    assert grid._disagrees(p, False, None)  # another verdict
+    assert not grid._disagrees(_pred("f@+1%", False, 900), False, None)
