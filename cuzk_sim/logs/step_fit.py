@@ -53,6 +53,23 @@ def _wls(points: list[tuple[float, float]]) -> tuple[float, float]:
     return 0.0, swxy / swxx
 
 
+SAME_SIZE = 1.5  # sizes closer than this ratio are one size (2^18 - 1 and 2^18 points)
+
+
+def _size_groups(per_size: dict[int, list[Stat]]) -> list[dict[int, list[Stat]]]:
+    """Sizes grouped where each is within SAME_SIZE of the previous: a least squares
+    over 262142, 262143 and 262144 points would fit noise, not a per-point cost."""
+    groups: list[dict[int, list[Stat]]] = []
+    last = 0
+    for size in sorted(per_size):
+        if groups and size < last * SAME_SIZE:
+            groups[-1][size] = per_size[size]
+        else:
+            groups.append({size: per_size[size]})
+        last = size
+    return groups
+
+
 def _residual(points: list[tuple[float, float]], a: float, b: float) -> float:
     return max(abs(a + b * x - y) / y for x, y in points)
 
@@ -76,10 +93,12 @@ def step_fits(
         cost = base.kernels[kind]
         pts = []
         samples = 0
-        for size, sts in sorted(per_size.items()):
+        for group in _size_groups(per_size):
             merged = Stat()
-            for st in sts:
-                merged.merge(st)
+            for st in group.values():
+                for s_ in st:
+                    merged.merge(s_)
+            size = max(group, key=lambda k: sum(st.n for st in group[k]))  # most timed
             pts.append((_work(size, cost.scaling), _median(merged) / 1000))
             samples += merged.n
         if len(pts) >= 2:

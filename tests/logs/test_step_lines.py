@@ -101,3 +101,22 @@ def test_gpu_run_log_writes_a_step_line_per_step_event(tmp_path):
         ("msm_h", 12345, 0),
         ("upload_a", 500, 1),
     ]
+
+
+def test_sizes_a_few_points_apart_are_one_size_not_a_slope(tmp_path):
+    """msm_l has 2 fewer points than msm_a: a least squares over 262142..262144 points
+    would fit noise. They are one size: the base's fixed cost is kept and the per-point
+    cost refitted to the median time there."""
+    base = load_profile("h200").kernels["msm_g1"]
+    n = 1 << 18
+    lines = []
+    for size, us in ((n - 2, 8100), (n - 1, 7900), (n, 8000), (n, 8000)):
+        lines.append(emit.sim_step("msm", "msm_g1", size, 0, False, us))
+    log = tmp_path / "one.log"
+    log.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "one.toml"
+    r = runner.invoke(app, ["calibrate", str(log), "--base", "h200", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    fit = load_profile(str(out)).kernels["msm_g1"]
+    assert fit.fixed == pytest.approx(base.fixed)
+    assert fit.seconds(n) == pytest.approx(8.0e-3, rel=0.01)  # the median of the four
