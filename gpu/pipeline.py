@@ -1113,19 +1113,11 @@ class RealRun:
                 threads.append(
                     threading.Thread(target=self._worker, args=(name, gpu, q, done), name=name)
                 )
-        import gc
         import sys
 
         switch = sys.getswitchinterval()
         if "switch" in self.tune:
             sys.setswitchinterval(1e-4)
-        # no garbage collection while the workers run: a native daemon has no collector,
-        # and a collection of a large heap (validate's predictions, earlier runs) holds the
-        # GIL for tens of ms, stalling every worker's launches inside its GPU section
-        gc.collect()
-        gc.freeze()
-        collecting = gc.isenabled()
-        gc.disable()
         self.t0 = time.perf_counter()
         if on_start is not None:
             on_start()
@@ -1157,9 +1149,6 @@ class RealRun:
                 t.join()
         finally:
             sys.setswitchinterval(switch)
-            if collecting:
-                gc.enable()
-            gc.unfreeze()
             self.stopped.set()
             done.set()
             for t in timers:
