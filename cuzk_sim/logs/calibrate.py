@@ -471,6 +471,10 @@ def calibrated_profile(
             entry["time"] = _fmt_s(fit.fitted_s)
             if fit.fixed_s is not None:
                 entry["fixed"] = _fmt_s(fit.fixed_s)
+            if fit.points:
+                entry["points"] = [[size, _fmt_s(t)] for size, t in fit.points]
+            else:
+                entry.pop("points", None)
             entry["source"] = fit.provenance
             entry["basis"] = fit.basis
     ce = raw["copy_engine"]

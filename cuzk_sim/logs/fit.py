@@ -17,6 +17,7 @@ class Fit:
     fixed_s: float | None  # a new fixed cost (msm_g1's two-point fit), else the base's
     provenance: str
     basis: str = "fitted"  # "measured": one line timed exactly this step at this size
+    points: tuple[tuple[int, float], ...] = ()  # (size, seconds) measured, for Cost.points
 
     @property
     def change(self) -> float:

@@ -92,6 +92,7 @@ def step_fits(
     for kind, per_size in sorted(by_kind.items()):
         cost = base.kernels[kind]
         pts = []
+        sizes_times: list[tuple[int, float]] = []
         samples = 0
         for group in _size_groups(per_size):
             merged = Stat()
@@ -100,6 +101,7 @@ def step_fits(
                     merged.merge(s_)
             size = max(group, key=lambda k: sum(st.n for st in group[k]))  # most timed
             pts.append((_work(size, cost.scaling), _median(merged) / 1000))
+            sizes_times.append((size, _median(merged) / 1000))
             samples += merged.n
         if len(pts) >= 2:
             fixed, per = _wls(pts)
@@ -108,7 +110,8 @@ def step_fits(
             w, t = pts[0]
             fixed = cost.fixed if cost.fixed < t else 0.0
             per, how = (t - fixed) / w, "one size: the base's fixed cost kept"
-        new = Cost(fixed, per, cost.scaling)
+        # the measured sizes themselves, read off by the model (Cost.points)
+        new = Cost(fixed, per, cost.scaling, tuple(pts) if len(pts) >= 2 else ())
         at = sizes[f"kernel.{kind}"]
         size_list = ", ".join(f"2^{int(math.log2(s))}" if s & (s - 1) == 0 else str(s)
                               for s in sorted(per_size))  # fmt: skip
@@ -122,7 +125,13 @@ def step_fits(
                 f"fitted from {logs}: CUZK_SIM_STEP lines ({samples} steps at sizes "
                 f"{size_list}, lines {_lines([s for v in per_size.values() for s in v])}), "
                 f"{how}: fixed {fixed * 1e3:.4f} ms + {per * 1e9:.6g} ns per unit of work "
-                f"({cost.scaling}); largest residual {_residual(pts, fixed, per):.1%}",
+                f"({cost.scaling}); largest residual of that line {_residual(pts, fixed, per):.1%}"
+                + (
+                    "; the model reads the times off the sizes measured (`points`)"
+                    if len(pts) >= 2
+                    else ""
+                ),
+                points=tuple((size, t) for size, t in sizes_times) if len(pts) >= 2 else (),
             )
         )
     for pinned, rows in sorted(copies.items()):

@@ -226,6 +226,11 @@ def write_report(out: Path, predictions: dict) -> tuple[list, dict]:
         f"{predictions['commit']}; profile `{predictions.get('profile', '?')}`; real runs "
         f"{dates[0] if dates else '-'} .. {dates[-1] if dates else '-'}.\n"
     )
+    if predictions.get("repriced_after_runs"):  # benchmarks/reprice_grid.py
+        header += (
+            f"**Re-priced after the runs** ({predictions['repriced_after_runs']}): these "
+            "are not the predictions registered before the runs.\n"
+        )
     (out / "report.md").write_text(report_markdown(rows, summary, header))
     (out / "summary.json").write_text(
         json.dumps({"summary": summary, "rows": rows_as_dicts(rows)}, indent=1)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import types
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -120,3 +121,45 @@ def test_sizes_a_few_points_apart_are_one_size_not_a_slope(tmp_path):
     fit = load_profile(str(out)).kernels["msm_g1"]
     assert fit.fixed == pytest.approx(base.fixed)
     assert fit.seconds(n) == pytest.approx(8.0e-3, rel=0.01)  # the median of the four
+
+
+def test_the_profile_reads_off_every_size_measured_even_off_a_line(tmp_path):
+    """The new G1 MSM on the H200 (docs/benchmarks.md: 5.92, 7.84, 15.81 ms at 2^16, 2^18,
+    2^20; 49.2 ms at 2^22) is no straight line in n: a line through them misses 2^18 by
+    about 10 %. The calibrated profile gives each measured size its own time, linear in
+    between, and the last segment's slope beyond."""
+    times = {16: 5.92e-3, 18: 7.84e-3, 20: 15.81e-3, 22: 49.2e-3}
+    lines = [
+        emit.sim_step("msm_h", "msm_g1", 1 << k, 0, False, int(t * 1e6))
+        for k, t in times.items()
+        for _ in range(3)
+    ]
+    log = tmp_path / "g1.log"
+    log.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "g1.toml"
+    r = runner.invoke(app, ["calibrate", str(log), "--base", "h200", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    cost = load_profile(str(out)).kernels["msm_g1"]
+    for k, t in times.items():
+        assert cost.seconds(1 << k) == pytest.approx(t, rel=1e-3)
+    mid = ((1 << 18) + (1 << 20)) // 2  # halfway in n between 2^18 and 2^20
+    assert cost.seconds(mid) == pytest.approx((7.84e-3 + 15.81e-3) / 2, rel=1e-3)
+    slope = (49.2e-3 - 15.81e-3) / ((1 << 22) - (1 << 20))
+    assert cost.seconds(1 << 24) == pytest.approx(
+        49.2e-3 + slope * ((1 << 24) - (1 << 22)), rel=1e-3
+    )
+    assert "points" in out.read_text()
+
+
+def test_a_profile_with_points_out_of_order_names_the_figure(tmp_path):
+    import re
+
+    text = (Path(__file__).parents[2] / "cuzk_sim" / "profiles" / "h200.toml").read_text()
+    head, _, tail = text.partition("[kernel.ntt]")
+    tail = re.sub(r"\npoints = \[.*?\]\]\n", "\n", tail, count=1)  # its own points, if any
+    bad = head + "[kernel.ntt]\npoints = [[1024, \"1 ms\"], [512, \"2 ms\"]]" + tail
+    path = tmp_path / "bad.toml"
+    path.write_text(bad)
+    r = runner.invoke(app, ["profile", "show", str(path)])
+    assert r.exit_code == 2 and "points" in r.output and "ascending" in r.output
+    assert "Traceback" not in r.output

@@ -1,0 +1,48 @@
+"""Re-price the real runs of a validation folder with another profile, after the fact.
+
+`validate` writes its predictions before the first real run; this asks the model again,
+with PROFILE, for every run already in DIR (at the card each real run really had) and
+writes DIR2 (predictions.json marked `repriced_after_runs`, real.jsonl with the new model
+results, report.md, summary.json). It answers "how would the model have done with this
+profile?" -- the preregistered figures stay those of DIR.
+Usage: python3 benchmarks/reprice_grid.py SPEC DIR PROFILE DIR2
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from cuzk_sim.runner import simulate
+from cuzk_sim.validation.boundary import at_vram
+from cuzk_sim.validation.grid import predict, read_reals, write_report
+from cuzk_sim.validation.spec import load_spec
+
+
+def main() -> None:
+    if len(sys.argv) != 5:
+        sys.exit(__doc__)
+    spec_path, src, profile, dst = sys.argv[1], Path(sys.argv[2]), sys.argv[3], Path(sys.argv[4])
+    spec = load_spec(spec_path, profile)
+    predictions = predict(spec)
+    predictions["repriced_after_runs"] = f"the real runs of {src.name}/ re-priced with {profile}"
+    old = json.loads((src / "predictions.json").read_text())
+    predictions["commit"] = old.get("commit", "?")
+    dst.mkdir(parents=True, exist_ok=True)
+    (dst / "predictions.json").write_text(json.dumps(predictions, indent=1))
+    scenarios = {c.name: c.scenario for c in spec.configs}
+    with (dst / "real.jsonl").open("w") as f:
+        for r in read_reals(src / "real.jsonl"):
+            scn = scenarios[r["config"]]
+            r["model_at_achieved"] = simulate(at_vram(scn, r["achieved_vram"])).to_dict(
+                log_lines=0
+            )
+            f.write(json.dumps(r) + "\n")
+    _, summary = write_report(dst, predictions)
+    print(json.dumps({k: summary[k] for k in ("agreement", "spp_within", "spp_runs",
+                                              "spp_max_abs_error", "criteria")}, indent=1))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
