@@ -35,13 +35,11 @@ def main() -> None:
     with (dst / "real.jsonl").open("w") as f:
         for r in read_reals(src / "real.jsonl"):
             scn = scenarios[r["config"]]
-            r["model_at_achieved"] = simulate(at_vram(scn, r["achieved_vram"])).to_dict(
-                log_lines=0
-            )
+            r["model_at_achieved"] = simulate(at_vram(scn, r["achieved_vram"])).to_dict(log_lines=0)
             f.write(json.dumps(r) + "\n")
     _, summary = write_report(dst, predictions)
-    print(json.dumps({k: summary[k] for k in ("agreement", "spp_within", "spp_runs",
-                                              "spp_max_abs_error", "criteria")}, indent=1))  # fmt: skip
+    keys = ("agreement", "spp_within", "spp_runs", "spp_max_abs_error", "criteria")
+    print(json.dumps({k: summary[k] for k in keys}, indent=1))
 
 
 if __name__ == "__main__":

@@ -157,7 +157,7 @@ def test_a_profile_with_points_out_of_order_names_the_figure(tmp_path):
     text = (Path(__file__).parents[2] / "cuzk_sim" / "profiles" / "h200.toml").read_text()
     head, _, tail = text.partition("[kernel.ntt]")
     tail = re.sub(r"\npoints = \[.*?\]\]\n", "\n", tail, count=1)  # its own points, if any
-    bad = head + "[kernel.ntt]\npoints = [[1024, \"1 ms\"], [512, \"2 ms\"]]" + tail
+    bad = head + '[kernel.ntt]\npoints = [[1024, "1 ms"], [512, "2 ms"]]' + tail
     path = tmp_path / "bad.toml"
     path.write_text(bad)
     r = runner.invoke(app, ["profile", "show", str(path)])
