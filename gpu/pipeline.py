@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from cuzk_sim.plan import Plan
+from cuzk_sim.plan import Kernel, Plan
 from cuzk_sim.result import OomEvent, SimResult, Span, seconds_per_proof
 
 from .device import Buffer, Device, DeviceOutOfMemory, NotEnoughFreeMemory
@@ -400,20 +400,23 @@ class PipelineDevice(Device):
         self.mark_t0: float | None = None  # perf_counter when the first start event went in
         self.host_alloc_s = 0.0  # host seconds inside alloc/free calls (driver and pools)
 
-    def _timed_step(self, name: str, cat: str, fn: Callable[[], Any]) -> Any:
-        """Run one GPU step; with step timing, between two CUDA events on the worker's
-        stream (no synchronisation: read when the GPU section ends, `_collect_marks`)."""
+    def _timed(self, name: str, fn: Callable[[], Any]) -> Any:
+        """Run one GPU step (the Device's hook around every kernel and copy); with step
+        timing, between two CUDA events on the worker's stream (no synchronisation: read
+        when the GPU section ends, `_collect_marks`)."""
         if not (self.run.step_times and self.runs):
-            return fn()
+            return super()._timed(name, fn)
         import cupy
 
+        step = self.steps[-1]  # the step being run: Device appended it first
+        cat = "kernel" if isinstance(step, Kernel) else "copy"
         a, b = cupy.cuda.Event(), cupy.cuda.Event()
         if self.mark_t0 is None:
             self.mark_t0 = time.perf_counter()
         a.record()
         out = fn()
         b.record()
-        self.marks.append((name, cat, a, b, self.steps[-1]))
+        self.marks.append((name, cat, a, b, step))
         return out
 
     def _collect_marks(self) -> None:
@@ -520,35 +523,13 @@ class PipelineDevice(Device):
         if not self.runs:
             self.run.backend.release(self.gpu_index, self.worker, name)
 
-    def copy_htod(
-        self,
-        name: str,
-        dst: Buffer,
-        host: Any,
-        nbytes: int,
-        pinned: bool = False,
-        stream: str = "compute",
-    ) -> None:
-        self._timed_step(
-            name, "copy", lambda: super(PipelineDevice, self).copy_htod(
-                name, dst, host, nbytes, pinned, stream
-            )
-        )  # fmt: skip
-
-    def copy_dtoh(self, name: str, src: Buffer, words: int) -> Any:
-        return self._timed_step(
-            name, "copy", lambda: super(PipelineDevice, self).copy_dtoh(name, src, words)
-        )
-
     def kernel(self, name: str, kind: str, size: int, fn: Callable[[], Any]) -> Any:
         if not self.runs:
             return super().kernel(name, kind, size, fn)
         import cupy
 
         try:
-            out = self._timed_step(
-                name, "kernel", lambda: super(PipelineDevice, self).kernel(name, kind, size, fn)
-            )
+            out = super().kernel(name, kind, size, fn)
         except cupy.cuda.memory.OutOfMemoryError as e:  # a CuPy library temporary
             err = DeviceOutOfMemory(
                 f"{name} (cupy temporary)",

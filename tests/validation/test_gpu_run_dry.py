@@ -256,7 +256,10 @@ def test_step_marks_become_spans_stats_and_log_events(scenario_file, monkeypatch
         def synchronize(self) -> None:
             pass
 
-    cuda = types.SimpleNamespace(get_elapsed_time=lambda a, b: (b.t - a.t) * 1000)
+    cuda = types.SimpleNamespace(
+        get_elapsed_time=lambda a, b: (b.t - a.t) * 1000,
+        Event=lambda: types.SimpleNamespace(record=lambda: None),
+    )
     monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
     spec = RunSpec.from_scenario(load_scenario(scenario_file()))
     run = RealRun(spec, LedgerBackend(spec.vram, spec.context, spec.gpus), step_times=True)
@@ -281,3 +284,10 @@ def test_step_marks_become_spans_stats_and_log_events(scenario_file, monkeypatch
     assert [round(f["seconds"], 6) for f in steps] == [0.005, 0.011]
     assert dev.marks == []
     assert run.details()["steps"]["msm_h"]["idle_before_ms"] == pytest.approx(1.0)
+    dev.mode = "real"  # the hook around every kernel and copy marks the step it runs
+    dev.steps.append(Kernel("ntt_a", "ntt", 64))
+    assert dev._timed("ntt_a", lambda: 42) == 42
+    assert [(m[0], m[1], m[4]) for m in dev.marks] == [("ntt_a", "kernel", dev.steps[-1])]
+    dev.steps.append(Copy("upload_w", 256, "HtoD"))
+    dev._timed("upload_w", lambda: None)
+    assert dev.marks[-1][1] == "copy"
