@@ -130,7 +130,7 @@ def run(
     from cuzk_sim.scenario import load_scenario
 
     if replicas is not None or jitter is not None:
-        _run_replicas(scenario, as_json, trace, plot, replicas, jitter)
+        _run_replicas(scenario, as_json, trace, plot, replicas, jitter, overrides, log)
         return
     try:
         if trace:
@@ -203,9 +203,12 @@ def _run_replicas(
     plot: Path | None,
     replicas: int | None,
     jitter: str | None,
+    overrides: list[str] | None = None,
+    log: Path | None = None,
 ) -> None:
     """`run --replicas R --jitter X%`: R jittered replicas (R = 1 and a trace or plot of
-    replica 0 allowed when only --jitter is given)."""
+    replica 0 allowed when only --jitter is given); `--set` applies to every replica."""
+    from cuzk_sim.overrides import parse_assignment
     from cuzk_sim.replicas import parse_fraction, run_replicas
     from cuzk_sim.report import print_run
     from cuzk_sim.runner import simulate
@@ -222,7 +225,10 @@ def _run_replicas(
             check_output_path("--trace", trace)
         if plot:
             check_output_path("--plot", plot, PLOT_SUFFIXES)
-        scn = load_scenario(scenario)
+        if log is not None:
+            raise InputError("--log writes one run: drop --replicas and --jitter")
+        changes = dict(parse_assignment(a) for a in overrides or [])
+        scn = load_scenario(scenario, changes or None)
         if replicas is None:  # one jittered run, reported like a plain one
             if trace or plot:
                 from cuzk_sim.recording import Timeline, simulate_recorded

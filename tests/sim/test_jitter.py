@@ -118,3 +118,28 @@ def test_the_bundled_race_scenario_is_a_probability():
     # has sd 4.8, so 19..53 lies beyond 3.5 sd either side
     assert 19 <= round(report.oom_probability * 100) <= 53
     assert set(report.buffer_counts) == {"d_stage"}
+
+
+def test_run_replicas_applies_set_to_every_replica(tmp_path):
+    """`run --set KEY=VALUE --replicas R` prices the changed scenario (the set used to be
+    dropped silently with --replicas). The bundled fitting scenario of our prover at a
+    card 1 MiB above the CUDA context must OOM in every replica."""
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from cuzk_sim.cli import app
+
+    base = Path(__file__).resolve().parents[2] / "scenarios/validation/base.toml"
+    cli = CliRunner()
+    fits = json.loads(cli.invoke(app, ["run", str(base), "--replicas", "3", "--jitter", "5%",
+                                       "--json"]).stdout)  # fmt: skip
+    assert fits["oom_probability"] == 0.0
+    small = cli.invoke(
+        app,
+        ["run", str(base), "--replicas", "3", "--jitter", "5%", "--json",
+         "--set", "hardware.vram=1393.8 MiB"],
+    )  # fmt: skip
+    assert json.loads(small.stdout)["oom_probability"] == 1.0
+    log = cli.invoke(app, ["run", str(base), "--jitter", "5%", "--log", str(tmp_path / "l")])
+    assert log.exit_code == 2 and "--log" in log.output
