@@ -119,7 +119,10 @@ def pipeline_executor(device: str) -> RealExecutor:
             backend = shared.setdefault("real", backend_for("real", spec))
         else:
             backend = backend_for("dry-run", spec)
-        run = RealRun(spec, backend)
+        try:
+            run = RealRun(spec, backend)
+        except ValueError as e:  # CUZK_SIM_PIPELINE_TUNE
+            raise InputError(str(e)) from None
         result = run.execute()
         return result.to_dict(log_lines=40), run.details()
 
@@ -163,6 +166,8 @@ def run_grid(
     reals = read_reals(real_path)
     verdict = {(r["key"], r["repeat"]): bool(r["real"]["oom"]) for r in reals}
     buffer = {(r["key"], r["repeat"]): r["real"]["first_oom_buffer"] for r in reals}
+    # the model a run is judged against: asked again at the card the first run really had
+    judged = {r["key"]: r["model_at_achieved"] for r in reals if r["repeat"] == 0}
     todo = [p for p in predictions["runs"] if only is None or fnmatch.fnmatch(p["config"], only)]
     with real_path.open("a") as f:
         for p in todo:
@@ -172,7 +177,8 @@ def run_grid(
             # a run whose first real verdict disagrees is repeated: timing-dependent? So
             # is one where both OOM at different buffers: is the real first buffer stable?
             for repeat in range(spec.repeats + 1):
-                if repeat and not _disagrees(p, verdict[(p["key"], 0)], buffer[(p["key"], 0)]):
+                model = judged.get(p["key"]) or p["model"]
+                if repeat and not _disagrees(model, verdict[(p["key"], 0)], buffer[(p["key"], 0)]):
                     break
                 if (p["key"], repeat) in verdict:
                     continue
@@ -198,6 +204,8 @@ def run_grid(
                 f.write(json.dumps(rec) + "\n")
                 f.flush()
                 verdict[(p["key"], repeat)] = bool(real["oom"])
+                if repeat == 0:
+                    judged[p["key"]] = at_achieved
                 buffer[(p["key"], repeat)] = real["first_oom_buffer"]
                 say(
                     f"{p['key']}#{repeat}: model {'OOM' if p['model']['oom'] else 'fits'}, "
@@ -207,10 +215,9 @@ def run_grid(
     return write_report(out, predictions)
 
 
-def _disagrees(p: dict, real_oom: bool, real_buffer: str | None) -> bool:
-    """Does the first real run of prediction `p` disagree: another verdict, or both OOM
-    at another buffer?"""
-    model = p["model"]
+def _disagrees(model: dict, real_oom: bool, real_buffer: str | None) -> bool:
+    """Does a first real run disagree with the model's result for it: another verdict, or
+    both OOM at another buffer?"""
     if real_oom != bool(model["oom"]):
         return True
     return real_oom and real_buffer != model["first_oom_buffer"]

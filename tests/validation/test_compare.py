@@ -100,8 +100,8 @@ def test_a_real_first_buffer_that_changes_between_repeats_is_not_counted():
 def test_validate_repeats_a_run_whose_first_buffer_disagrees():
     from cuzk_sim.validation import grid
 
-    p = _pred("m@-10%", True, 900, None, "msm.order")
-    assert grid._disagrees(p, True, "msm.slots")  # both OOM, another buffer: repeat
-    assert not grid._disagrees(p, True, "msm.order")
-    assert grid._disagrees(p, False, None)  # another verdict
-    assert not grid._disagrees(_pred("f@+1%", False, 900), False, None)
+    model = _pred("m@-10%", True, 900, None, "msm.order")["model"]
+    assert grid._disagrees(model, True, "msm.slots")  # both OOM, another buffer: repeat
+    assert not grid._disagrees(model, True, "msm.order")
+    assert grid._disagrees(model, False, None)  # another verdict
+    assert not grid._disagrees(_pred("f@+1%", False, 900)["model"], False, None)
