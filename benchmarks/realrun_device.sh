@@ -25,6 +25,13 @@ cp -r cuzk_sim /tmp/shim/ && cp -r reference /tmp/shim/cuzk_sim/reference \
 export PYTHONPATH=/tmp/shim:/tmp/site PYTHONUNBUFFERED=1 CUZK_HYPOTHESIS_PROFILE=dev
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$W/logs/gpu.txt" 2>&1
 nproc >> "$W/logs/gpu.txt"
+# the card's clocks, temperature and power all through the call (is a later stage slower
+# because the card is hotter?): logs/smi.csv, summarised per stage at the end
+R=clocks_event_reasons.active  # the newer drivers' name; older ones: clocks_throttle_reasons
+nvidia-smi --query-gpu=$R --format=csv,noheader > /dev/null 2>&1 || R=clocks_throttle_reasons.active
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,temperature.gpu,power.draw,$R \
+  --format=csv,noheader -lms 500 > "$W/logs/smi.csv" 2>&1 &
+SMI=$!
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$W/logs/steps.txt"; }
 if [[ " $WHAT " == *" probe "* ]]; then
@@ -34,8 +41,9 @@ if [[ " $WHAT " == *" probe "* ]]; then
 fi
 if [[ " $WHAT " == *" tests "* ]]; then
   stamp tests
-  timeout ${TEST_TIMEOUT:-180} python3 -P -m pytest tests/gpu_prover/test_gpu_run.py -q \
-    -p no:cacheprovider --durations=6 > "$W/logs/tests.log" 2>&1; stamp "tests rc=$?"
+  # gpu-run's tests, and (TESTS_MORE) more of tests/gpu_prover, e.g. the proof tests
+  timeout ${TEST_TIMEOUT:-180} python3 -P -m pytest tests/gpu_prover/test_gpu_run.py ${TESTS_MORE:-} \
+    -q -p no:cacheprovider --durations=6 > "$W/logs/tests.log" 2>&1; stamp "tests rc=$?"
 fi
 if [[ " $WHAT " == *" gputests "* ]]; then
   stamp gputests
@@ -84,10 +92,13 @@ if [[ " $WHAT " == *" diag "* ]]; then
   # base scenario at 2^18, 8 proofs x 4 partitions, per configuration and pipeline tune
   stamp diag
   D=$W/diag; mkdir -p "$D"
-  timeout 90 python3 -P benchmarks/allocator_timing.py --json "$D/alloc-timing.json" \
-    > "$W/logs/alloc-timing.log" 2>&1; stamp "alloc-timing rc=$?"
-  diag() {  # name, tune, --set arguments...
+  if [ -z "${DIAG_ONLY:-}" ]; then
+    timeout 90 python3 -P benchmarks/allocator_timing.py --json "$D/alloc-timing.json" \
+      > "$W/logs/alloc-timing.log" 2>&1; stamp "alloc-timing rc=$?"
+  fi
+  diag() {  # name, tune, --set arguments...; DIAG_ONLY="name name ..." runs only those
     local name=$1 tune=$2; shift 2
+    [ -n "${DIAG_ONLY:-}" ] && [[ " $DIAG_ONLY " != *" $name "* ]] && return 0
     CUZK_SIM_PIPELINE_TUNE=$tune timeout ${DIAG_TIMEOUT:-60} python3 -P -m cuzk_sim gpu-run \
       scenarios/validation/base.toml --set 'workload[0].count=8' "$@" --json \
       --details "$D/$name.details.json" --log "$D/$name.log" --trace "$D/$name.trace.json" \
@@ -97,10 +108,11 @@ if [[ " $WHAT " == *" diag "* ]]; then
   diag w1 ""
   diag w2 "" "${W2[@]}"
   diag w2-switch switch "${W2[@]}"
-  diag w2-remote-switch remote,switch "${W2[@]}"
+  diag w1-local local
+  diag w2-local local "${W2[@]}"
   diag w2-nomutex "" "${W2[@]}" --set variant.mutex_scope=none
   diag w2-nomutex-streams streams "${W2[@]}" --set variant.mutex_scope=none
-  diag w2-nomutex-all streams,remote,switch "${W2[@]}" --set variant.mutex_scope=none
+  diag w2-nomutex-all streams,switch "${W2[@]}" --set variant.mutex_scope=none
   diag w2-sync "" "${W2[@]}" --set plan.gpu_prover.allocator=sync
   diag w2-async "" "${W2[@]}" --set plan.gpu_prover.allocator=async
   diag w1-tight "" --set "hardware.vram=1686 MiB"
@@ -109,6 +121,7 @@ if [[ " $WHAT " == *" diag "* ]]; then
   diag w3 "" --set engine.gpus.gpu_workers_per_device=3
   diag w1-16 "" --set plan.gpu_prover.domain_log2=16
   diag w2-16 "" "${W2[@]}" --set plan.gpu_prover.domain_log2=16
+  diag w2-16-local local "${W2[@]}" --set plan.gpu_prover.domain_log2=16
   python3 - "$D" > "$W/logs/diag-summary.txt" 2>&1 <<'PY'
 import json, sys, pathlib
 d = pathlib.Path(sys.argv[1])
@@ -142,8 +155,31 @@ if [[ " $WHAT " == *" faults "* ]]; then
     > "$W/logs/faults.txt" 2>&1; stamp "faults rc=$?"
 fi
 stamp done
+kill $SMI 2>/dev/null
+python3 - "$W/logs/smi.csv" "$W/logs/steps.txt" > "$W/logs/smi-summary.txt" 2>&1 <<'PY'
+import sys, statistics as st
+from datetime import datetime
+rows = []
+for line in open(sys.argv[1]):
+    f = [x.strip() for x in line.split(",")]
+    try:
+        t = datetime.strptime(f[0], "%Y/%m/%d %H:%M:%S.%f")
+        rows.append((t, float(f[1].split()[0]), float(f[3]), float(f[4].split()[0]), f[5]))
+    except (ValueError, IndexError):
+        continue
+if rows:
+    t0 = rows[0][0]
+    for a in range(0, int((rows[-1][0] - t0).total_seconds()) + 1, 30):
+        w = [r for r in rows if a <= (r[0] - t0).total_seconds() < a + 30]
+        busy = [r for r in w if r[3] > 150] or w
+        if w:
+            print(f"{a:5d}-{a + 30:<5d}s  SM MHz median {st.median(r[1] for r in busy):6.0f} "
+                  f"min {min(r[1] for r in busy):5.0f}  temp {max(r[2] for r in w):3.0f} C  "
+                  f"power max {max(r[3] for r in w):5.0f} W  reasons {sorted({r[4] for r in busy})}")
+PY
+cat "$W/logs/smi-summary.txt"
 tar czf "$OUT/all.tgz" -C "$W" . 2>/dev/null
-for f in probe.json faults.json bench.json grid/report.md logs/steps.txt logs/diag-summary.txt diag/alloc-timing.json calib/h200-pipeline.toml logs/calib.log; do
+for f in faults.json bench.json grid/report.md logs/steps.txt logs/diag-summary.txt logs/smi-summary.txt calib/h200-pipeline.toml logs/calib.log; do
   [ -f "$W/$f" ] && cp "$W/$f" "$OUT/$(echo "$f" | tr / -)"
 done
 tail -5 "$W/logs/tests.log" 2>/dev/null; tail -4 "$W/logs/gputests.log" 2>/dev/null

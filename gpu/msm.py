@@ -165,6 +165,23 @@ class SignedShape:
         }
 
 
+@dataclass(frozen=True)
+class WindowSums:
+    """A signed MSM's result before its Horner: the window sums S_j (Jacobian Montgomery
+    limbs, window 0 first) of c-bit windows. Small and picklable (G1 2^20: 2.3 KiB), so it
+    can cross to another process; `point()` = sum_j 2^(j c) S_j as affine Montgomery limbs,
+    what `msm` returns without `defer`."""
+
+    group: Group
+    c: int
+    words: np.ndarray
+
+    def point(self) -> np.ndarray:
+        from .msm_tail import horner
+
+        return jacobian_to_affine(self.group, horner(self.group, self.words, self.c))
+
+
 def jacobian_to_affine(group: Group, words: np.ndarray) -> np.ndarray:
     """Affine Montgomery limbs (as the unsigned MSM returns) of a Jacobian Montgomery point:
     one inversion in Python ints instead of a serial chain of products in one GPU thread."""
@@ -247,15 +264,19 @@ def msm(
     phase_ms: dict[str, float] | None = None,
     algo: MsmAlgo | None = None,
     table: Buffer | None = None,
-) -> np.ndarray | None:
+    defer: bool = False,
+) -> np.ndarray | WindowSums | None:
     """sum_{i<n} s_i P_i as affine Montgomery limbs (host array; None in dry-run).
     phase_ms: if given, CUDA-event milliseconds of each phase are added to it (benchmarks).
     algo: None = `default_algo()`. table: precomputed bases of `points` (`precompute_table`;
-    signed only)."""
+    signed only). defer (signed, host tail): return the window sums (`WindowSums`, whose
+    `point()` is the result) instead of running the Horner here, so that the caller can run
+    it elsewhere -- the pipeline runs it in the assembler process, outside the GPU section
+    and off the worker threads (no Python arithmetic holding the GIL beside the launches)."""
     algo = algo or default_algo()
     if algo == "signed":
         return _msm_signed(
-            dev, stage, group, points, scalars, n, scalar_offset_words, phase_ms, table
+            dev, stage, group, points, scalars, n, scalar_offset_words, phase_ms, table, defer
         )
     if table is not None:
         raise ValueError("precomputed bases need algo='signed'")
@@ -322,10 +343,12 @@ def _msm_signed(
     scalar_offset_words: int,
     phase_ms: dict[str, float] | None,
     table: Buffer | None,
-) -> np.ndarray | None:
+    defer: bool = False,
+) -> np.ndarray | WindowSums | None:
     shape = SignedShape.of(group, n, precomputed=table is not None)
     bufs = {k: dev.alloc(f"{stage}.{k}", v) for k, v in shape.scratch().items()}
     tail = default_tail()
+    defer = defer and tail == "host"
 
     def run() -> None:
         import cupy
@@ -398,12 +421,12 @@ def _msm_signed(
         )
         mark("bucket_reduce")
         _tree(group, bufs, shape.sets, shape.segments, "sum_groups")
-        if tail == "host":  # same result in the same buffer: the plan does not change
+        if tail == "host" and not defer:  # same result in the same buffer: same plan
             from .msm_tail import horner
 
             window_sums = bufs["windows"].array.get()
             bufs["result"].array.set(horner(group, window_sums, shape.c))
-        else:
+        elif tail == "device":
             launch(
                 f,
                 f"{group}_combine",
@@ -418,10 +441,14 @@ def _msm_signed(
         mark.collect()
 
     dev.kernel(stage, f"msm_{group}", n, run)
-    out = dev.copy_dtoh(f"{stage}.result", bufs["result"], shape.jacobian_words)
+    jw = shape.jacobian_words
+    src, words = (bufs["windows"], shape.sets * jw) if defer else (bufs["result"], jw)
+    out = dev.copy_dtoh(f"{stage}.result", src, words)
     for name in reversed(list(bufs)):
         dev.free(f"{stage}.{name}")
-    return None if out is None else jacobian_to_affine(group, out)
+    if out is None:
+        return None
+    return WindowSums(group, shape.c, out) if defer else jacobian_to_affine(group, out)
 
 
 def _msm_unsigned(

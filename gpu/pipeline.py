@@ -567,7 +567,7 @@ class PartitionData:
     pk: Any = None
 
 
-TUNES = frozenset({"streams", "switch", "remote"})
+TUNES = frozenset({"streams", "switch", "local"})
 
 
 def _tune_from_env() -> frozenset[str]:
@@ -592,7 +592,9 @@ _ASSEMBLERS: list[Any] = []  # [ProcessPoolExecutor, its size]
 def _assemble_remote(ends: tuple, res: dict[str, Any], r: int, s: int, convert: bool) -> Any:
     """assemble() in a helper process (py_ecc holds the GIL for tens of ms: in a thread
     it would stall the other workers' kernel launches; cuzk assembles on CPU threads).
-    convert: `res` holds the raw MSM results (msm_results turns them into points here)."""
+    convert: `res` holds the raw MSM results -- the window sums of each MSM, whose Horner
+    (~8 ms of Python ints per 2^18 partition) and conversion to points run here, outside
+    the GPU section and off the worker threads."""
     return assemble(HostKey({}, *ends), msm_results(res) if convert else res, r, s)
 
 
@@ -753,8 +755,9 @@ class RealRun:
     step_times: bool = False
     # experiments (CUZK_SIM_PIPELINE_TUNE, comma-separated; docs/validation.md): "streams"
     # (each worker on its own non-blocking stream instead of the legacy default stream),
-    # "switch" (GIL switch interval 0.1 ms during the run), "remote" (MSM results turned
-    # into points in the assembler process, not the worker thread)
+    # "switch" (GIL switch interval 0.1 ms during the run), "local" (the MSM results --
+    # Horner over the window sums, points -- finished in the worker thread, as before
+    # 2026-12-01 10:00, instead of the assembler process)
     tune: frozenset[str] = field(default_factory=lambda: _tune_from_env())
 
     def __post_init__(self) -> None:
@@ -999,12 +1002,12 @@ class RealRun:
             if self.stopped.is_set():
                 raise RunStopped()
             if data.key is not None:
-                res = raw if "remote" in self.tune else msm_results(raw)
+                convert = "local" not in self.tune
+                res = raw if convert else msm_results(raw)
                 r, s, due = data.cases[p % len(data.cases)] if data.cases else (3, 4, b"")
                 k = data.key
                 ends = (k.alpha_g1, k.beta_g1, k.beta_g2, k.delta_g1, k.delta_g2)
                 pool = self.assemblers
-                convert = "remote" in self.tune
                 proof_obj = dev.cpu(
                     "assemble",
                     "assemble",

@@ -28,7 +28,7 @@ from cuzk_sim.reference.types import Proof, ProvingKey
 
 from . import encoding
 from .device import AllocatorName, Device, Mode
-from .msm import MSM_ALGOS, POINT_WORDS, MsmAlgo, msm
+from .msm import MSM_ALGOS, POINT_WORDS, MsmAlgo, WindowSums, msm
 from .ntt import DeviceTables, domain_tables, tables_bytes
 
 FR_BYTES = 32
@@ -213,7 +213,8 @@ def partition(
     dev: Device, shape: PartitionShape, flags: ProverFlags, data: PartitionInput | None
 ) -> dict[str, list[np.ndarray | None]]:
     """Run (or, in dry-run, plan) the GPU part of one partition; per stage, the MSM result
-    of each chunk (affine Montgomery limbs; `msm_results` sums them)."""
+    of each chunk (affine Montgomery limbs, or the window sums of the signed MSM whose
+    Horner is deferred to the host: `msm_results` finishes and sums them)."""
     n = shape.domain_size
     vec = n * FR_BYTES
     abc = data.abc if data is not None else None
@@ -284,7 +285,17 @@ def partition(
                 host = data.key_points[stage][start : start + m] if data else None
                 dev.copy_htod(f"upload_{stage}_points", d_p, host, 4 * words * m)
                 partials.append(
-                    msm(dev, stage, group, d_p, scalars, m, offset + 8 * start, algo=flags.msm_algo)
+                    msm(
+                        dev,
+                        stage,
+                        group,
+                        d_p,
+                        scalars,
+                        m,
+                        offset + 8 * start,
+                        algo=flags.msm_algo,
+                        defer=True,
+                    )
                 )
             results[stage] = partials
             dev.free(f"{stage}.points")
@@ -295,13 +306,16 @@ def partition(
     return results
 
 
-def msm_results(raw: dict[str, list[np.ndarray | None]]) -> dict[str, Any]:
-    """py_ecc point per stage: the sum of its chunks' results."""
+def msm_results(raw: dict[str, list[Any]]) -> dict[str, Any]:
+    """py_ecc point per stage: the sum of its chunks' results (affine limbs, or the window
+    sums of a deferred MSM, whose Horner runs here)."""
     out = {}
     for stage, parts in raw.items():
         g2 = stage == "msm_b_g2"
         acc = bls.Z2 if g2 else bls.Z1
         for v in parts:
+            if isinstance(v, WindowSums):
+                v = v.point()
             acc = bls.add(acc, encoding.g2_from_limbs(v) if g2 else encoding.g1_from_limbs(v))
         out[stage] = acc
     return out

@@ -98,3 +98,27 @@ def test_words_round_trip_is_montgomery():
     words = msm_tail._words_from_point("g1", (5, 7, 1))
     assert limbs_to_ints(words.reshape(3, 12)) == [5 * FQ_MONT % Q, 7 * FQ_MONT % Q, FQ_MONT % Q]
     assert ints_to_limbs([FQ_MONT_INV], 12).shape == (1, 12)
+
+
+def test_deferred_window_sums_finish_in_msm_results_and_cross_processes():
+    """A deferred MSM's WindowSums (what the pipeline sends to its assembler process):
+    pickled and back, msm_results runs the Horner and sums the chunks of a stage; the
+    expected point is py_ecc's multiply of the scalars the sums encode."""
+    import pickle
+
+    from cuzk_sim.gpu.msm import WindowSums
+    from cuzk_sim.gpu.prover import msm_results
+
+    rng = random.Random(5)
+    c, out, expected = 6, {}, {}
+    for stage, group, gen in [("msm_a", "g1", bls.G1), ("msm_b_g2", "g2", bls.G2)]:
+        parts, total = [], 0
+        for _ in range(2):  # two chunks of one stage
+            ks = [rng.randrange(1, 2**40) for _ in range(3)]
+            total += sum(k << (j * c) for j, k in enumerate(ks))
+            words = np.concatenate([_jacobian_words(group, bls.multiply(gen, k), rng) for k in ks])
+            parts.append(pickle.loads(pickle.dumps(WindowSums(group, c, words))))
+        out[stage], expected[stage] = parts, bls.multiply(gen, total)
+    got = msm_results(out)
+    for stage in out:
+        assert bls.eq(got[stage], expected[stage]), stage
