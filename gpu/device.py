@@ -75,6 +75,24 @@ class NotEnoughFreeMemory(DeviceOutOfMemory):
     """A memory-aware allocation declined: free bytes < bytes + margin (nothing allocated)."""
 
 
+def host_is_pinned(host: Any) -> bool:
+    """Whether numpy array `host` lies in page-locked memory: CuPy's pinned memory (found
+    along the array's bases) or any the driver knows (cudaPointerGetAttributes: host)."""
+    import cupy
+
+    obj = host
+    while obj is not None:
+        if isinstance(obj, (cupy.cuda.PinnedMemoryPointer, cupy.cuda.PinnedMemory)):
+            return True
+        obj = obj.obj if isinstance(obj, memoryview) else getattr(obj, "base", None)
+    try:
+        attrs = cupy.cuda.runtime.pointerGetAttributes(host.ctypes.data)
+    except cupy.cuda.runtime.CUDARuntimeError:
+        return False  # older drivers refuse pageable pointers
+    kind = getattr(attrs, "type", getattr(attrs, "memoryType", 0))
+    return kind == 1  # cudaMemoryTypeHost (0: unregistered, pageable)
+
+
 @dataclass
 class Buffer:
     """A named device buffer; `array` is a CuPy uint32 array (None in dry-run)."""
@@ -274,19 +292,29 @@ class Device:
         pinned: bool = False,
         stream: str = "compute",
     ) -> None:
-        """Copy host array `host` (nbytes) into the start of `dst`."""
+        """Copy host array `host` (nbytes) into the start of `dst`. `pinned`: from
+        page-locked memory (the plan prices it at the pinned rate); a `host` already there
+        (`cupyx.empty_pinned`, cudaHostAlloc) goes as it is, by DMA; any other is first copied
+        into a pinned staging buffer (a host copy per call, outside the timed copy)."""
         self.steps.append(Copy(name, nbytes, "HtoD", pinned=pinned, stream=stream))
         if self.runs and nbytes:
             import cupy
             import numpy as np
 
             flat = np.ascontiguousarray(host).view(np.uint32).reshape(-1)
-            if pinned:
+            if pinned and not host_is_pinned(flat):
                 staging = cupy.cuda.alloc_pinned_memory(nbytes)
                 pinned_view = np.frombuffer(staging, np.uint32, flat.size)
                 pinned_view[:] = flat
                 flat = pinned_view
             self._timed(name, lambda: dst.array[: flat.size].set(flat))
+
+    def pin_host(self, name: str, nbytes: int, note: str = "") -> None:
+        """Record a persistent page-locked host buffer that the caller holds across
+        partitions (the proving key's points, `gpu.prover.host_key(pk, pinned=True)`,
+        pinned once per key): the plan charges the host RAM budget and the page-locking
+        once; nothing is allocated here."""
+        self.steps.append(Alloc(name, nbytes, persistent=True, memory="host_pinned", note=note))
 
     def copy_dtoh(self, name: str, src: Buffer, words: int) -> Any:
         self.steps.append(Copy(name, 4 * words, "DtoH"))

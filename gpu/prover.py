@@ -51,8 +51,16 @@ class ProverFlags:
     allocator: AllocatorName = "caching"
     msm_chunk: int | None = None  # upload key points and run each MSM in chunks of this many
     msm_algo: MsmAlgo = "signed"  # gpu/msm.py: signed digits, balanced (or the unsigned one)
+    # the key's points in pinned host memory, pinned once per key (host_key(pk, pinned=True))
+    # and kept across partitions, as supraseal keeps the SRS: each upload is a DMA
+    key_pinned: bool = False
 
     def __post_init__(self) -> None:
+        for name in ("prestage", "pinned", "free_bc_early", "memory_aware", "key_pinned"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(
+                    f"ProverFlags.{name} must be true or false, got {getattr(self, name)!r}"
+                )
         if self.msm_algo not in MSM_ALGOS:
             raise ValueError(
                 f"ProverFlags.msm_algo must be one of {MSM_ALGOS}, got {self.msm_algo!r}"
@@ -112,14 +120,45 @@ class HostKey:
     delta_g2: Any
 
 
-_HOST_KEYS: dict[int, tuple[ProvingKey, HostKey]] = {}
+_HOST_KEYS: dict[tuple[int, bool], tuple[ProvingKey, HostKey]] = {}
 
 
-def host_key(pk: ProvingKey) -> HostKey:
-    """Convert (once per key object) the query points to limbs."""
-    hit = _HOST_KEYS.get(id(pk))
+def pin_points(points: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The same arrays in page-locked host memory (cupyx.empty_pinned), which
+    `Device.copy_htod` uploads by DMA with no staging copy."""
+    import cupyx
+
+    out = {}
+    for stage, arr in points.items():
+        out[stage] = cupyx.empty_pinned(arr.shape, arr.dtype)
+        out[stage][...] = arr
+    return out
+
+
+def key_points_bytes(shape: PartitionShape) -> int:
+    """Bytes of the key's points one partition uploads (affine G1 96 B, G2 192 B)."""
+    return sum(4 * POINT_WORDS[group] * count for group, count in shape.msm_sizes().values())
+
+
+def host_key(pk: ProvingKey, pinned: bool = False) -> HostKey:
+    """Convert (once per key object) the query points to limbs; `pinned`: a copy of them in
+    page-locked host memory, also made once per key and kept while the key is cached
+    (ProverFlags.key_pinned)."""
+    hit = _HOST_KEYS.get((id(pk), pinned))
     if hit is not None and hit[0] is pk:
         return hit[1]
+    if pinned:
+        base = host_key(pk)
+        key = HostKey(
+            pin_points(base.points),
+            base.alpha_g1,
+            base.beta_g1,
+            base.beta_g2,
+            base.delta_g1,
+            base.delta_g2,
+        )
+        _HOST_KEYS[(id(pk), True)] = (pk, key)
+        return key
     key = HostKey(
         {
             "msm_h": encoding.g1_to_limbs(pk.h_query),
@@ -136,7 +175,7 @@ def host_key(pk: ProvingKey) -> HostKey:
     )
     if len(_HOST_KEYS) >= 4:
         _HOST_KEYS.clear()
-    _HOST_KEYS[id(pk)] = (pk, key)
+    _HOST_KEYS[(id(pk), False)] = (pk, key)
     return key
 
 
@@ -256,6 +295,8 @@ def partition(
         upload("compute", d_a, d_bc)
         return d_a, d_bc
 
+    if flags.key_pinned:  # held by the key cache across partitions (not freed here)
+        dev.pin_host("key_points.pinned", key_points_bytes(shape), note="key_pinned")
     with dev.critical_section():
         d_a, d_bc = (
             dev.attempt(PRESTAGE_DECLINED, prestage, in_lock) if flags.prestage else in_lock()
@@ -283,7 +324,9 @@ def partition(
             for start in range(0, count, chunk) if count else [0]:
                 m = min(chunk, count - start)
                 host = data.key_points[stage][start : start + m] if data else None
-                dev.copy_htod(f"upload_{stage}_points", d_p, host, 4 * words * m)
+                dev.copy_htod(
+                    f"upload_{stage}_points", d_p, host, 4 * words * m, pinned=flags.key_pinned
+                )
                 partials.append(
                     msm(
                         dev,
@@ -336,7 +379,7 @@ def prove_partition(
     check_witness(pk, witness)
     r, s = draw_scalar(r, rng, "r"), draw_scalar(s, rng, "s")
     shape = PartitionShape.of_key(pk)
-    key = host_key(pk)
+    key = host_key(pk, pinned=flags.key_pinned)
     dev = Device(mode, gpu_index, flags.allocator)
     n = pk.domain_size
 

@@ -24,6 +24,9 @@ def register(app: typer.Typer) -> None:
         ),
         allocator: str = typer.Option("caching", help="caching, async or sync."),
         msm_chunk: int = typer.Option(0, help="Stream key points in chunks of N (0: all)."),
+        key_pinned: bool = typer.Option(
+            False, help="The key's points in pinned host memory, kept across partitions."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
     ) -> None:
         """Print the allocation/copy/kernel plan of one partition (dry run, no GPU)."""
@@ -49,6 +52,7 @@ def register(app: typer.Typer) -> None:
             margin_bytes=margin_bytes,
             allocator=allocator,
             msm_chunk=msm_chunk or None,
+            key_pinned=key_pinned,
         )
         try:
             plan = dry_run_plan(
@@ -62,10 +66,10 @@ def register(app: typer.Typer) -> None:
         sizes, live, peak = dict(plan.buffers()), 0, 0
         for i, step in enumerate(plan.steps):
             detail = {k: v for k, v in step.__dict__.items() if k != "op"}
-            if step.op == "alloc":
+            if step.op == "alloc" and step.memory == "device":
                 live += step.bytes
                 peak = max(peak, live)
-            elif step.op == "free":
+            elif step.op == "free" and step.memory == "device":
                 live -= sizes[step.buffer]
             typer.echo(f"{i:4d} {step.op:7s} {detail}")
         typer.echo(f"peak device bytes: {peak} ({peak / 2**30:.2f} GiB)")

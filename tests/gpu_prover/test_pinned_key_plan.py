@@ -1,0 +1,187 @@
+"""ProverFlags.key_pinned without a GPU: the flag's validation, the dry-run plan (its meta,
+the key copies priced at the pinned rate, one persistent pinned host buffer), the model's
+pricing of it, and Device.copy_htod's no-staging path with a stand-in for CuPy."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import types
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from cuzk_sim.gpu.device import Buffer, Device
+from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, dry_run_plan
+
+from cuzk_sim.api import load_scenario, simulate
+from cuzk_sim.calibration import load_profile
+from cuzk_sim.model.compiled import compile_plan
+from cuzk_sim.plan import Alloc, Copy
+
+GIB = 2**30
+KEY_COPIES = [f"upload_{s}_points" for s in ("msm_h", "msm_a", "msm_b_g1", "msm_b_g2", "msm_l")]
+
+
+def _key_bytes_by_hand(n: int) -> int:
+    # h: n - 1 G1 points, a and b_g1: n each, l: n - 2 (one public input + the one wire),
+    # b_g2: n G2 points; affine G1 = 2 x 48 B, G2 = 4 x 48 B
+    return 96 * (n - 1) + 96 * n + 96 * n + 96 * (n - 2) + 192 * n
+
+
+@pytest.mark.parametrize("field", ["key_pinned", "pinned", "prestage"])
+@pytest.mark.parametrize("bad", [1, "yes", None])
+def test_a_flag_that_is_not_a_bool_is_refused_naming_it(field, bad):
+    with pytest.raises(ValueError, match=f"ProverFlags.{field} must be true or false"):
+        ProverFlags(**{field: bad})
+
+
+def test_the_plan_records_the_flag_and_prices_every_key_copy_as_pinned():
+    shape = PartitionShape.synthetic(20)
+    off = dry_run_plan(shape)
+    on = dry_run_plan(shape, ProverFlags(key_pinned=True))
+    assert on.meta["flags"]["key_pinned"] is True and off.meta["flags"]["key_pinned"] is False
+    copies = {s.name: s for s in on.steps if isinstance(s, Copy) and s.direction == "HtoD"}
+    assert all(copies[c].pinned for c in KEY_COPIES)
+    # a/b/c, the witness and the NTT tables are not the key: still pageable
+    assert not any(s.pinned for name, s in copies.items() if name not in KEY_COPIES)
+    assert not any(s.pinned for s in off.steps if isinstance(s, Copy))
+
+
+def test_one_persistent_pinned_host_buffer_holds_the_key_and_device_memory_is_unchanged():
+    n = 1 << 20
+    on = dry_run_plan(PartitionShape.synthetic(20), ProverFlags(key_pinned=True))
+    off = dry_run_plan(PartitionShape.synthetic(20))
+    host = [s for s in on.steps if isinstance(s, Alloc) and s.memory == "host_pinned"]
+    assert len(host) == 1
+    assert host[0].persistent and host[0].bytes == _key_bytes_by_hand(n) == 603_979_488
+    assert not any(
+        getattr(s, "buffer", None) == host[0].buffer for s in on.steps[1:] if s.op == "free"
+    )
+    # the same steps otherwise: drop the host buffer and the copies' pinned mark
+    rest = [s for s in on.steps if s is not host[0]]
+    rest = [replace(s, pinned=False) if isinstance(s, Copy) else s for s in rest]
+    assert rest == list(off.steps)
+    # the host buffer is taken before the lock (page-locking is host work)
+    lock_at = next(i for i, s in enumerate(on.steps) if s.op == "lock")
+    assert on.steps.index(host[0]) < lock_at
+
+
+def test_chunked_uploads_of_a_pinned_key_are_all_pinned():
+    plan = dry_run_plan(PartitionShape.synthetic(12), ProverFlags(key_pinned=True, msm_chunk=1000))
+    key = [s for s in plan.steps if isinstance(s, Copy) and s.name in KEY_COPIES]
+    assert len(key) == 5 * 5  # 4096 points (h: 4095, l: 4094) in chunks of 1000: 5 each
+    assert all(s.pinned for s in key)
+    assert sum(s.bytes for s in key) == _key_bytes_by_hand(1 << 12)
+
+
+def test_the_h200_profile_prices_the_key_copies_at_its_pinned_rate():
+    plan = dry_run_plan(PartitionShape.synthetic(20), ProverFlags(key_pinned=True))
+    compiled = compile_plan(plan, load_profile("h200"), merge=False)
+    priced = {
+        s.name: t
+        for s, t in zip(compiled.steps, compiled.seconds, strict=True)
+        if isinstance(s, Copy)
+    }
+    # profiles/h200.toml: pinned 46.9 GiB/s, latency 0.1577 ms
+    assert priced["upload_msm_a_points"] == pytest.approx(0.1577e-3 + 96 * 2**20 / (46.9 * GIB))
+    assert priced["upload_msm_b_g2_points"] == pytest.approx(0.1577e-3 + 192 * 2**20 / (46.9 * GIB))
+    key_s = sum(priced[c] for c in KEY_COPIES)
+    assert key_s == pytest.approx(5 * 0.1577e-3 + 603_979_488 / (46.9 * GIB))  # ~12.8 ms
+
+
+def _scenario(tmp_path, key_pinned: bool):
+    path = tmp_path / f"s{int(key_pinned)}.toml"
+    flag = "true" if key_pinned else "false"
+    path.write_text(
+        textwrap.dedent(f"""
+        profile = "h200"
+        [engine.gpus]
+        gpu_workers_per_device = 1
+        [engine.pce]
+        cached = ["porep"]
+        [plan]
+        gpu_prover = {{ domain_log2 = 10, key_pinned = {flag} }}
+        [[workload]]
+        kind = "porep"
+        count = 1
+        partitions = 2
+        """)
+    )
+    return load_scenario(path)
+
+
+def test_the_model_pins_the_key_once_and_charges_the_copies_at_the_pinned_rate(tmp_path):
+    off = simulate(_scenario(tmp_path, False))
+    on = simulate(_scenario(tmp_path, True))
+    key = _key_bytes_by_hand(1 << 10)
+    # host RAM: the two partitions' reservations, plus the key's pinned buffer once (the
+    # second partition finds it live: persistent)
+    assert on.peak_host_bytes - off.peak_host_bytes == key
+    # one proof, one worker: both partitions' key copies at 46.9 instead of 6.3933 GiB/s,
+    # and one page-locking of the key at the profile's 20 GiB/s (latencies cancel)
+    saved = 2 * key * (1 / (6.3933 * GIB) - 1 / (46.9 * GIB)) - key / (20 * GIB)
+    assert off.seconds_per_proof - on.seconds_per_proof == pytest.approx(saved, rel=1e-6)
+
+
+class _Pinned(bytearray):
+    """Stand-in for cupy.cuda.PinnedMemoryPointer: a buffer numpy can view."""
+
+
+def _stand_in_cupy(staged: list[int]) -> types.SimpleNamespace:
+    class Unpinned(Exception):
+        pass
+
+    def alloc_pinned_memory(nbytes):
+        staged.append(nbytes)
+        return _Pinned(nbytes)
+
+    def pointer_attributes(ptr):
+        raise Unpinned  # what an older driver answers for pageable memory
+
+    runtime = types.SimpleNamespace(
+        pointerGetAttributes=pointer_attributes, CUDARuntimeError=Unpinned
+    )
+    cuda = types.SimpleNamespace(
+        PinnedMemoryPointer=_Pinned,
+        PinnedMemory=_Pinned,
+        alloc_pinned_memory=alloc_pinned_memory,
+        runtime=runtime,
+    )
+    return types.SimpleNamespace(cuda=cuda)
+
+
+class _DeviceArray:
+    def __init__(self, words: int) -> None:
+        self.data = np.zeros(words, np.uint32)
+        self.sources: list[np.ndarray] = []
+
+    def __getitem__(self, sl):
+        outer = self
+
+        class View:
+            def set(self, host):
+                outer.sources.append(host)
+                outer.data[sl] = host
+
+        return View()
+
+
+def test_copy_htod_sends_a_pinned_array_as_it_is_and_stages_a_pageable_one(monkeypatch):
+    staged: list[int] = []
+    monkeypatch.setitem(sys.modules, "cupy", _stand_in_cupy(staged))
+    dev = Device("real")
+    words = 24
+    pinned = np.frombuffer(_Pinned(4 * words), np.uint32).reshape(2, 12)
+    pinned[...] = np.arange(words, dtype=np.uint32).reshape(2, 12)
+    pageable = np.arange(words, dtype=np.uint32) + 100
+    dst = Buffer("d", 4 * words, _DeviceArray(words))
+    dev.copy_htod("key", dst, pinned[1:], 4 * 12, pinned=True)  # a slice of pinned memory
+    assert staged == [] and np.shares_memory(dst.array.sources[-1], pinned)
+    assert list(dst.array.data[:12]) == list(range(12, 24))
+    dev.copy_htod("abc", dst, pageable, 4 * words, pinned=True)  # pageable: staged first
+    assert staged == [4 * words] and not np.shares_memory(dst.array.sources[-1], pageable)
+    assert list(dst.array.data) == list(range(100, 124))
+    dev.copy_htod("w", dst, pageable, 4 * words)  # not asked pinned: no staging, no check
+    assert staged == [4 * words]
+    assert [s.pinned for s in dev.steps] == [True, True, False]
