@@ -18,7 +18,9 @@ its build time and bytes reported), and the fr_ntt_group NTT. Prove: old and new
 flags, new with prestage + pinned (a/b/c staged through pinned memory per copy), new with
 `key_pinned` (the key's points in pinned host memory, pinned once before timing: its time
 reported), and `key+abc pinned` (that, plus prestage + pinned with the caller's a/b/c
-already in pinned memory: every upload but the witness a DMA).
+already in pinned memory: every upload but the witness a DMA), and both of those with
+`overlap_uploads` (each MSM's points uploaded on a stream of their own beside the MSM
+before it).
 Synthetic data: points P_i = k_i G computed on the GPU, random scalars < 2^254; a full
 prove uses random a/b/c vectors (the NTT-H and MSM work is the same as for a real witness).
 """
@@ -270,6 +272,14 @@ def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
             "key_pinned": (ProverFlags(key_pinned=True), pinned_key),
             "key+abc pinned": (
                 ProverFlags(prestage=True, pinned=True, key_pinned=True),
+                all_pinned,
+            ),
+            "key pinned+overlap": (
+                ProverFlags(key_pinned=True, overlap_uploads=True),
+                pinned_key,
+            ),
+            "all pinned+overlap": (
+                ProverFlags(prestage=True, pinned=True, key_pinned=True, overlap_uploads=True),
                 all_pinned,
             ),
             "xyzz+sqr": (ProverFlags(), data),

@@ -123,6 +123,8 @@ class Device:
     _asked: float = 0.0
     _mutex: Any = None  # the threading.Lock taken by lock(), if any
     _fallback: str | None = None  # the label margin allocations fall back to (both_branches)
+    _side_streams: dict[str, Any] = field(default_factory=dict)  # concurrent copies' streams
+    _in_flight: dict[str, list[Any]] = field(default_factory=dict)  # their host arrays
 
     def __post_init__(self) -> None:
         if self.mode not in ("real", "dry-run", "traced"):
@@ -291,11 +293,16 @@ class Device:
         nbytes: int,
         pinned: bool = False,
         stream: str = "compute",
+        concurrent: bool = False,
     ) -> None:
         """Copy host array `host` (nbytes) into the start of `dst`. `pinned`: from
         page-locked memory (the plan prices it at the pinned rate); a `host` already there
         (`cupyx.empty_pinned`, cudaHostAlloc) goes as it is, by DMA; any other is first copied
-        into a pinned staging buffer (a host copy per call, outside the timed copy)."""
+        into a pinned staging buffer (a host copy per call, outside the timed copy).
+        `concurrent`: in a run, issue it on a CUDA stream of its own named `stream`, after
+        the work queued so far on the current stream and beside what is queued after it;
+        `sync(stream)` waits for it. (Without it every copy and kernel of a run goes to the
+        current stream, whatever the plan's stream name.)"""
         self.steps.append(Copy(name, nbytes, "HtoD", pinned=pinned, stream=stream))
         if self.runs and nbytes:
             import cupy
@@ -307,7 +314,16 @@ class Device:
                 pinned_view = np.frombuffer(staging, np.uint32, flat.size)
                 pinned_view[:] = flat
                 flat = pinned_view
-            self._timed(name, lambda: dst.array[: flat.size].set(flat))
+            if not concurrent:
+                self._timed(name, lambda: dst.array[: flat.size].set(flat))
+                return
+            side = self._side_streams.get(stream)
+            if side is None:
+                side = self._side_streams[stream] = cupy.cuda.Stream(non_blocking=True)
+            side.wait_event(cupy.cuda.get_current_stream().record())
+            self._in_flight.setdefault(stream, []).append(flat)  # alive until sync(stream)
+            with side:
+                self._timed(name, lambda: dst.array[: flat.size].set(flat, stream=side))
 
     def pin_host(self, name: str, nbytes: int, note: str = "") -> None:
         """Record a persistent page-locked host buffer that the caller holds across
@@ -339,11 +355,18 @@ class Device:
         return out
 
     def sync(self, stream: str = "compute") -> None:
+        """Wait for `stream`: its own CUDA stream if a concurrent copy made one, else the
+        current stream (where a run issues everything else)."""
         self.steps.append(Sync(stream))
         if self.runs:
             import cupy
 
-            cupy.cuda.get_current_stream().synchronize()
+            side = self._side_streams.get(stream)
+            if side is not None:
+                side.synchronize()
+                self._in_flight.pop(stream, None)
+            else:
+                cupy.cuda.get_current_stream().synchronize()
 
     def mutex_lock(self) -> threading.Lock | None:
         """The lock `lock()` takes: in a run, this GPU's (shared by all workers of the
@@ -373,6 +396,8 @@ class Device:
                 import cupy
 
                 cupy.cuda.get_current_stream().synchronize()  # GPU work ends inside the lock
+                for side in self._side_streams.values():
+                    side.synchronize()
         finally:
             released = time.perf_counter()
             self.lock_holds.append((self._acquired, released))

@@ -54,9 +54,13 @@ class ProverFlags:
     # the key's points in pinned host memory, pinned once per key (host_key(pk, pinned=True))
     # and kept across partitions, as supraseal keeps the SRS: each upload is a DMA
     key_pinned: bool = False
+    # upload each MSM's points on the upload stream while the MSM before it runs (needs
+    # key_pinned: a pageable copy does not overlap; the next points are live meanwhile)
+    overlap_uploads: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("prestage", "pinned", "free_bc_early", "memory_aware", "key_pinned"):
+        bools = ("prestage", "pinned", "free_bc_early", "memory_aware", "key_pinned")
+        for name in (*bools, "overlap_uploads"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(
                     f"ProverFlags.{name} must be true or false, got {getattr(self, name)!r}"
@@ -69,6 +73,16 @@ class ProverFlags:
             not isinstance(self.msm_chunk, int) or self.msm_chunk < 1
         ):
             raise ValueError(f"ProverFlags.msm_chunk must be None or >= 1, got {self.msm_chunk!r}")
+        if self.overlap_uploads and not self.key_pinned:
+            raise ValueError(
+                "ProverFlags.overlap_uploads needs key_pinned=True (a copy from pageable "
+                "memory does not run beside the MSMs)"
+            )
+        if self.overlap_uploads and self.msm_chunk is not None:
+            raise ValueError(
+                "ProverFlags.overlap_uploads does not combine with msm_chunk (one buffer "
+                "per stage, uploaded whole)"
+            )
         if self.margin_bytes < 0:
             raise ValueError(f"ProverFlags.margin_bytes must be >= 0, got {self.margin_bytes}")
 
@@ -312,11 +326,36 @@ def partition(
         dev.copy_htod(
             "upload_witness", d_w, data.witness if data else None, shape.num_vars * FR_BYTES
         )
-        for stage, (group, count) in shape.msm_sizes().items():
+        stages = list(shape.msm_sizes().items())
+        ahead: dict[str, Any] = {}  # overlap_uploads: the next stage's points, on their way
+
+        def upload_ahead(i: int) -> None:
+            """Allocate stage i's points and start their upload on the upload stream, so
+            that it runs beside the MSM issued next (the whole key, no chunks)."""
+            stage, (group, count) = stages[i]
+            nbytes = 4 * POINT_WORDS[group] * count
+            ahead[stage] = dev.alloc(f"{stage}.points", nbytes)
+            host = data.key_points[stage] if data else None
+            dev.copy_htod(
+                f"upload_{stage}_points",
+                ahead[stage],
+                host,
+                nbytes,
+                pinned=flags.key_pinned,
+                stream="upload",
+                concurrent=True,
+            )
+
+        for i, (stage, (group, count)) in enumerate(stages):
             # the key's points go up in chunks of at most msm_chunk (one buffer, reused)
             chunk = min(count, flags.msm_chunk) if flags.msm_chunk else count
             words = POINT_WORDS[group]
-            d_p = dev.alloc(f"{stage}.points", 4 * words * chunk)
+            arrived = stage in ahead
+            if arrived:
+                dev.sync("upload")
+                d_p = ahead.pop(stage)
+            else:
+                d_p = dev.alloc(f"{stage}.points", 4 * words * chunk)
             scalars, offset = (d_a, 0) if stage == "msm_h" else (d_w, 0)
             if stage == "msm_l":
                 offset = 8 * (shape.num_public + 1)
@@ -324,9 +363,12 @@ def partition(
             for start in range(0, count, chunk) if count else [0]:
                 m = min(chunk, count - start)
                 host = data.key_points[stage][start : start + m] if data else None
-                dev.copy_htod(
-                    f"upload_{stage}_points", d_p, host, 4 * words * m, pinned=flags.key_pinned
-                )
+                if not arrived:
+                    dev.copy_htod(
+                        f"upload_{stage}_points", d_p, host, 4 * words * m, pinned=flags.key_pinned
+                    )
+                if flags.overlap_uploads and i + 1 < len(stages):
+                    upload_ahead(i + 1)
                 partials.append(
                     msm(
                         dev,
@@ -438,8 +480,10 @@ def dry_run_plan(
         reduction=shape.reduction,
         flags=flags.__dict__,
         # every kernel and copy goes to the calling thread's current CuPy stream, which
-        # is CUDA's legacy default stream: the workers of one GPU share one queue
-        gpu_stream="legacy_default",
+        # is CUDA's legacy default stream: the workers of one GPU share one queue; with
+        # overlap_uploads the key's uploads run on a stream of their own beside it (the
+        # model then lets every copy overlap kernels: it has no per-stream queue)
+        gpu_stream="legacy_default+upload" if flags.overlap_uploads else "legacy_default",
     )
 
 

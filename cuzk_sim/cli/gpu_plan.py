@@ -27,6 +27,9 @@ def register(app: typer.Typer) -> None:
         key_pinned: bool = typer.Option(
             False, help="The key's points in pinned host memory, kept across partitions."
         ),
+        overlap_uploads: bool = typer.Option(
+            False, help="Upload each MSM's points beside the MSM before (needs --key-pinned)."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
     ) -> None:
         """Print the allocation/copy/kernel plan of one partition (dry run, no GPU)."""
@@ -44,16 +47,20 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("must be >= 0", param_hint="--margin-bytes")
         if assume_free_bytes is not None and assume_free_bytes < 0:
             raise typer.BadParameter("must be >= 0", param_hint="--assume-free-bytes")
-        flags = ProverFlags(
-            prestage,
-            pinned,
-            free_bc_early,
-            memory_aware,
-            margin_bytes=margin_bytes,
-            allocator=allocator,
-            msm_chunk=msm_chunk or None,
-            key_pinned=key_pinned,
-        )
+        try:
+            flags = ProverFlags(
+                prestage,
+                pinned,
+                free_bc_early,
+                memory_aware,
+                margin_bytes=margin_bytes,
+                allocator=allocator,
+                msm_chunk=msm_chunk or None,
+                key_pinned=key_pinned,
+                overlap_uploads=overlap_uploads,
+            )
+        except ValueError as e:  # the flags that do not combine (the others checked above)
+            raise typer.BadParameter(str(e), param_hint="--overlap-uploads") from None
         try:
             plan = dry_run_plan(
                 PartitionShape.synthetic(domain_log2, reduction), flags, assume_free_bytes

@@ -70,9 +70,10 @@ def test_the_key_is_pinned_once_per_key():
         assert (arr == plain.points[stage]).all()
 
 
+@pytest.mark.parametrize("overlap", [False, True])
 @pytest.mark.parametrize("reduction", ["bellman", "snarkjs"])
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_a_proof_with_the_pinned_key_equals_the_reference(reduction, seed):
+def test_a_proof_with_the_pinned_key_equals_the_reference(reduction, seed, overlap):
     from cuzk_sim.gpu.prover import ProverFlags, prove
     from cuzk_sim.reference.prove import prove as ref_prove
     from cuzk_sim.reference.serialize import proof_to_bytes
@@ -80,7 +81,7 @@ def test_a_proof_with_the_pinned_key_equals_the_reference(reduction, seed):
 
     pk, w, rng = _circuit(seed, reduction)
     r, s = rng.randrange(R), rng.randrange(R)
-    flags = ProverFlags(key_pinned=True)
+    flags = ProverFlags(key_pinned=True, overlap_uploads=overlap)
     first = prove(pk, w, r, s, flags=flags)
     again = prove(pk, w, r, s, flags=flags)  # the second partition reuses the pinned key
     want = proof_to_bytes(ref_prove(pk, w, r, s))
@@ -94,6 +95,8 @@ def test_a_proof_with_the_pinned_key_equals_the_reference(reduction, seed):
         {"key_pinned": True},
         {"key_pinned": True, "prestage": True, "pinned": True},
         {"key_pinned": True, "msm_chunk": 3, "allocator": "sync"},
+        {"key_pinned": True, "overlap_uploads": True},
+        {"key_pinned": True, "overlap_uploads": True, "prestage": True, "pinned": True},
     ],
 )
 def test_dry_run_plan_equals_traced_plan_with_the_pinned_key(flags_kw):

@@ -185,3 +185,78 @@ def test_copy_htod_sends_a_pinned_array_as_it_is_and_stages_a_pageable_one(monke
     dev.copy_htod("w", dst, pageable, 4 * words)  # not asked pinned: no staging, no check
     assert staged == [4 * words]
     assert [s.pinned for s in dev.steps] == [True, True, False]
+
+
+@pytest.mark.parametrize(
+    ("kw", "says"),
+    [
+        ({"overlap_uploads": True}, "needs key_pinned=True"),
+        ({"overlap_uploads": True, "key_pinned": True, "msm_chunk": 64}, "msm_chunk"),
+    ],
+)
+def test_overlap_uploads_needs_the_pinned_key_and_whole_uploads(kw, says):
+    with pytest.raises(ValueError, match=f"ProverFlags.overlap_uploads .*{says}"):
+        ProverFlags(**kw)
+
+
+def _device_peak(plan) -> int:
+    sizes, live, peak = dict(plan.buffers()), 0, 0
+    for s in plan.steps:
+        if s.op in ("alloc", "free") and s.memory == "device":
+            live += s.bytes if s.op == "alloc" else -sizes[s.buffer]
+            peak = max(peak, live)
+    return peak
+
+
+def test_overlap_uploads_each_next_key_upload_before_the_msm_it_runs_beside():
+    flags = ProverFlags(key_pinned=True, overlap_uploads=True)
+    plan = dry_run_plan(PartitionShape.synthetic(12), flags)
+    assert plan.meta["gpu_stream"] != "legacy_default"  # the model lets copies overlap
+    steps = list(plan.steps)
+    at = {getattr(s, "name", None): i for i, s in enumerate(steps) if s.op in ("copy", "kernel")}
+    stages = ["msm_h", "msm_a", "msm_b_g1", "msm_b_g2", "msm_l"]
+    assert steps[at["upload_msm_h_points"]].stream == "compute"
+    for prev, stage in zip(stages, stages[1:], strict=False):
+        copy = steps[at[f"upload_{stage}_points"]]
+        assert copy.stream == "upload" and copy.pinned
+        assert at[f"upload_{stage}_points"] < at[prev] < at[stage]  # issued before prev's MSM
+        # the MSM waits for its points: a sync of the upload stream after the MSM before
+        between = steps[at[prev] : at[stage]]
+        assert any(s.op == "sync" and s.stream == "upload" for s in between)
+
+
+def test_overlap_uploads_costs_one_more_points_buffer_at_2_27_by_hand():
+    shape = PartitionShape.synthetic(27)
+    alone = dry_run_plan(shape, ProverFlags(key_pinned=True))
+    overlap = dry_run_plan(shape, ProverFlags(key_pinned=True, overlap_uploads=True))
+    # the peak is at msm_b_g2 (its 2^27 G2 points, 24 GiB, and its scratch) either way;
+    # with overlap msm_l's 2^27 - 2 G1 points (96 B each) are on their way beside it
+    assert _device_peak(overlap) - _device_peak(alone) == 96 * (2**27 - 2)
+
+
+def test_the_model_hides_the_overlapped_uploads_behind_the_msms(tmp_path):
+    def seconds(extra: str) -> float:
+        path = tmp_path / "o.toml"
+        path.write_text(
+            textwrap.dedent(f"""
+            profile = "h200"
+            [engine.gpus]
+            gpu_workers_per_device = 1
+            [engine.pce]
+            cached = ["porep"]
+            [plan]
+            gpu_prover = {{ domain_log2 = 10, key_pinned = true{extra} }}
+            [[workload]]
+            kind = "porep"
+            count = 1
+            partitions = 2
+            """)
+        )
+        return simulate(load_scenario(path)).seconds_per_proof
+
+    n = 1 << 10
+    # the uploads of a, b_g1, b_g2 and l (0.16-0.18 ms each) run beside the MSM before
+    # them (~5 ms at 2^10): each one's time is saved, in both partitions
+    hidden = [96 * n, 96 * n, 192 * n, 96 * (n - 2)]
+    saved = 2 * sum(0.1577e-3 + b / (46.9 * GIB) for b in hidden)
+    assert seconds("") - seconds(", overlap_uploads = true") == pytest.approx(saved, rel=1e-6)
