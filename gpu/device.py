@@ -76,21 +76,20 @@ class NotEnoughFreeMemory(DeviceOutOfMemory):
 
 
 def host_is_pinned(host: Any) -> bool:
-    """Whether numpy array `host` lies in page-locked memory: CuPy's pinned memory (found
-    along the array's bases) or any the driver knows (cudaPointerGetAttributes: host)."""
+    """Whether numpy array `host` is a view of CuPy's page-locked memory
+    (`cupyx.empty_pinned`, `cupy.cuda.alloc_pinned_memory`), found along its bases. Memory
+    pinned some other way counts as pageable (it is staged: correct, slower): the driver's
+    pointer attributes are not asked, since with HMM they need not tell pinned from
+    pageable."""
     import cupy
 
+    pinned = (cupy.cuda.PinnedMemoryPointer, cupy.cuda.PinnedMemory)
     obj = host
     while obj is not None:
-        if isinstance(obj, (cupy.cuda.PinnedMemoryPointer, cupy.cuda.PinnedMemory)):
+        if isinstance(obj, pinned):
             return True
         obj = obj.obj if isinstance(obj, memoryview) else getattr(obj, "base", None)
-    try:
-        attrs = cupy.cuda.runtime.pointerGetAttributes(host.ctypes.data)
-    except cupy.cuda.runtime.CUDARuntimeError:
-        return False  # older drivers refuse pageable pointers
-    kind = getattr(attrs, "type", getattr(attrs, "memoryType", 0))
-    return kind == 1  # cudaMemoryTypeHost (0: unregistered, pageable)
+    return False
 
 
 @dataclass
@@ -297,7 +296,7 @@ class Device:
     ) -> None:
         """Copy host array `host` (nbytes) into the start of `dst`. `pinned`: from
         page-locked memory (the plan prices it at the pinned rate); a `host` already there
-        (`cupyx.empty_pinned`, cudaHostAlloc) goes as it is, by DMA; any other is first copied
+        (`cupyx.empty_pinned`) goes as it is, by DMA; any other is first copied
         into a pinned staging buffer (a host copy per call, outside the timed copy).
         `concurrent`: in a run, issue it on a CUDA stream of its own named `stream`, after
         the work queued so far on the current stream and beside what is queued after it;

@@ -129,24 +129,12 @@ class _Pinned(bytearray):
 
 
 def _stand_in_cupy(staged: list[int]) -> types.SimpleNamespace:
-    class Unpinned(Exception):
-        pass
-
     def alloc_pinned_memory(nbytes):
         staged.append(nbytes)
         return _Pinned(nbytes)
 
-    def pointer_attributes(ptr):
-        raise Unpinned  # what an older driver answers for pageable memory
-
-    runtime = types.SimpleNamespace(
-        pointerGetAttributes=pointer_attributes, CUDARuntimeError=Unpinned
-    )
     cuda = types.SimpleNamespace(
-        PinnedMemoryPointer=_Pinned,
-        PinnedMemory=_Pinned,
-        alloc_pinned_memory=alloc_pinned_memory,
-        runtime=runtime,
+        PinnedMemoryPointer=_Pinned, PinnedMemory=_Pinned, alloc_pinned_memory=alloc_pinned_memory
     )
     return types.SimpleNamespace(cuda=cuda)
 
