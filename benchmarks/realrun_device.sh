@@ -25,6 +25,7 @@ cp -r cuzk_sim /tmp/shim/ && cp -r reference /tmp/shim/cuzk_sim/reference \
 export PYTHONPATH=/tmp/shim:/tmp/site PYTHONUNBUFFERED=1 CUZK_HYPOTHESIS_PROFILE=dev
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$W/logs/gpu.txt" 2>&1
 nproc >> "$W/logs/gpu.txt"
+lscpu > "$W/logs/lscpu.txt" 2>&1
 # the card's clocks, temperature and power all through the call (is a later stage slower
 # because the card is hotter?): logs/smi.csv, summarised per stage at the end
 R=clocks_event_reasons.active  # the newer drivers' name; older ones: clocks_throttle_reasons
@@ -81,7 +82,7 @@ if [[ " $WHAT " == *" grid "* ]]; then
   # priced with the profile the calib stage fitted on this card, when it ran
   PROF=()
   [ -f "$W/calib/h200-pipeline.toml" ] && PROF=(--profile "$W/calib/h200-pipeline.toml")
-  timeout ${GRID_TIMEOUT:-200} python3 -P -m cuzk_sim validate scenarios/validation/h200-grid.toml \
+  timeout ${GRID_TIMEOUT:-420} python3 -P -m cuzk_sim validate scenarios/validation/h200-grid.toml \
     --out "$W/grid" ${ONLY:+--only "$ONLY"} "${PROF[@]}" > "$W/logs/grid.log" 2>&1
   stamp "grid rc=$?"
   python3 -P -m cuzk_sim validate scenarios/validation/h200-grid.toml --out "$W/grid" \
@@ -122,6 +123,12 @@ if [[ " $WHAT " == *" diag "* ]]; then
   diag w1-16 "" --set plan.gpu_prover.domain_log2=16
   diag w2-16 "" "${W2[@]}" --set plan.gpu_prover.domain_log2=16
   diag w2-16-local local "${W2[@]}" --set plan.gpu_prover.domain_log2=16
+  # noaffinity: worker threads and assembler processes on any core (default: disjoint
+  # physical cores)
+  diag w1-anycore noaffinity
+  diag w2-anycore noaffinity "${W2[@]}"
+  diag w3-anycore noaffinity --set engine.gpus.gpu_workers_per_device=3
+  diag w2-16-anycore noaffinity "${W2[@]}" --set plan.gpu_prover.domain_log2=16
   python3 - "$D" > "$W/logs/diag-summary.txt" 2>&1 <<'PY'
 import json, sys, pathlib
 d = pathlib.Path(sys.argv[1])

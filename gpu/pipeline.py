@@ -567,7 +567,7 @@ class PartitionData:
     pk: Any = None
 
 
-TUNES = frozenset({"streams", "switch", "local"})
+TUNES = frozenset({"streams", "switch", "local", "noaffinity"})
 
 
 def _tune_from_env() -> frozenset[str]:
@@ -586,7 +586,7 @@ def _tune_from_env() -> frozenset[str]:
 _SYNTHETIC: dict[PartitionShape, PartitionData] = {}
 SYNTHETIC_CACHE_BYTES = 12 << 30  # host bytes of synthetic data kept across runs
 _WARMED: set[tuple[PartitionShape, str]] = set()
-_ASSEMBLERS: list[Any] = []  # [ProcessPoolExecutor, its size]
+_ASSEMBLERS: list[Any] = []  # [ProcessPoolExecutor, its size, its CPUs]
 
 
 def _assemble_remote(ends: tuple, res: dict[str, Any], r: int, s: int, convert: bool) -> Any:
@@ -607,21 +607,64 @@ def _warm_assembler(_: int) -> int:
     return 0
 
 
-def assembler(workers: int) -> Any:
-    """A process pool of at least `workers` processes (spawned: no CUDA state in them)."""
+def cpu_halves() -> tuple[set[int], set[int]] | None:
+    """Two sets of logical CPUs that share no physical core (sysfs topology): the first
+    half of the physical cores with their hyperthreads, and the second half. None where
+    the topology cannot be read or there are fewer than 4 physical cores."""
+    import glob
+    import os
+
+    cores: dict[tuple[int, int], set[int]] = {}
+    try:
+        allowed = os.sched_getaffinity(0)
+        for path in glob.glob("/sys/devices/system/cpu/cpu[0-9]*/topology"):
+            cpu = int(path.split("/")[-2][3:])
+            if cpu not in allowed:
+                continue
+            with open(f"{path}/physical_package_id") as f:
+                pkg = int(f.read())
+            with open(f"{path}/core_id") as f:
+                core = int(f.read())
+            cores.setdefault((pkg, core), set()).add(cpu)
+    except (OSError, ValueError, AttributeError):
+        return None
+    if len(cores) < 4:
+        return None
+    phys = sorted(cores.values(), key=min)
+    half = len(phys) // 2
+    return set().union(*phys[:half]), set().union(*phys[half:])
+
+
+def _pin_to(cpus: set[int] | None) -> None:
+    """Pool initializer: run this helper process on `cpus` only."""
+    import os
+
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+
+
+def assembler(workers: int, cpus: set[int] | None = None) -> Any:
+    """A process pool of at least `workers` processes (spawned: no CUDA state in them),
+    on `cpus` if given (off the cores of the worker threads)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    if _ASSEMBLERS and _ASSEMBLERS[1] >= workers:
+    key = frozenset(cpus or ())
+    if _ASSEMBLERS and _ASSEMBLERS[1] >= workers and _ASSEMBLERS[2] == key:
         return _ASSEMBLERS[0]
     if _ASSEMBLERS:
         _ASSEMBLERS[0].shutdown()
         _ASSEMBLERS.clear()
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    pool = ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_pin_to,
+        initargs=(cpus,),
+    )
     # start them now, not inside a timed run: each imports this module and py_ecc (the
     # first partition of a run used to pay ~0.5 s for it)
     list(pool.map(_warm_assembler, range(workers)))
-    _ASSEMBLERS.extend([pool, workers])
+    _ASSEMBLERS.extend([pool, workers, key])
     return pool
 
 
@@ -757,7 +800,9 @@ class RealRun:
     # (each worker on its own non-blocking stream instead of the legacy default stream),
     # "switch" (GIL switch interval 0.1 ms during the run), "local" (the MSM results --
     # Horner over the window sums, points -- finished in the worker thread, as before
-    # 2026-12-01 10:00, instead of the assembler process)
+    # 2026-12-01 10:00, instead of the assembler process), "noaffinity" (worker threads and
+    # assembler processes on any core, as before 2026-12-01 10:30; default: on disjoint
+    # physical cores, `cpu_halves`)
     tune: frozenset[str] = field(default_factory=lambda: _tune_from_env())
 
     def __post_init__(self) -> None:
@@ -962,6 +1007,10 @@ class RealRun:
 
     # --- the workers
     def _worker(self, name: str, gpu: int, q: queue.PriorityQueue, done: threading.Event) -> None:
+        if self.worker_cpus:  # this thread only (Linux: pid 0 is the calling thread)
+            import os
+
+            os.sched_setaffinity(0, self.worker_cpus)
         if "streams" in self.tune and self.backend.kind == "real":
             import cupy
 
@@ -1074,8 +1123,14 @@ class RealRun:
     def execute(self, on_start: Callable[[], None] | None = None) -> SimResult:
         spec = self.spec
         self.assemblers = None
+        # worker threads and assembler processes on disjoint physical cores (the assembly's
+        # Python arithmetic beside a worker's pageable uploads slowed them 15-20 %)
+        halves = None if "noaffinity" in self.tune else cpu_halves()
+        self.worker_cpus = halves[0] if halves else None
         if self.backend.kind == "real":
-            self.assemblers = assembler(len(spec.devices) * spec.workers_per_device)
+            self.assemblers = assembler(
+                len(spec.devices) * spec.workers_per_device, halves[1] if halves else None
+            )
             if self.warm:
                 self._warm_up()
         self._prepare()

@@ -9,7 +9,10 @@ real verdicts of one key differ between repeats the run is *timing-dependent*: i
 frequency is reported and it counts neither as agreement nor as disagreement. Likewise a
 run that OOMs every time but whose real first OOM buffer differs between repeats (which
 of two workers' buffers fails first is a race without a mutex) has a timing-dependent
-buffer: reported, not counted for the first-buffer criterion. Errors
+buffer: reported, not counted for the first-buffer criterion. And a run that fits every
+time whose real peaks differ between repeats by more than the 2 % tolerance (without a
+mutex, whether two workers' largest buffers coincide is a race) has a timing-dependent
+peak: its peaks are reported, it is not counted for the peak criterion. Errors
 are relative to the real figure (the device is right): (predicted - real) / real.
 """
 
@@ -47,10 +50,20 @@ class RunRow:
     predicted_spp: float | None
     real_spp: float | None
     real_buffers: tuple[str, ...] = ()  # the first OOM buffer of each repeat that OOMed
+    real_peaks: tuple[int, ...] = ()  # the peak of each repeat (bytes)
 
     @property
     def buffer_timing_dependent(self) -> bool:
         return self.real_oom is True and len(set(self.real_buffers)) > 1
+
+    @property
+    def peak_timing_dependent(self) -> bool:
+        peaks = [p for p in self.real_peaks if p]
+        return (
+            self.real_oom is False
+            and len(peaks) > 1
+            and (max(peaks) - min(peaks)) / min(peaks) > PEAK_TOLERANCE
+        )
 
     @property
     def timing_dependent(self) -> bool:
@@ -63,6 +76,14 @@ class RunRow:
 
 def _peak(d: dict[str, Any]) -> int:
     return max((int(v) for v in d["peak_vram_bytes"].values()), default=0)
+
+
+def peak_error(model: dict[str, Any], real: dict[str, Any]) -> float | None:
+    """(predicted - real) / real peak VRAM of a run where neither side OOMed, else None."""
+    pp, rp = _peak(model), _peak(real)
+    if model["oom"] or real["oom"] or not rp:
+        return None
+    return (pp - rp) / rp
 
 
 def compare_runs(predictions: list[dict], reals: list[dict]) -> list[RunRow]:
@@ -78,10 +99,8 @@ def compare_runs(predictions: list[dict], reals: list[dict]) -> list[RunRow]:
         verdicts = [bool(r["real"]["oom"]) for r in runs]
         real_oom = verdicts[0] if len(set(verdicts)) == 1 else None
         pred_oom = bool(model["oom"])
-        peak_err = None
         pp, rp = _peak(model), _peak(first)
-        if not pred_oom and real_oom is False and rp:
-            peak_err = (pp - rp) / rp
+        peak_err = peak_error(model, first) if real_oom is False else None
         spp_err = None
         ps, rs = model["seconds_per_proof"], first["seconds_per_proof"]
         if p["partitions"] >= SPP_MIN_PARTITIONS and ps and rs and not pred_oom and not verdicts[0]:
@@ -110,6 +129,7 @@ def compare_runs(predictions: list[dict], reals: list[dict]) -> list[RunRow]:
                 real_buffers=tuple(
                     str(r["real"]["first_oom_buffer"]) for r in runs if r["real"]["oom"]
                 ),
+                real_peaks=tuple(_peak(r["real"]) for r in runs),
             )
         )
     return rows
@@ -128,7 +148,7 @@ def summarize(rows: list[RunRow]) -> dict[str, Any]:
         ] += 1
     both = [r for r in decided if r.predicted_oom and r.real_oom and not r.buffer_timing_dependent]
     buffers_agree = sum(r.predicted_buffer == r.real_buffer for r in both)
-    peaks = [r for r in rows if r.peak_error is not None]
+    peaks = [r for r in rows if r.peak_error is not None and not r.peak_timing_dependent]
     spps = [r for r in rows if r.spp_error is not None]
     agreement = agree / len(decided) if decided else None
     prereg = sum(r.preregistered_oom == r.real_oom for r in decided)
@@ -144,6 +164,11 @@ def summarize(rows: list[RunRow]) -> dict[str, Any]:
             {"key": r.key, "buffers": list(r.real_buffers), "predicted": r.predicted_buffer}
             for r in rows
             if r.buffer_timing_dependent
+        ],
+        "peak_timing_dependent": [
+            {"key": r.key, "peaks": list(r.real_peaks), "predicted": r.predicted_peak}
+            for r in rows
+            if r.peak_timing_dependent
         ],
         "decided": len(decided),
         "agreeing": agree,
@@ -236,8 +261,21 @@ def report_markdown(rows: list[RunRow], summary: dict[str, Any], header: str = "
             f"- first OOM buffer timing-dependent (not counted): {t['key']}: real "
             f"{', '.join(t['buffers'])}; predicted {t['predicted']}"
         )
+    for t in summary.get("peak_timing_dependent", []):
+        out.append(
+            f"- peak VRAM timing-dependent (not counted): {t['key']}: real "
+            f"{', '.join(_mib(v) for v in t['peaks'])} MiB; predicted {_mib(t['predicted'])} MiB"
+        )
     return "\n".join(out) + "\n"
 
 
 def rows_as_dicts(rows: list[RunRow]) -> list[dict[str, Any]]:
-    return [{**asdict(r), "timing_dependent": r.timing_dependent, "agrees": r.agrees} for r in rows]
+    return [
+        {
+            **asdict(r),
+            "timing_dependent": r.timing_dependent,
+            "peak_timing_dependent": r.peak_timing_dependent,
+            "agrees": r.agrees,
+        }
+        for r in rows
+    ]

@@ -101,7 +101,32 @@ def test_validate_repeats_a_run_whose_first_buffer_disagrees():
     from cuzk_sim.validation import grid
 
     model = _pred("m@-10%", True, 900, None, "msm.order")["model"]
-    assert grid._disagrees(model, True, "msm.slots")  # both OOM, another buffer: repeat
-    assert not grid._disagrees(model, True, "msm.order")
-    assert grid._disagrees(model, False, None)  # another verdict
-    assert not grid._disagrees(_pred("f@+1%", False, 900)["model"], False, None)
+    assert grid._disagrees(model, _res(True, 800, None, "msm.slots"))  # another buffer: repeat
+    assert not grid._disagrees(model, _res(True, 800, None, "msm.order"))
+    assert grid._disagrees(model, _res(False, 800, 1.0))  # another verdict
+    fits = _pred("f@+1%", False, 1000)["model"]
+    assert not grid._disagrees(fits, _res(False, 990, 1.0))  # peaks 1.0 % apart
+    assert grid._disagrees(fits, _res(False, 970, 1.0))  # 3.1 % apart: is the real peak stable?
+
+
+def test_a_real_peak_that_changes_between_repeats_is_not_counted():
+    preds = [
+        _pred("r@+10%", False, 2000),  # race: the real peaks differ by 7.5 % between repeats
+        _pred("s@+10%", False, 2000),  # stable real peak, 5 % below the model's
+    ]
+    reals = [
+        _real("r@+10%", 0, False, 1860),
+        _real("r@+10%", 1, False, 2000),
+        _real("s@+10%", 0, False, 1905),
+        _real("s@+10%", 1, False, 1900),
+    ]
+    rows = {r.key: r for r in compare_runs(preds, reals)}
+    assert rows["r@+10%"].peak_timing_dependent and not rows["s@+10%"].peak_timing_dependent
+    s = summarize(list(rows.values()))
+    assert s["peak_runs"] == 1 and s["peak_within"] == 0  # s counted (a miss), r not
+    assert s["criteria"]["peak_within_2pct"] is False
+    assert s["peak_timing_dependent"] == [
+        {"key": "r@+10%", "peaks": [1860, 2000], "predicted": 2000}
+    ]
+    text = report_markdown(list(rows.values()), s)
+    assert "peak VRAM timing-dependent (not counted): r@+10%" in text
