@@ -46,6 +46,7 @@ from .prover import (
     assemble,
     msm_results,
     partition,
+    pin_points,
 )
 
 DeviceKind = Literal["real", "dry-run"]
@@ -583,7 +584,7 @@ def _tune_from_env() -> frozenset[str]:
     return frozenset(asked)
 
 
-_SYNTHETIC: dict[PartitionShape, PartitionData] = {}
+_SYNTHETIC: dict[tuple[PartitionShape, bool], PartitionData] = {}
 SYNTHETIC_CACHE_BYTES = 12 << 30  # host bytes of synthetic data kept across runs
 _WARMED: set[tuple[PartitionShape, str]] = set()
 _ASSEMBLERS: list[Any] = []  # [ProcessPoolExecutor, its size, its CPUs]
@@ -701,11 +702,12 @@ def _key_points(group: str, n: int, base: int = 1 << 14) -> np.ndarray:
     return np.resize(host, (n, words)) if n > m else host
 
 
-def synthetic_data(shape: PartitionShape, real: bool) -> PartitionData:
-    """Random a/b/c and witness of `shape` and GPU-made key points, made once per shape."""
+def synthetic_data(shape: PartitionShape, real: bool, key_pinned: bool = False) -> PartitionData:
+    """Random a/b/c and witness of `shape` and GPU-made key points, made once per shape;
+    key_pinned: the key's points in page-locked host memory (ProverFlags.key_pinned)."""
     if not real:
         return PartitionData(None, None)
-    hit = _SYNTHETIC.get(shape)
+    hit = _SYNTHETIC.get((shape, key_pinned))
     if hit is not None:
         return hit
     import py_ecc.optimized_bls12_381 as bls
@@ -716,6 +718,8 @@ def synthetic_data(shape: PartitionShape, real: bool) -> PartitionData:
     g1, g2 = _key_points("g1", top), _key_points("g2", m)
     sizes = shape.msm_sizes()
     pts = {st: (g2 if grp == "g2" else g1)[:count] for st, (grp, count) in sizes.items()}
+    if key_pinned:
+        pts = pin_points(pts)
     data = PartitionInput(_random_limbs(rng, 3 * n).reshape(3, n, 8), _random_limbs(rng, m), pts)
     key = HostKey(pts, bls.G1, bls.G1, bls.G2, bls.G1, bls.G2)
     made = PartitionData(data, key)
@@ -723,11 +727,13 @@ def synthetic_data(shape: PartitionShape, real: bool) -> PartitionData:
         SYNTHETIC_CACHE_BYTES
     ):
         _SYNTHETIC.pop(next(iter(_SYNTHETIC)))  # the oldest shape's host arrays go first
-    _SYNTHETIC[shape] = made
+    _SYNTHETIC[(shape, key_pinned)] = made
     return made
 
 
-def reference_data(log2: int, cases: int = 4, seed: int = 7) -> PartitionData:
+def reference_data(
+    log2: int, cases: int = 4, seed: int = 7, key_pinned: bool = False
+) -> PartitionData:
     """A squaring chain filling a domain of 2^log2, with `cases` (r, s) pairs and the
     reference prover's proof for each: the oracle every GPU proof is compared with."""
     from cuzk_sim.reference.circuits import squaring_chain
@@ -745,7 +751,7 @@ def reference_data(log2: int, cases: int = 4, seed: int = 7) -> PartitionData:
     rng = random.Random(seed)
     r1cs, w = squaring_chain((1 << log2) - 4)
     pk = setup(r1cs, rng=rng)
-    key = host_key(pk)
+    key = host_key(pk, pinned=key_pinned)
     n = pk.domain_size
     a, b, c = evaluate_matrices(pk.A, pk.B, pk.C, w, n)
     abc = encoding.ints_to_limbs(a + b + c, 8).reshape(3, n, 8)
@@ -1003,7 +1009,8 @@ class RealRun:
     def _data(self, kind: str) -> PartitionData:
         if self.verify is not None:
             return self.verify[kind]
-        return synthetic_data(self.spec.work[kind].shape, self.backend.kind == "real")
+        work = self.spec.work[kind]
+        return synthetic_data(work.shape, self.backend.kind == "real", work.flags.key_pinned)
 
     # --- the workers
     def _worker(self, name: str, gpu: int, q: queue.PriorityQueue, done: threading.Event) -> None:

@@ -167,7 +167,7 @@ def gpu_run(
             refs = {}
             for kind, w in spec.work.items():
                 try:
-                    refs[kind] = reference_data(w.shape.log_n)
+                    refs[kind] = reference_data(w.shape.log_n, key_pinned=w.flags.key_pinned)
                 except ValueError as e:
                     raise InputError(f"{scenario}: plan.gpu_prover.domain_log2: {e}") from None
             work = {

@@ -19,7 +19,7 @@ import types
 import typing
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel, StrictBool, create_model
 
 from cuzk_sim.input_errors import InputError
 from cuzk_sim.units import SizeText, parse_size
@@ -40,6 +40,8 @@ def _keys(cls: type, exclude: frozenset[str]) -> dict[str, dataclasses.Field]:
 
 
 def _key_type(hint: Any, is_size: bool) -> Any:
+    if hint is bool:  # true / false only: pydantic's lax mode would read "yes" or 1 as true
+        return StrictBool
     if not is_size:
         return hint
     optional = typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in (

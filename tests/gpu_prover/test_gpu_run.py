@@ -61,7 +61,10 @@ def _run(path: Path, faults=(), verify=False):
     spec = RunSpec.from_scenario(load_scenario(path))
     refs = None
     if verify:
-        refs = {k: reference_data(w.shape.log_n) for k, w in spec.work.items()}
+        refs = {
+            k: reference_data(w.shape.log_n, key_pinned=w.flags.key_pinned)
+            for k, w in spec.work.items()
+        }
         work = {
             k: KindWork(PartitionShape.of_key(refs[k].pk), w.flags) for k, w in spec.work.items()
         }
@@ -107,6 +110,30 @@ def test_faults_no_invalid_proof_no_lost_job_no_leak(tmp_path):
     assert d["proofs_invalid"] == 0 and d["proofs_verified"] == d["jobs"]["proved"] > 0
     assert d["leaked_bytes"] == {"0": 0}
     assert sum(d["faults_injected"].values()) > 0
+
+
+def test_key_pinned_run_uploads_from_pinned_memory_and_every_proof_is_right(tmp_path):
+    """plan.gpu_prover.key_pinned in gpu-run: the run's key points (synthetic, and the
+    reference key's with --verify) live in page-locked memory and every proof equals the
+    reference prover's."""
+    from cuzk_sim.gpu.device import host_is_pinned
+    from cuzk_sim.gpu.pipeline import synthetic_data
+
+    path = _scenario(tmp_path, "140 GiB", 6, 2, "continue", 3, 4)
+    path.write_text(
+        path.read_text().replace("domain_log2 = 6 }", "domain_log2 = 6, key_pinned = true }")
+    )
+    run, res = _run(path, verify=True)
+    d = run.details()
+    assert not res.oom and d["proofs_invalid"] == 0 and d["proofs_verified"] == 12
+    (kind,) = run.verify
+    assert all(host_is_pinned(v) for v in run.verify[kind].key.points.values())
+    shape = run.spec.work[kind].shape
+    pinned, pageable = synthetic_data(shape, True, True), synthetic_data(shape, True, False)
+    assert all(host_is_pinned(v) for v in pinned.data.key_points.values())
+    assert not any(host_is_pinned(v) for v in pageable.data.key_points.values())
+    for stage, v in pinned.data.key_points.items():  # the same points, pinned or not
+        assert (v == pageable.data.key_points[stage]).all()
 
 
 def test_json_keys_equal_run_json(tmp_path):

@@ -73,3 +73,14 @@ def test_load_scenario_with_overrides_validates_like_a_file():
     assert s.config.vram == 16 * 2**30
     with pytest.raises(InputError, match=r"three-part-fix.toml: .*gpu_workers_per_device"):
         load_scenario(THREE_PART_FIX, {"engine.gpus.gpu_workers_per_device": 0})
+
+
+@pytest.mark.parametrize("value", ["yes", 1, "true"])
+def test_a_boolean_flag_takes_true_or_false_only(value):
+    """A prover or variant flag stated as "yes" or 1 is refused, naming the key (pydantic's
+    lax mode would have read it as true)."""
+    base = Path(__file__).parents[2] / "scenarios" / "validation" / "base.toml"
+    for key in ("plan.gpu_prover.key_pinned", "plan.gpu_prover.prestage"):
+        with pytest.raises(InputError, match=key.replace(".", r"\.")):
+            load_scenario(base, {key: value})
+    assert load_scenario(base, {"plan.gpu_prover.prestage": True}) is not None
