@@ -6,7 +6,8 @@
 #   env: WHAT="probe tests grid faults"  ONLY=<config glob>  GRID_TIMEOUT=s  CUZK_COMMIT=sha
 #   (give CUZK_COMMIT from the machine that sends the tree: git on the device machine does
 #   not know the commit of the working tree it was sent)
-#   WHAT may also name: gputests (every GPU test, tests/gpu_prover), calib (gpu-run logs
+#   WHAT may also name: gputests (every GPU test, tests/gpu_prover; after the grid),
+#   asm (benchmarks/assembler_timing.py), calib (gpu-run logs
 #   of one worker at 2^16..2^24 -> calibrate -> the profile `grid` is priced with; and the
 #   round trip: a profile from the 2^18 log predicts a 2-worker run, issue 11), diag (where
 #   the pipeline's time goes: allocator call times, 15 gpu-run configurations with
@@ -46,11 +47,6 @@ if [[ " $WHAT " == *" tests "* ]]; then
   timeout ${TEST_TIMEOUT:-180} python3 -P -m pytest tests/gpu_prover/test_gpu_run.py ${TESTS_MORE:-} \
     -q -p no:cacheprovider --durations=6 > "$W/logs/tests.log" 2>&1; stamp "tests rc=$?"
 fi
-if [[ " $WHAT " == *" gputests "* ]]; then
-  stamp gputests
-  CUZK_HYPOTHESIS_PROFILE=ci timeout ${GPUTEST_TIMEOUT:-240} python3 -P -m pytest tests/gpu_prover \
-    -q -p no:cacheprovider --durations=8 > "$W/logs/gputests.log" 2>&1; stamp "gputests rc=$?"
-fi
 if [[ " $WHAT " == *" calib "* ]]; then
   # the logs loop (issues 9, 11): gpu-run logs of one worker at four domains ->
   # calibrate -> the profile the grid is priced with; and the round trip: a profile from
@@ -87,6 +83,16 @@ if [[ " $WHAT " == *" grid "* ]]; then
   stamp "grid rc=$?"
   python3 -P -m cuzk_sim validate scenarios/validation/h200-grid.toml --out "$W/grid" \
     --report-only > /dev/null 2>&1
+fi
+if [[ " $WHAT " == *" gputests "* ]]; then
+  stamp gputests
+  CUZK_HYPOTHESIS_PROFILE=${GPUTEST_PROFILE:-ci} timeout ${GPUTEST_TIMEOUT:-240} python3 -P -m pytest tests/gpu_prover \
+    -q -p no:cacheprovider --durations=8 > "$W/logs/gputests.log" 2>&1; stamp "gputests rc=$?"
+fi
+if [[ " $WHAT " == *" asm "* ]]; then  # the host assembly: arithmetic vs the pool's round trip
+  stamp asm
+  timeout 60 python3 -P benchmarks/assembler_timing.py --json "$W/asm.json" > "$W/logs/asm.log" 2>&1
+  stamp "asm rc=$?"; cat "$W/logs/asm.log"
 fi
 if [[ " $WHAT " == *" diag "* ]]; then
   # where the pipeline's time goes (issue 9): allocator call times, then gpu-run of the
@@ -186,7 +192,7 @@ if rows:
 PY
 cat "$W/logs/smi-summary.txt"
 tar czf "$OUT/all.tgz" -C "$W" . 2>/dev/null
-for f in faults.json bench.json grid/report.md logs/steps.txt logs/diag-summary.txt logs/smi-summary.txt calib/h200-pipeline.toml logs/calib.log; do
+for f in faults.json bench.json logs/asm.log grid/report.md logs/steps.txt logs/diag-summary.txt logs/smi-summary.txt calib/h200-pipeline.toml logs/calib.log; do
   [ -f "$W/$f" ] && cp "$W/$f" "$OUT/$(echo "$f" | tr / -)"
 done
 tail -5 "$W/logs/tests.log" 2>/dev/null; tail -4 "$W/logs/gputests.log" 2>/dev/null
