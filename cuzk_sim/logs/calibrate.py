@@ -486,6 +486,11 @@ def calibrated_profile(
             ce[k] = f"{f.fitted_s * 1e3:.4f} ms" if k == "latency" else (
                 f"{f.fitted_s / 2**30:.4f} GiB/s"
             )  # fmt: skip
+            if k != "latency":
+                if f.points:
+                    ce[f"{k}_points"] = [[size, _fmt_s(t)] for size, t in f.points]
+                else:
+                    ce.pop(f"{k}_points", None)
         ce["basis"] = {
             k: "fitted"
             if k in copy_fits

@@ -5,12 +5,13 @@ the worker's stream; the time includes the stream's idle wait for the host to is
 step, so host launch overhead is priced where it is paid) and one per host assembly.
 From them:
 
-- each kernel kind: the median per size; over two sizes or more, a weighted least squares
+- each kernel kind: the mean per size (`_center`); over two sizes or more, a weighted least squares
   (relative residuals) of fixed + per-unit x work(size), with the base's scaling (n or
   n log2 n); at one size, the base's fixed cost is kept and the per-unit cost refitted;
 - copy_engine.pageable / .pinned and .latency: host-to-device copies, latency + bytes /
-  bandwidth over the copies' sizes (pageable gives the latency when it has two sizes);
-- cpu.assemble: the median of the assembly lines.
+  bandwidth over the copies' sizes (pageable gives the latency when it has two sizes),
+  and the mean time at each size measured (`pageable_points` / `pinned_points`);
+- cpu.assemble: the mean of the assembly lines.
 
 A cuzk daemon does not write these lines: for its logs calibrate uses cuzk's own lines
 (cuzk_sim/logs/calibrate.py).
@@ -19,7 +20,6 @@ A cuzk daemon does not write these lines: for its logs calibrate uses cuzk's own
 from __future__ import annotations
 
 import math
-import statistics
 
 from cuzk_sim.calibration import Cost, Profile, _work
 from cuzk_sim.logs.fit import Fit
@@ -28,8 +28,10 @@ from cuzk_sim.logs.stats import Stat
 StepKey = tuple[str, int, int, bool]  # kind, size, bytes, pinned
 
 
-def _median(st: Stat) -> float:
-    return statistics.median(st.samples) if st.samples else st.mean
+def _center(st: Stat) -> float:
+    """The mean: the model predicts seconds per proof, a mean over partitions, so each
+    step is priced by its mean time (a slow tail costs throughput; a median hides it)."""
+    return st.mean
 
 
 def _lines(sts: list[Stat]) -> str:
@@ -100,8 +102,8 @@ def step_fits(
                 for s_ in st:
                     merged.merge(s_)
             size = max(group, key=lambda k: sum(st.n for st in group[k]))  # most timed
-            pts.append((_work(size, cost.scaling), _median(merged) / 1000))
-            sizes_times.append((size, _median(merged) / 1000))
+            pts.append((_work(size, cost.scaling), _center(merged) / 1000))
+            sizes_times.append((size, _center(merged) / 1000))
             samples += merged.n
         if len(pts) >= 2:
             fixed, per = _wls(pts)
@@ -138,7 +140,7 @@ def step_fits(
         per_bytes: dict[int, Stat] = {}
         for nbytes, st in rows:
             per_bytes.setdefault(nbytes, Stat()).merge(st)
-        pts = [(float(b), _median(st) / 1000) for b, st in sorted(per_bytes.items())]
+        pts = [(float(b), _center(st) / 1000) for b, st in sorted(per_bytes.items())]
         key = "pinned" if pinned else "pageable"
         if len(pts) >= 2 and not pinned:
             lat, per = _wls(pts)
@@ -152,8 +154,32 @@ def step_fits(
             f"{lat * 1e3:.4f} ms + bytes at {1 / per / 2**30:.3f} GiB/s; largest residual "
             f"{_residual(pts, lat, per):.1%}"
         )
+        # the measured sizes themselves (sizes within SAME_SIZE as one), read off by the
+        # model: the driver's rate is no constant over sizes (pageable: 5.0 GiB/s at 8-16
+        # MiB, 7.5 at 32-64 MiB on the H200)
+        groups = _size_groups({b: [st] for b, st in per_bytes.items()})
+        read = []
+        for group in groups:
+            merged = Stat()
+            for sts in group.values():
+                for st in sts:
+                    merged.merge(st)
+            size = max(group, key=lambda k: group[k][0].n)
+            read.append((size, _center(merged) / 1000))
+        if len(read) >= 2:
+            prov += "; the model reads the times off the sizes measured (`points`)"
         base_bw = base.pinned_bw if pinned else base.pageable_bw
-        fits.append(Fit(f"copy_engine.{key}", base_bw, 1 / per, None, None, prov))
+        fits.append(
+            Fit(
+                f"copy_engine.{key}",
+                base_bw,
+                1 / per,
+                None,
+                None,
+                prov,
+                points=tuple(read) if len(read) >= 2 else (),
+            )
+        )
         if not pinned and len(pts) >= 2:
             fits.append(Fit("copy_engine.latency", base.copy_latency, lat, None, None, prov))
     if assemble:
@@ -162,7 +188,7 @@ def step_fits(
             merged.merge(st)
         cost = base.cpus["assemble"]
         at = sizes["cpu.assemble"]
-        t = _median(merged) / 1000
+        t = _center(merged) / 1000
         fits.append(
             Fit(
                 "cpu.assemble",
@@ -171,7 +197,7 @@ def step_fits(
                 at,
                 0.0,
                 f"measured by {logs}: CUZK_SIM_STEP assemble ({merged.n} lines, "
-                f"{_lines(assemble)}), median {t * 1e3:.3f} ms",
+                f"{_lines(assemble)}), mean {t * 1e3:.3f} ms",
                 basis="measured",
             )
         )

@@ -163,3 +163,41 @@ def test_a_profile_with_points_out_of_order_names_the_figure(tmp_path):
     r = runner.invoke(app, ["profile", "show", str(path)])
     assert r.exit_code == 2 and "points" in r.output and "ascending" in r.output
     assert "Traceback" not in r.output
+
+
+def test_copies_are_read_off_the_sizes_measured_at_their_mean_time(tmp_path):
+    """The H200's pageable copies (docs/validation.md: 1.57 ms at 8 MiB, 2.83 at 16 MiB,
+    4.13 at 32 MiB) are no line latency + bytes / rate. The calibrated profile reads each
+    measured size back at its mean time -- 16 MiB logged as 2.5, 2.5, 2.5 and 3.5 ms is
+    2.75 ms, not the median 2.5: s/proof is a mean -- linear in bytes in between."""
+    times_us = {8 * MIB: [1570] * 4, 16 * MIB: [2500, 2500, 2500, 3500], 32 * MIB: [4130] * 4}
+    lines = [
+        emit.sim_step("upload_a", "copy_htod", 0, nbytes, False, us)
+        for nbytes, uss in times_us.items()
+        for us in uss
+    ]
+    lines += [emit.sim_step("upload_h", "copy_htod", 0, 24 * MIB, True, 600) for _ in range(2)]
+    lines += [emit.sim_step("upload_l", "copy_htod", 0, 48 * MIB, True, 1000) for _ in range(2)]
+    log = tmp_path / "copies.log"
+    log.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "copies.toml"
+    r = runner.invoke(app, ["calibrate", str(log), "--base", "h200", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    p = load_profile(str(out))
+    assert p.copy_seconds(8 * MIB, False) == pytest.approx(1.57e-3, rel=1e-3)
+    assert p.copy_seconds(16 * MIB, False) == pytest.approx(2.75e-3, rel=1e-3)
+    assert p.copy_seconds(24 * MIB, False) == pytest.approx((2.75e-3 + 4.13e-3) / 2, rel=1e-3)
+    assert p.copy_seconds(36 * MIB, True) == pytest.approx(0.8e-3, rel=1e-3)  # pinned, between
+    assert "pageable_points" in out.read_text() and "pinned_points" in out.read_text()
+
+
+def test_copy_points_out_of_order_name_the_figure(tmp_path):
+    text = (Path(__file__).parents[2] / "cuzk_sim" / "profiles" / "h200.toml").read_text()
+    bad = text.replace(
+        "[copy_engine]\n", '[copy_engine]\npageable_points = [[2048, "1 ms"], [1024, "2 ms"]]\n'
+    )
+    path = tmp_path / "bad.toml"
+    path.write_text(bad)
+    r = runner.invoke(app, ["profile", "show", str(path)])
+    assert r.exit_code == 2 and "pageable_points" in r.output and "ascending" in r.output
+    assert "Traceback" not in r.output
