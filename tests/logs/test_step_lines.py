@@ -192,7 +192,10 @@ def test_copies_are_read_off_the_sizes_measured_at_their_mean_time(tmp_path):
 
 
 def test_copy_points_out_of_order_name_the_figure(tmp_path):
+    import re
+
     text = (Path(__file__).parents[2] / "cuzk_sim" / "profiles" / "h200.toml").read_text()
+    text = re.sub(r"\npageable_points = \[.*?\]\]\n", "\n", text, count=1)  # its own, if any
     bad = text.replace(
         "[copy_engine]\n", '[copy_engine]\npageable_points = [[2048, "1 ms"], [1024, "2 ms"]]\n'
     )
