@@ -23,6 +23,24 @@ GIB = 2**30
 KEY_COPIES = [f"upload_{s}_points" for s in ("msm_h", "msm_a", "msm_b_g1", "msm_b_g2", "msm_l")]
 
 
+def _linear_copies_profile(tmp_path) -> str:
+    """profiles/h200.toml with its copies as one line each -- pinned 46.9 GiB/s, pageable
+    6.3933 GiB/s, latency 0.1577 ms, no per-size points -- so the prices below are
+    arithmetic on three figures, whatever the bundled profile's calibration says."""
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "cuzk_sim" / "profiles" / "h200.toml").read_text()
+    head, sep, tail = text.partition("[copy_engine]\n")
+    body, nxt, rest = tail.partition("\n[")
+    body = "\n".join(
+        line for line in body.splitlines() if not line.startswith(("pinned", "pageable", "latency"))
+    )
+    body = 'pinned = "46.9 GiB/s"\npageable = "6.3933 GiB/s"\nlatency = "0.1577 ms"\n' + body
+    path = tmp_path / "h200-linear-copies.toml"
+    path.write_text(head + sep + body + nxt + rest)
+    return str(path)
+
+
 def _key_bytes_by_hand(n: int) -> int:
     # h: n - 1 G1 points, a and b_g1: n each, l: n - 2 (one public input + the one wire),
     # b_g2: n G2 points; affine G1 = 2 x 48 B, G2 = 4 x 48 B
@@ -75,33 +93,34 @@ def test_chunked_uploads_of_a_pinned_key_are_all_pinned():
     assert sum(s.bytes for s in key) == _key_bytes_by_hand(1 << 12)
 
 
-def test_the_h200_profile_prices_the_key_copies_at_its_pinned_rate():
+def test_the_profile_prices_the_key_copies_at_its_pinned_rate(tmp_path):
     plan = dry_run_plan(PartitionShape.synthetic(20), ProverFlags(key_pinned=True))
-    compiled = compile_plan(plan, load_profile("h200"), merge=False)
+    compiled = compile_plan(plan, load_profile(_linear_copies_profile(tmp_path)), merge=False)
     priced = {
         s.name: t
         for s, t in zip(compiled.steps, compiled.seconds, strict=True)
         if isinstance(s, Copy)
     }
-    # profiles/h200.toml: pinned 46.9 GiB/s, latency 0.1577 ms
+    # the profile: pinned 46.9 GiB/s, latency 0.1577 ms
     assert priced["upload_msm_a_points"] == pytest.approx(0.1577e-3 + 96 * 2**20 / (46.9 * GIB))
     assert priced["upload_msm_b_g2_points"] == pytest.approx(0.1577e-3 + 192 * 2**20 / (46.9 * GIB))
     key_s = sum(priced[c] for c in KEY_COPIES)
     assert key_s == pytest.approx(5 * 0.1577e-3 + 603_979_488 / (46.9 * GIB))  # ~12.8 ms
 
 
-def _scenario(tmp_path, key_pinned: bool):
-    path = tmp_path / f"s{int(key_pinned)}.toml"
-    flag = "true" if key_pinned else "false"
+def _scenario(tmp_path, flags: str):
+    """One proof of two 2^10 partitions, one worker, our prover with `flags`."""
+    path = tmp_path / f"s{abs(hash(flags))}.toml"
+    profile = _linear_copies_profile(tmp_path)
     path.write_text(
         textwrap.dedent(f"""
-        profile = "h200"
+        profile = "{profile}"
         [engine.gpus]
         gpu_workers_per_device = 1
         [engine.pce]
         cached = ["porep"]
         [plan]
-        gpu_prover = {{ domain_log2 = 10, key_pinned = {flag} }}
+        gpu_prover = {{ domain_log2 = 10, {flags} }}
         [[workload]]
         kind = "porep"
         count = 1
@@ -112,8 +131,8 @@ def _scenario(tmp_path, key_pinned: bool):
 
 
 def test_the_model_pins_the_key_once_and_charges_the_copies_at_the_pinned_rate(tmp_path):
-    off = simulate(_scenario(tmp_path, False))
-    on = simulate(_scenario(tmp_path, True))
+    off = simulate(_scenario(tmp_path, "key_pinned = false"))
+    on = simulate(_scenario(tmp_path, "key_pinned = true"))
     key = _key_bytes_by_hand(1 << 10)
     # host RAM: the two partitions' reservations, plus the key's pinned buffer once (the
     # second partition finds it live: persistent)
@@ -224,23 +243,7 @@ def test_overlap_uploads_costs_one_more_points_buffer_at_2_27_by_hand():
 
 def test_the_model_hides_the_overlapped_uploads_behind_the_msms(tmp_path):
     def seconds(extra: str) -> float:
-        path = tmp_path / "o.toml"
-        path.write_text(
-            textwrap.dedent(f"""
-            profile = "h200"
-            [engine.gpus]
-            gpu_workers_per_device = 1
-            [engine.pce]
-            cached = ["porep"]
-            [plan]
-            gpu_prover = {{ domain_log2 = 10, key_pinned = true{extra} }}
-            [[workload]]
-            kind = "porep"
-            count = 1
-            partitions = 2
-            """)
-        )
-        return simulate(load_scenario(path)).seconds_per_proof
+        return simulate(_scenario(tmp_path, f"key_pinned = true{extra}")).seconds_per_proof
 
     n = 1 << 10
     # the uploads of a, b_g1, b_g2 and l (0.16-0.18 ms each) run beside the MSM before
