@@ -594,8 +594,9 @@ def _assemble_remote(ends: tuple, res: dict[str, Any], r: int, s: int, convert: 
     """assemble() in a helper process (py_ecc holds the GIL for tens of ms: in a thread
     it would stall the other workers' kernel launches; cuzk assembles on CPU threads).
     convert: `res` holds the raw MSM results -- the window sums of each MSM, whose Horner
-    (~8 ms of Python ints per 2^18 partition) and conversion to points run here, outside
-    the GPU section and off the worker threads."""
+    (9-18 ms of Python ints per partition at any domain, benchmarks/assembler_timing.py)
+    and conversion to points run here, outside the GPU section and off the worker
+    threads."""
     return assemble(HostKey({}, *ends), msm_results(res) if convert else res, r, s)
 
 
@@ -608,17 +609,20 @@ def _warm_assembler(_: int) -> int:
     return 0
 
 
-def cpu_halves() -> tuple[set[int], set[int]] | None:
-    """Two sets of logical CPUs that share no physical core (sysfs topology): the first
-    half of the physical cores with their hyperthreads, and the second half. None where
-    the topology cannot be read or there are fewer than 4 physical cores."""
+def cpu_halves(
+    sysfs: str = "/sys/devices/system/cpu", allowed: set[int] | None = None
+) -> tuple[set[int], set[int]] | None:
+    """Two sets of logical CPUs that share no physical core (sysfs topology, of the CPUs
+    this process may use): the first half of the physical cores with their hyperthreads,
+    and the second half. None where the topology cannot be read or there are fewer than
+    4 physical cores."""
     import glob
     import os
 
     cores: dict[tuple[int, int], set[int]] = {}
     try:
-        allowed = os.sched_getaffinity(0)
-        for path in glob.glob("/sys/devices/system/cpu/cpu[0-9]*/topology"):
+        allowed = os.sched_getaffinity(0) if allowed is None else allowed
+        for path in glob.glob(f"{sysfs}/cpu[0-9]*/topology"):
             cpu = int(path.split("/")[-2][3:])
             if cpu not in allowed:
                 continue
@@ -805,10 +809,9 @@ class RealRun:
     # experiments (CUZK_SIM_PIPELINE_TUNE, comma-separated; docs/validation.md): "streams"
     # (each worker on its own non-blocking stream instead of the legacy default stream),
     # "switch" (GIL switch interval 0.1 ms during the run), "local" (the MSM results --
-    # Horner over the window sums, points -- finished in the worker thread, as before
-    # 2026-12-01 10:00, instead of the assembler process), "noaffinity" (worker threads and
-    # assembler processes on any core, as before 2026-12-01 10:30; default: on disjoint
-    # physical cores, `cpu_halves`)
+    # Horner over the window sums, points -- finished in the worker thread, where they ran
+    # before, instead of the assembler process), "noaffinity" (worker threads and
+    # assembler processes on any core; default: on disjoint physical cores, `cpu_halves`)
     tune: frozenset[str] = field(default_factory=lambda: _tune_from_env())
 
     def __post_init__(self) -> None:
@@ -1130,8 +1133,9 @@ class RealRun:
     def execute(self, on_start: Callable[[], None] | None = None) -> SimResult:
         spec = self.spec
         self.assemblers = None
-        # worker threads and assembler processes on disjoint physical cores (the assembly's
-        # Python arithmetic beside a worker's pageable uploads slowed them 15-20 %)
+        # worker threads and assembler processes on disjoint physical cores: the two kinds
+        # of Python work do not share a core (on the H200 device machine, 16 vCPUs without
+        # SMT, no effect was measurable either way: docs/validation.md; it costs nothing)
         halves = None if "noaffinity" in self.tune else cpu_halves()
         self.worker_cpus = halves[0] if halves else None
         if self.backend.kind == "real":

@@ -122,3 +122,20 @@ def test_deferred_window_sums_finish_in_msm_results_and_cross_processes():
     got = msm_results(out)
     for stage in out:
         assert bls.eq(got[stage], expected[stage]), stage
+
+
+def test_cpu_halves_split_physical_cores_with_their_hyperthreads(tmp_path):
+    """A sysfs tree of 4 cores x 2 hyperthreads (cpu k and k + 4 share core k): the halves
+    hold whole cores, {0, 1, 4, 5} and {2, 3, 6, 7}; CPUs the process may not use are
+    left out; with fewer than 4 cores usable there is no split."""
+    from cuzk_sim.gpu.pipeline import cpu_halves
+
+    for cpu in range(8):
+        topo = tmp_path / f"cpu{cpu}" / "topology"
+        topo.mkdir(parents=True)
+        (topo / "physical_package_id").write_text("0\n")
+        (topo / "core_id").write_text(f"{cpu % 4}\n")
+    assert cpu_halves(str(tmp_path), set(range(8))) == ({0, 1, 4, 5}, {2, 3, 6, 7})
+    assert cpu_halves(str(tmp_path), set(range(8)) - {7}) == ({0, 1, 4, 5}, {2, 3, 6})
+    assert cpu_halves(str(tmp_path), {0, 1, 2, 4}) is None  # 3 cores
+    assert cpu_halves(str(tmp_path / "nowhere"), set(range(8))) is None
