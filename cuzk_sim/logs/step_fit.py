@@ -5,8 +5,8 @@ the worker's stream; the time includes the stream's idle wait for the host to is
 step, so host launch overhead is priced where it is paid) and one per host assembly.
 From them:
 
-- each kernel kind: the mean per size (`_center`); over two sizes or more, a weighted least squares
-  (relative residuals) of fixed + per-unit x work(size), with the base's scaling (n or
+- each kernel kind: the mean per size (`_center`); over two sizes or more, a weighted
+  least squares (relative residuals) of fixed + per-unit x work(size), with the base's scaling (n or
   n log2 n); at one size, the base's fixed cost is kept and the per-unit cost refitted;
 - copy_engine.pageable / .pinned and .latency: host-to-device copies, latency + bytes /
   bandwidth over the copies' sizes (pageable gives the latency when it has two sizes),
@@ -72,6 +72,20 @@ def _size_groups(per_size: dict[int, list[Stat]]) -> list[dict[int, list[Stat]]]
     return groups
 
 
+def _per_size(per_size: dict[int, list[Stat]]) -> list[tuple[int, float, int]]:
+    """(size, mean seconds, samples) per group of nearly equal sizes (`_size_groups`), the
+    group named by its most timed size."""
+    out = []
+    for group in _size_groups(per_size):
+        merged = Stat()
+        for sts in group.values():
+            for st in sts:
+                merged.merge(st)
+        size = max(group, key=lambda k: sum(st.n for st in group[k]))
+        out.append((size, _center(merged) / 1000, merged.n))
+    return out
+
+
 def _residual(points: list[tuple[float, float]], a: float, b: float) -> float:
     return max(abs(a + b * x - y) / y for x, y in points)
 
@@ -93,18 +107,10 @@ def step_fits(
     fits: list[Fit] = []
     for kind, per_size in sorted(by_kind.items()):
         cost = base.kernels[kind]
-        pts = []
-        sizes_times: list[tuple[int, float]] = []
-        samples = 0
-        for group in _size_groups(per_size):
-            merged = Stat()
-            for st in group.values():
-                for s_ in st:
-                    merged.merge(s_)
-            size = max(group, key=lambda k: sum(st.n for st in group[k]))  # most timed
-            pts.append((_work(size, cost.scaling), _center(merged) / 1000))
-            sizes_times.append((size, _center(merged) / 1000))
-            samples += merged.n
+        measured = _per_size(per_size)
+        pts = [(_work(size, cost.scaling), t) for size, t, _ in measured]
+        sizes_times = [(size, t) for size, t, _ in measured]
+        samples = sum(n for _, _, n in measured)
         if len(pts) >= 2:
             fixed, per = _wls(pts)
             how = f"least squares over {len(pts)} sizes"
@@ -157,15 +163,7 @@ def step_fits(
         # the measured sizes themselves (sizes within SAME_SIZE as one), read off by the
         # model: the driver's rate is no constant over sizes (pageable: 5.0 GiB/s at 8-16
         # MiB, 7.5 at 32-64 MiB on the H200)
-        groups = _size_groups({b: [st] for b, st in per_bytes.items()})
-        read = []
-        for group in groups:
-            merged = Stat()
-            for sts in group.values():
-                for st in sts:
-                    merged.merge(st)
-            size = max(group, key=lambda k: group[k][0].n)
-            read.append((size, _center(merged) / 1000))
+        read = [(size, t) for size, t, _ in _per_size({b: [st] for b, st in per_bytes.items()})]
         if len(read) >= 2:
             prov += "; the model reads the times off the sizes measured (`points`)"
         base_bw = base.pinned_bw if pinned else base.pageable_bw
