@@ -32,7 +32,7 @@ from pathlib import Path
 
 from cuzk_sim.calibration import BUNDLED, Cost, Profile, load_profile
 from cuzk_sim.input_errors import InputError
-from cuzk_sim.logs.fit import Fit
+from cuzk_sim.logs.fit import Fit, least_squares_2
 from cuzk_sim.logs.scenario_out import LoggedConfig
 from cuzk_sim.logs.stats import Stat
 from cuzk_sim.logs.step_fit import step_fits
@@ -397,18 +397,7 @@ def _two_point(
     if len(eqs) == 1:
         a, w, t = eqs[0][:3]
         return base_fixed, max(t - a * base_fixed, 0.0) / w
-    saa = sum(e[0] * e[0] for e in eqs)
-    saw = sum(e[0] * e[1] for e in eqs)
-    sww = sum(e[1] * e[1] for e in eqs)
-    sat = sum(e[0] * e[2] for e in eqs)
-    swt = sum(e[1] * e[2] for e in eqs)
-    det = saa * sww - saw * saw
-    if det > 0:
-        fixed = (sat * sww - saw * swt) / det
-        per = (saa * swt - saw * sat) / det
-        if fixed >= 0 and per > 0:
-            return fixed, per
-    return 0.0, swt / sww
+    return least_squares_2((a, w, t, 1.0) for a, w, t, *_ in eqs)
 
 
 def base_raw(name_or_path: str) -> tuple[dict, str]:

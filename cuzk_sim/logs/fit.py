@@ -1,9 +1,27 @@
-"""One fitted profile figure with its provenance (what calibrate writes, per figure)."""
+"""One fitted profile figure with its provenance (what calibrate writes, per figure), and
+the two-parameter least squares every fit of a fixed and a variable cost uses."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+
+def least_squares_2(rows: Iterable[tuple[float, float, float, float]]) -> tuple[float, float]:
+    """(p, q) minimising sum w (a p + b q - t)^2 over rows (a, b, t, w). A solution with
+    p < 0 or q <= 0 (or a singular system) gives p = 0 and q fitted alone."""
+    saa = sab = sbb = sat = sbt = 0.0
+    for a, b, t, w in rows:
+        saa, sab, sbb = saa + w * a * a, sab + w * a * b, sbb + w * b * b
+        sat, sbt = sat + w * a * t, sbt + w * b * t
+    det = saa * sbb - sab * sab
+    if det > 0:
+        p = (sat * sbb - sab * sbt) / det
+        q = (saa * sbt - sab * sat) / det
+        if p >= 0 and q > 0:
+            return p, q
+    return 0.0, sbt / sbb
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ step, so host launch overhead is priced where it is paid) and one per host assem
 From them:
 
 - each kernel kind: the mean per size (`_center`); over two sizes or more, a weighted
-  least squares (relative residuals) of fixed + per-unit x work(size), with the base's scaling (n or
-  n log2 n); at one size, the base's fixed cost is kept and the per-unit cost refitted;
+  least squares (relative residuals) of fixed + per-unit x work(size), with the base's
+  scaling (n or n log2 n); at one size, the base's fixed cost is kept and the per-unit
+  cost refitted;
 - copy_engine.pageable / .pinned and .latency: host-to-device copies, latency + bytes /
   bandwidth over the copies' sizes (pageable gives the latency when it has two sizes),
   and the mean time at each size measured (`pageable_points` / `pinned_points`);
@@ -22,7 +23,7 @@ from __future__ import annotations
 import math
 
 from cuzk_sim.calibration import Cost, Profile, _work
-from cuzk_sim.logs.fit import Fit
+from cuzk_sim.logs.fit import Fit, least_squares_2
 from cuzk_sim.logs.stats import Stat
 
 StepKey = tuple[str, int, int, bool]  # kind, size, bytes, pinned
@@ -41,18 +42,7 @@ def _lines(sts: list[Stat]) -> str:
 
 def _wls(points: list[tuple[float, float]]) -> tuple[float, float]:
     """(intercept, slope) minimising sum(((a + b x - y) / y)^2); a < 0 is clamped to 0."""
-    sw = swx = swxx = swy = swxy = 0.0
-    for x, y in points:
-        w = 1.0 / (y * y)
-        sw, swx, swxx = sw + w, swx + w * x, swxx + w * x * x
-        swy, swxy = swy + w * y, swxy + w * x * y
-    det = sw * swxx - swx * swx
-    if det > 0:
-        a = (swy * swxx - swx * swxy) / det
-        b = (sw * swxy - swx * swy) / det
-        if a >= 0 and b > 0:
-            return a, b
-    return 0.0, swxy / swxx
+    return least_squares_2((1.0, x, y, 1.0 / (y * y)) for x, y in points)
 
 
 SAME_SIZE = 1.5  # sizes closer than this ratio are one size (2^18 - 1 and 2^18 points)

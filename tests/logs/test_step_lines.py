@@ -27,6 +27,17 @@ LATENCY, PAGEABLE = 0.2e-3, 7.5 * 2**30  # s, B/s
 ASSEMBLE = 2.5e-3
 
 
+def _calibrate(tmp_path: Path, lines: list[str]) -> tuple[Path, str]:
+    """`cuzk-sim calibrate` of a log of these lines (base h200): the profile written, and
+    what the command printed."""
+    log = tmp_path / "steps.log"
+    log.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "steps.toml"
+    r = runner.invoke(app, ["calibrate", str(log), "--base", "h200", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    return out, r.output
+
+
 def t_msm(cost: tuple[float, float], n: int) -> float:
     return cost[0] + cost[1] * n
 
@@ -64,11 +75,7 @@ def test_step_lines_parse_and_a_malformed_one_names_its_line():
 
 
 def test_calibrate_recovers_the_figures_the_step_lines_were_made_from(tmp_path):
-    log = tmp_path / "gpu-run.log"
-    log.write_text("\n".join(step_lines()) + "\n")
-    out = tmp_path / "mine.toml"
-    r = runner.invoke(app, ["calibrate", str(log), "--base", "h200", "-o", str(out)])
-    assert r.exit_code == 0, r.output
+    out, printed = _calibrate(tmp_path, step_lines())
     p = load_profile(str(out))
     for n in (1 << 16, 1 << 20, 1 << 24):  # inside and beyond the sizes measured
         assert p.kernels["msm_g1"].seconds(n) == pytest.approx(t_msm(MSM_G1, n), rel=0.01)
@@ -81,7 +88,7 @@ def test_calibrate_recovers_the_figures_the_step_lines_were_made_from(tmp_path):
     base = load_profile("h200")
     assert p.kernels["pointwise"] == base.kernels["pointwise"]
     assert "kept from base h200" in out.read_text()
-    assert "CUZK_SIM_STEP" in r.output
+    assert "CUZK_SIM_STEP" in printed
 
 
 def test_gpu_run_log_writes_a_step_line_per_step_event(tmp_path):
@@ -107,20 +114,16 @@ def test_gpu_run_log_writes_a_step_line_per_step_event(tmp_path):
 def test_sizes_a_few_points_apart_are_one_size_not_a_slope(tmp_path):
     """msm_l has 2 fewer points than msm_a: a least squares over 262142..262144 points
     would fit noise. They are one size: the base's fixed cost is kept and the per-point
-    cost refitted to the median time there."""
+    cost refitted to the mean time there."""
     base = load_profile("h200").kernels["msm_g1"]
     n = 1 << 18
     lines = []
     for size, us in ((n - 2, 8100), (n - 1, 7900), (n, 8000), (n, 8000)):
         lines.append(emit.sim_step("msm", "msm_g1", size, 0, False, us))
-    log = tmp_path / "one.log"
-    log.write_text("\n".join(lines) + "\n")
-    out = tmp_path / "one.toml"
-    r = runner.invoke(app, ["calibrate", str(log), "--base", "h200", "-o", str(out)])
-    assert r.exit_code == 0, r.output
+    out, _ = _calibrate(tmp_path, lines)
     fit = load_profile(str(out)).kernels["msm_g1"]
     assert fit.fixed == pytest.approx(base.fixed)
-    assert fit.seconds(n) == pytest.approx(8.0e-3, rel=0.01)  # the median of the four
+    assert fit.seconds(n) == pytest.approx(8.0e-3, rel=0.01)  # the mean of the four
 
 
 def test_the_profile_reads_off_every_size_measured_even_off_a_line(tmp_path):
@@ -134,11 +137,7 @@ def test_the_profile_reads_off_every_size_measured_even_off_a_line(tmp_path):
         for k, t in times.items()
         for _ in range(3)
     ]
-    log = tmp_path / "g1.log"
-    log.write_text("\n".join(lines) + "\n")
-    out = tmp_path / "g1.toml"
-    r = runner.invoke(app, ["calibrate", str(log), "--base", "h200", "-o", str(out)])
-    assert r.exit_code == 0, r.output
+    out, _ = _calibrate(tmp_path, lines)
     cost = load_profile(str(out)).kernels["msm_g1"]
     for k, t in times.items():
         assert cost.seconds(1 << k) == pytest.approx(t, rel=1e-3)
@@ -178,11 +177,7 @@ def test_copies_are_read_off_the_sizes_measured_at_their_mean_time(tmp_path):
     ]
     lines += [emit.sim_step("upload_h", "copy_htod", 0, 24 * MIB, True, 600) for _ in range(2)]
     lines += [emit.sim_step("upload_l", "copy_htod", 0, 48 * MIB, True, 1000) for _ in range(2)]
-    log = tmp_path / "copies.log"
-    log.write_text("\n".join(lines) + "\n")
-    out = tmp_path / "copies.toml"
-    r = runner.invoke(app, ["calibrate", str(log), "--base", "h200", "-o", str(out)])
-    assert r.exit_code == 0, r.output
+    out, _ = _calibrate(tmp_path, lines)
     p = load_profile(str(out))
     assert p.copy_seconds(8 * MIB, False) == pytest.approx(1.57e-3, rel=1e-3)
     assert p.copy_seconds(16 * MIB, False) == pytest.approx(2.75e-3, rel=1e-3)
