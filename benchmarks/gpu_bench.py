@@ -8,7 +8,10 @@ Usage: python3 benchmarks/gpu_bench.py [--quick] [--json out.json] [--only msm_g
 old = the kernels of 2026-12-01 06:33 UTC (commit 6c50516): the 64-bit C Montgomery
 product (FIELD_MUL_WIDE=0) and the MSM's Horner in one GPU thread (CUZK_MSM_TAIL=device);
 new = the defaults (wide carry-chain product, Horner on the host). Both run the signed MSM
-and the fr_ntt_group_tw NTT.
+and the fr_ntt_group_tw NTT. NTT rows: old = fr_ntt_group_tw (the NTT default of commit
+43bbd30), new = fr_ntt_reg8 (registers, one warp per block); each row also times every
+launch of one transform (bit reversal, each stage group), and an fr_mul_rate row gives the
+Fr product's throughput (the NTT's arithmetic ceiling).
 Other columns (VARIANTS, with --variants): MSM `flush` (ACC_FLUSH_SLOTS=1),
 `occupancy` (ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3), `device-tail` (new kernels, Horner on
 the GPU), `xyzz+sqr` (ACC_XYZZ=1 FQ2_SQR=1), `pairs` (those and FIELD_MUL_PAIRS=1; these
@@ -194,15 +197,53 @@ def bench_msm(
     return rows
 
 
+# NTT columns: (variant, kernel, the VARIANTS entry whose switches apply). old = the NTT
+# default of commit 43bbd30 (fr_ntt_group_tw, wide product); new = fr_ntt_reg8.
+NTT_VARIANTS = [
+    ("old", "fr_ntt_group_tw", "new"),
+    ("new", "fr_ntt_reg8", "new"),
+    ("tw-inline", "fr_ntt_group_tw", "tw-inline"),
+    ("x2", "fr_ntt_group_x2", "x2"),
+]
+
+
+def _launch_times(cp, launches, reps: int) -> dict[str, float]:
+    """Median CUDA-event time of each launch of one transform (launches run in order)."""
+    times: dict[str, list[float]] = {label: [] for label, _ in launches}
+    for _ in range(reps):
+        for label, run in launches:
+            start, end = cp.cuda.Event(), cp.cuda.Event()
+            start.record()
+            run()
+            end.record()
+            end.synchronize()
+            times[label].append(cp.cuda.get_elapsed_time(start, end))
+    return {label: statistics.median(v) for label, v in times.items()}
+
+
+def bench_fr_mul_rate(cp, reps: int) -> dict:
+    """Fr Montgomery products per second (kernels/ntt.cu fr_mul_rate: 4 independent chains
+    per thread, 132 x 16 blocks of 256 threads), the NTT's arithmetic ceiling."""
+    from cuzk_sim.gpu.module import kernel
+
+    blocks, threads, iters = 132 * 16, 256, 256
+    src = _scalars(cp, 1024, 5).reshape(-1)
+    out = cp.empty((blocks * threads * 8,), dtype=cp.uint32)
+    fn = kernel("ntt.cu", "fr_mul_rate")
+    ms = _timeit(lambda: fn((blocks,), (threads,), (out, src, np.int32(iters))), reps)
+    products = blocks * threads * (4 * iters + 3)
+    rate = products / ms / 1e6
+    print(f"fr_mul_rate: {products} products in {ms:.2f} ms = {rate:.1f} G/s", flush=True)
+    return {"what": "fr_mul_rate", "log2": products.bit_length() - 1, "ms": ms, "g_per_s": rate}
+
+
 def bench_ntt(cp, logs: list[int], reps: int, extra: bool = False) -> list[dict]:
     from cuzk_sim.gpu import ntt as gntt
     from cuzk_sim.reference.domain import Domain
 
-    variants = [("old", "fr_ntt_group_tw"), ("new", "fr_ntt_group_tw")]
-    variants += [("tw-inline", "fr_ntt_group_tw"), ("x2", "fr_ntt_group_x2")]
-    variants = [(v, name) for v, name in variants if v not in SKIP]
-    variants += [("fr_ntt_group", "fr_ntt_group")] if extra else []
-    rows = []
+    variants = [v for v in NTT_VARIANTS if v[0] in ("old", "new") or v[2] not in SKIP]
+    variants += [("fr_ntt_group", "fr_ntt_group", "new")] if extra else []
+    rows = [bench_fr_mul_rate(cp, reps)]
     for k in logs:
         n = 1 << k
         dom = Domain(n)
@@ -211,17 +252,24 @@ def bench_ntt(cp, logs: list[int], reps: int, extra: bool = False) -> list[dict]
         )
         src = _scalars(cp, n, k).reshape(-1)
         outs = {}
-        for variant, name in variants:
-            with kernels(variant):
+        for variant, name, switches in variants:
+            with kernels(switches):
                 a = src.copy()
                 ms = _timeit(lambda a=a, t=t, name=name: gntt.ntt(a, t, name), reps)
+                passes = _launch_times(cp, gntt.ntt_launches(a, t, 0, name), reps)
                 b = src.copy()
                 gntt.ntt(b, t, name)
             outs[variant] = b
-            rows.append({"what": "ntt", "variant": variant, "kernel": name, "log2": k, "ms": ms})
-            print(f"ntt 2^{k} [{variant}: {name}]: {ms:.2f} ms", flush=True)
+            row = {"what": "ntt", "variant": variant, "kernel": name, "log2": k, "ms": ms}
+            rows.append(row | {"launches_ms": passes})
+            print(
+                f"ntt 2^{k} [{variant}: {name}]: {ms:.2f} ms  launches(ms): "
+                + ", ".join(f"{lb}={v:.3f}" for lb, v in passes.items()),
+                flush=True,
+            )
         if not all(bool((v == outs["old"]).all()) for v in outs.values()):
             raise SystemExit(f"ntt 2^{k}: the kernels' results differ")
+        print(f"ntt 2^{k}: kernels' outputs equal: True", flush=True)
     return rows
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,15 +19,19 @@ from cuzk_sim.reference.field import R
 from .encoding import fr_to_mont_limbs
 
 BLOCK_LOG = 10  # most stages per fr_ntt_group launch (must match kernels/ntt.cu)
+REG_LOG = 8  # most stages per fr_ntt_reg8 launch: one warp of 32 threads x 8 elements
 FR_BYTES = 32
-# stage-group kernels (kernels/ntt.cu): twiddles per block in shared memory (default), or
-# one two-table twiddle product per butterfly (the earlier kernel, kept for benchmarks), or
-# the first with two butterflies per thread and the product inlined (x2)
-NTT_KERNELS = ("fr_ntt_group_tw", "fr_ntt_group", "fr_ntt_group_x2")
+# stage-group kernels (kernels/ntt.cu): butterflies in registers, rounds of 3 stages between
+# shared-memory exchanges, one warp per block (fr_ntt_reg8, default); twiddles per block in
+# shared memory and one __syncthreads per stage (fr_ntt_group_tw, the default until
+# 2026-12-01 12:00 UTC); one two-table twiddle product per butterfly (the earlier kernel,
+# kept for benchmarks); fr_ntt_group_tw with two butterflies per thread and the product
+# inlined (x2)
+NTT_KERNELS = ("fr_ntt_reg8", "fr_ntt_group_tw", "fr_ntt_group", "fr_ntt_group_x2")
 
 
 def default_kernel() -> str:
-    """$CUZK_NTT_KERNEL (one of NTT_KERNELS), default fr_ntt_group_tw."""
+    """$CUZK_NTT_KERNEL (one of NTT_KERNELS), default fr_ntt_reg8."""
     name = os.environ.get("CUZK_NTT_KERNEL", NTT_KERNELS[0])
     if name not in NTT_KERNELS:
         raise ValueError(f"CUZK_NTT_KERNEL must be one of {NTT_KERNELS}, got {name!r}")
@@ -117,8 +122,12 @@ class DeviceTables:
         )
 
 
-def _ntt(a: object, t: DeviceTables, which: int, kernel_name: str | None = None) -> None:
-    """Bit-reverse then DIT butterflies with root table `which` (0: w, 1: w^-1)."""
+def ntt_launches(
+    a: object, t: DeviceTables, which: int, kernel_name: str | None = None
+) -> list[tuple[str, Callable[[], None]]]:
+    """The launches of a transform with root table `which` (0: w, 1: w^-1), in order, each
+    (label, launch): the bit reversal, then one stage-group kernel per group of stages
+    (gpu_bench.py times them one by one)."""
     from .module import kernel, launch
 
     name = kernel_name or default_kernel()
@@ -126,28 +135,65 @@ def _ntt(a: object, t: DeviceTables, which: int, kernel_name: str | None = None)
     hi, lo = t.views[which]
     lo_bits = np.int32(t.lo_bits)
     if log_n == 0:
-        return
-    launch("ntt.cu", "fr_bitrev", n, a, np.int64(n), np.int32(log_n))
+        return []
+    out: list[tuple[str, Callable[[], None]]] = [
+        ("fr_bitrev", lambda: launch("ntt.cu", "fr_bitrev", n, a, np.int64(n), np.int32(log_n)))
+    ]
+    if name == "fr_ntt_reg8":
+        for st, k in reg_stage_groups(log_n):
+            el = min(3, k)
+            per_block = (32 << el) >> k  # groups of 2^k elements per warp
+            grid = -(-(n >> k) // per_block)
+            args = (a, hi, lo, lo_bits, np.int32(log_n), np.int32(st), np.int32(k))
+            fn = kernel("ntt.cu", f"fr_ntt_reg{1 << el}")
+            out.append((f"{name}[{st}:{st + k}]", lambda fn=fn, g=grid, x=args: fn((g,), (32,), x)))
+        return out
     for st, k in stage_groups(log_n):
         group_kernel = "fr_ntt_group_tw" if name == "fr_ntt_group_x2" and k < 2 else name
         shared = 0 if group_kernel == "fr_ntt_group" else 3 * (1 << (k - 1)) * FR_BYTES
         threads = 1 << (k - 2) if group_kernel == "fr_ntt_group_x2" else 1 << (k - 1)
-        kernel("ntt.cu", group_kernel)(
-            (n >> k,),
-            (threads,),
-            (a, hi, lo, lo_bits, np.int32(log_n), np.int32(st), np.int32(k)),
-            shared_mem=shared,
+        fn = kernel("ntt.cu", group_kernel)
+        args = (a, hi, lo, lo_bits, np.int32(log_n), np.int32(st), np.int32(k))
+        out.append(
+            (
+                f"{group_kernel}[{st}:{st + k}]",
+                lambda fn=fn, g=n >> k, th=threads, x=args, sh=shared: fn(
+                    (g,), (th,), x, shared_mem=sh
+                ),
+            )
         )
+    return out
 
 
-def stage_groups(log_n: int) -> list[tuple[int, int]]:
-    """(first stage, stage count) of each launch: ceil(log_n / 10) near-equal groups."""
-    groups = -(-log_n // BLOCK_LOG)
+def _ntt(a: object, t: DeviceTables, which: int, kernel_name: str | None = None) -> None:
+    """Bit-reverse then DIT butterflies with root table `which` (0: w, 1: w^-1)."""
+    for _, run in ntt_launches(a, t, which, kernel_name):
+        run()
+
+
+def stage_groups(log_n: int, most: int = BLOCK_LOG) -> list[tuple[int, int]]:
+    """(first stage, stage count) of each launch: ceil(log_n / most) near-equal groups."""
+    groups = -(-log_n // most)
     out, st = [], 0
     for g in range(groups):
         k = (log_n - st) // (groups - g)
         out.append((st, k))
         st += k
+    return out
+
+
+def reg_stage_groups(log_n: int) -> list[tuple[int, int]]:
+    """fr_ntt_reg8's launches: ceil(log_n / 8) near-equal groups (2^24: 8, 8, 8)."""
+    return stage_groups(log_n, REG_LOG)
+
+
+def reg_rounds(k: int, el: int) -> list[tuple[int, int]]:
+    """(first local stage, stage count) of each register round of a k-stage group with 2^el
+    elements per thread: rounds of el stages, the last one shorter (kernels/ntt.cu)."""
+    out, s0 = [], 0
+    while s0 < k:
+        out.append((s0, min(el, k - s0)))
+        s0 += el
     return out
 
 

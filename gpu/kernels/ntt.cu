@@ -130,3 +130,176 @@ extern "C" __global__ void fr_ntt_group_x2(u32* a, const u32* hi, const u32* lo,
 #pragma unroll
     for (int r = 0; r < 4; r++) s[t + r * q].store(a + (base + ((long long)(t + r * q) << st)) * 8);
 }
+
+// ---------------------------------------------------------------------------------------
+// fr_ntt_reg8 (and fr_ntt_reg4 / fr_ntt_reg2 for domains of 2 and 4 elements): stage groups
+// of k <= 8 stages (gpu/ntt.py reg_stage_groups: 3 launches at 2^24) with the butterflies in
+// registers. A block is one warp of 32 threads holding 32 E elements (E = 2^EL = 8): G =
+// 32 E / 2^k groups of 2^k elements (the same groups as fr_ntt_group), 2^(k - EL) threads
+// per group, E elements per thread. The k stages run in rounds of EL stages (the last may
+// have fewer, q): in a round starting at local stage s0 a thread holds the 2^q elements of
+// each of its 2^(EL - q) butterfly sub-groups and runs their q stages in registers; between
+// rounds the elements are exchanged through shared memory (limb-major, swizzled so that a
+// warp's 32 accesses of a limb hit 32 banks) with one __syncwarp, not a __syncthreads per
+// stage. Each group's twiddles w_sl[kk] (2^k - 1 of them) are computed once per launch
+// into shared memory: the first launch's are table entries with no product (their exponents
+// have zero low bits), the others' one product each. Global stage 0's twiddle (1) is not
+// multiplied.
+// Element idx (< E) of a thread in round (s0, q): m = idx mod 2^q, c = idx >> q, the
+// "other bits" o = tt + c 2^(k - EL), local index j = (o >> s0) 2^(s0 + q) + m 2^s0 +
+// (o mod 2^s0); global index base + j 2^st (tests/gpu_prover/test_ntt_model.py models it).
+
+// x^e from the two tables; no product where e's high or low part is zero
+__device__ __forceinline__ Fr twiddle_fast(const u32* hi, const u32* lo, int lo_bits,
+                                           long long e) {
+    long long mask = (1LL << lo_bits) - 1, h = e >> lo_bits, l = e & mask;
+    if (l == 0) return Fr::load(hi + h * 8);
+    if (h == 0) return Fr::load(lo + l * 8);
+    return mul_inline(Fr::load(hi + h * 8), Fr::load(lo + l * 8));
+}
+
+// bank swizzle of a shared-memory slot: a bijection on each row of 32 slots
+__device__ __forceinline__ int reg_swizzle(int p) {
+    int row = p >> 5;
+    return p ^ ((row ^ (row << 2)) & 31);
+}
+
+template <int SLOTS>
+__device__ __forceinline__ void slot_store(u32* s, int slot, const Fr& x) {
+#pragma unroll
+    for (int l = 0; l < 8; l++) s[l * SLOTS + slot] = x.v[l];
+}
+
+template <int SLOTS>
+__device__ __forceinline__ Fr slot_load(const u32* s, int slot) {
+    Fr x;
+#pragma unroll
+    for (int l = 0; l < 8; l++) x.v[l] = s[l * SLOTS + slot];
+    return x;
+}
+
+__device__ __forceinline__ Fr load_vec(const u32* p) {
+    uint4 x = reinterpret_cast<const uint4*>(p)[0], y = reinterpret_cast<const uint4*>(p)[1];
+    Fr r;
+    r.v[0] = x.x, r.v[1] = x.y, r.v[2] = x.z, r.v[3] = x.w;
+    r.v[4] = y.x, r.v[5] = y.y, r.v[6] = y.z, r.v[7] = y.w;
+    return r;
+}
+
+__device__ __forceinline__ void store_vec(u32* p, const Fr& r) {
+    reinterpret_cast<uint4*>(p)[0] = make_uint4(r.v[0], r.v[1], r.v[2], r.v[3]);
+    reinterpret_cast<uint4*>(p)[1] = make_uint4(r.v[4], r.v[5], r.v[6], r.v[7]);
+}
+
+// local index of element idx in round (s0, q) for the thread's o-bits base tt
+__device__ __forceinline__ int reg_index(int idx, int tt, int tg_log, int s0, int q) {
+    int m = idx & ((1 << q) - 1), o = tt + ((idx >> q) << tg_log);
+    return ((o >> s0) << (s0 + q)) | (m << s0) | (o & ((1 << s0) - 1));
+}
+
+template <int EL>
+__device__ __forceinline__ void ntt_reg_body(u32* a, const u32* hi, const u32* lo, int lo_bits,
+                                             int log_n, int st, int k) {
+    constexpr int E = 1 << EL, SLOTS = 32 * E;
+    __shared__ u32 sx[8 * SLOTS];  // elements, limb-major
+    __shared__ u32 sw[8 * SLOTS];  // each group's twiddles: slot g 2^k + 2^sl + kk
+    const int lane = threadIdx.x, tg_log = k - EL, per_block = 32 >> tg_log;
+    const long long groups = (1LL << log_n) >> k;
+    const long long b0 = (long long)blockIdx.x * per_block;
+    const long long st_mask = (1LL << st) - 1;
+    // twiddles: slot idx = gi 2^k + e, e = 2^sl + kk
+#pragma unroll
+    for (int i = 0; i < E; i++) {
+        const int idx = lane + 32 * i, gi = idx >> k, e = idx & ((1 << k) - 1);
+        if (e != 0 && b0 + gi < groups) {
+            const int sl = 31 - __clz(e), kk = e - (1 << sl);
+            const long long lowi = (b0 + gi) & st_mask;
+            const long long ex = (lowi + ((long long)kk << st)) << (log_n - st - sl - 1);
+            slot_store<SLOTS>(sw, reg_swizzle(idx), twiddle_fast(hi, lo, lo_bits, ex));
+        }
+    }
+    const int g = lane >> tg_log, tt = lane & ((1 << tg_log) - 1), gofs = g << k;
+    const long long b = b0 + g;
+    const bool valid = b < groups;
+    const long long base = ((b >> st) << (st + k)) | (b & st_mask);
+    Fr x[E];
+#pragma unroll
+    for (int idx = 0; idx < E; idx++) {
+        const long long j = reg_index(idx, tt, tg_log, 0, EL);
+        x[idx] = valid ? load_vec(a + (base + (j << st)) * 8) : Fr::zero();
+    }
+    __syncwarp();  // twiddles written
+    int s0 = 0, q = EL;
+    while (true) {
+#pragma unroll
+        for (int p = 0; p < EL; p++) {
+            if (p < q) {
+                const int sl = s0 + p;
+#pragma unroll
+                for (int idx = 0; idx < E; idx++) {
+                    if (idx & (1 << p)) continue;
+                    Fr v = x[idx + (1 << p)];
+                    if (st + sl != 0) {  // global stage 0: twiddle 1
+                        const int o = tt + ((idx >> q) << tg_log);
+                        const int kk = ((idx & ((1 << p) - 1)) << s0) | (o & ((1 << s0) - 1));
+                        v = mul_inline(v, slot_load<SLOTS>(sw, reg_swizzle(gofs + (1 << sl) + kk)));
+                    }
+                    const Fr u = x[idx];
+                    x[idx] = u + v;
+                    x[idx + (1 << p)] = u - v;
+                }
+            }
+        }
+        if (s0 + q == k) break;
+        // exchange: round (s0, q) -> (s0 + q, q')
+#pragma unroll
+        for (int idx = 0; idx < E; idx++)
+            slot_store<SLOTS>(sx, reg_swizzle(gofs + reg_index(idx, tt, tg_log, s0, q)), x[idx]);
+        __syncwarp();
+        s0 += q;
+        q = min(EL, k - s0);
+#pragma unroll
+        for (int idx = 0; idx < E; idx++)
+            x[idx] = slot_load<SLOTS>(sx, reg_swizzle(gofs + reg_index(idx, tt, tg_log, s0, q)));
+        __syncwarp();  // read before the next exchange writes
+    }
+    if (valid) {
+#pragma unroll
+        for (int idx = 0; idx < E; idx++) {
+            const long long j = reg_index(idx, tt, tg_log, s0, q);
+            store_vec(a + (base + (j << st)) * 8, x[idx]);
+        }
+    }
+}
+
+// a: n = 2^log_n elements in place; stages st .. st + k - 1; blockDim.x = 32,
+// gridDim.x = ceil((n >> k) / (32 E / 2^k)); k in [EL, EL + 5]
+extern "C" __global__ void __launch_bounds__(32) fr_ntt_reg8(u32* a, const u32* hi, const u32* lo,
+                                                             int lo_bits, int log_n, int st, int k) {
+    ntt_reg_body<3>(a, hi, lo, lo_bits, log_n, st, k);
+}
+extern "C" __global__ void __launch_bounds__(32) fr_ntt_reg4(u32* a, const u32* hi, const u32* lo,
+                                                             int lo_bits, int log_n, int st, int k) {
+    ntt_reg_body<2>(a, hi, lo, lo_bits, log_n, st, k);
+}
+extern "C" __global__ void __launch_bounds__(32) fr_ntt_reg2(u32* a, const u32* hi, const u32* lo,
+                                                             int lo_bits, int log_n, int st, int k) {
+    ntt_reg_body<1>(a, hi, lo, lo_bits, log_n, st, k);
+}
+
+// The Fr product's throughput: each thread runs 4 independent chains x_c <- x_c y of
+// `iters` products (4 iters products per thread) and stores the chains' product, so that
+// nothing is optimised away. gpu_bench.py times it for the NTT's roofline.
+extern "C" __global__ void fr_mul_rate(u32* out, const u32* in, int iters) {
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    Fr y = Fr::load(in + (t & 1023) * 8);
+    Fr x0 = Fr::load(in + ((t + 1) & 1023) * 8), x1 = Fr::load(in + ((t + 2) & 1023) * 8);
+    Fr x2 = Fr::load(in + ((t + 3) & 1023) * 8), x3 = Fr::load(in + ((t + 4) & 1023) * 8);
+    for (int i = 0; i < iters; i++) {
+        x0 = mul_inline(x0, y);
+        x1 = mul_inline(x1, y);
+        x2 = mul_inline(x2, y);
+        x3 = mul_inline(x3, y);
+    }
+    (mul_inline(mul_inline(x0, x1), mul_inline(x2, x3))).store(out + t * 8);
+}

@@ -44,3 +44,43 @@ def test_ntt_kernel_matches_reference(monkeypatch, name, defines):
         gntt.ntt(a, t, name)
         launch("field_ops.cu", "fr_convert", n, a, np.int64(n), np.int32(0))
         assert encoding.limbs_to_ints(a.get().reshape(n, 8)) == dom.ntt(values), (name, log_n)
+
+
+def _gpu_transform(cp, fn, values, t, n):
+    from cuzk_sim.gpu.module import launch
+
+    a = cp.asarray(encoding.ints_to_limbs(values, 8)).reshape(-1)
+    launch("field_ops.cu", "fr_convert", n, a, np.int64(n), np.int32(1))
+    fn(a, t)
+    launch("field_ops.cu", "fr_convert", n, a, np.int64(n), np.int32(0))
+    return encoding.limbs_to_ints(a.get().reshape(n, 8))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("log_n", [1, 2, 3, 4, 6, 7, 8, 9, 10, 16, 17])
+def test_register_kernel_sizes_and_transforms(monkeypatch, log_n):
+    """fr_ntt_reg8 (reg4 / reg2 for 2 and 4 elements) at every launch shape: one group
+    (k = 1 .. 8, several groups per warp below k = 8), two launches, three launches (2^17:
+    6, 6, 5 stages), and the inverse and coset transforms built on it, against the
+    reference domain."""
+    import cupy as cp
+    from cuzk_sim.gpu import ntt as gntt
+
+    monkeypatch.setenv("CUZK_NTT_KERNEL", "fr_ntt_reg8")
+    monkeypatch.setenv("CUZK_KERNEL_DEFINES", "")
+    rng = random.Random(1000 + log_n)
+    n = 1 << log_n
+    dom = Domain(n)
+    g = dom.default_coset
+    values = [rng.randrange(R) for _ in range(n)]
+    values[-1] = R - 1
+    t = gntt.DeviceTables.from_buffer(
+        cp.asarray(gntt.domain_tables(log_n, dom.omega, g, 1).pack()), log_n
+    )
+    for fn, want in (
+        (gntt.ntt, dom.ntt(values)),
+        (gntt.intt, dom.intt(values)),
+        (gntt.coset_ntt, dom.coset_ntt(values, g)),
+        (gntt.coset_intt, dom.coset_intt(values, g)),
+    ):
+        assert _gpu_transform(cp, fn, values, t, n) == want, (fn.__name__, log_n)
