@@ -270,6 +270,19 @@ def bench_ntt(cp, logs: list[int], reps: int, extra: bool = False) -> list[dict]
         if not all(bool((v == outs["old"]).all()) for v in outs.values()):
             raise SystemExit(f"ntt 2^{k}: the kernels' results differ")
         print(f"ntt 2^{k}: kernels' outputs equal: True", flush=True)
+        # coset iNTT (the prover's last NTT): new folds 1/n and g^-j into its passes
+        for variant, name, _ in variants[:2]:
+            a = src.copy()
+            ms = _timeit(lambda a=a, t=t, name=name: gntt.coset_intt(a, t, name), reps)
+            b = src.copy()
+            gntt.coset_intt(b, t, name)
+            outs[variant] = b
+            rows.append(
+                {"what": "coset_intt", "variant": variant, "kernel": name, "log2": k, "ms": ms}
+            )
+            print(f"coset_intt 2^{k} [{variant}: {name}]: {ms:.2f} ms", flush=True)
+        if not bool((outs["new"] == outs["old"]).all()):
+            raise SystemExit(f"coset_intt 2^{k}: the kernels' results differ")
     return rows
 
 

@@ -122,32 +122,103 @@ class DeviceTables:
         )
 
 
+@dataclass(frozen=True)
+class Scale:
+    """An elementwise factor folded into a transform: a_j <- a_j * const * x^j, with x^j
+    from power table `powers` of DeviceTables.views (2: g, 3: g^-1) and const a device view
+    (t.n_inv); either may be None."""
+
+    powers: int | None = None
+    const: object | None = None
+
+    def mode(self) -> int:
+        return (1 if self.const is not None else 0) | (2 if self.powers is not None else 0)
+
+
+def _scale_args(t: DeviceTables, s: Scale | None) -> tuple:
+    """(hi, lo, const, mode) kernel arguments; unused pointers point at t.one."""
+    if s is None or s.mode() == 0:
+        return (t.one, t.one, t.one, np.int32(0))
+    hi, lo = t.views[s.powers] if s.powers is not None else (t.one, t.one)
+    return (hi, lo, s.const if s.const is not None else t.one, np.int32(s.mode()))
+
+
+def _scale_launch(a: object, t: DeviceTables, s: Scale) -> Callable[[], None]:
+    """A separate pass a_j <- a_j * const * x^j (field_ops.cu), for the older kernels."""
+    from .module import launch
+
+    n = 1 << t.log_n
+    const = s.const if s.const is not None else t.one
+    if s.powers is None:
+        return lambda: launch("field_ops.cu", "fr_scale", n, a, const, np.int64(n))
+    hi, lo = t.views[s.powers]
+    lo_bits = np.int32(t.lo_bits)
+    return lambda: launch(
+        "field_ops.cu", "fr_coset_scale", n, a, hi, lo, lo_bits, const, np.int64(n)
+    )
+
+
 def ntt_launches(
-    a: object, t: DeviceTables, which: int, kernel_name: str | None = None
+    a: object,
+    t: DeviceTables,
+    which: int,
+    kernel_name: str | None = None,
+    pre: Scale | None = None,
+    post: Scale | None = None,
 ) -> list[tuple[str, Callable[[], None]]]:
     """The launches of a transform with root table `which` (0: w, 1: w^-1), in order, each
     (label, launch): the bit reversal, then one stage-group kernel per group of stages
-    (gpu_bench.py times them one by one)."""
+    (gpu_bench.py times them one by one). `pre` scales the input (a_j by its own index j),
+    `post` the output; fr_ntt_reg8 folds them into the bit reversal and its last launch, the
+    older kernels run them as passes of their own."""
     from .module import kernel, launch
 
     name = kernel_name or default_kernel()
     log_n, n = t.log_n, 1 << t.log_n
     hi, lo = t.views[which]
     lo_bits = np.int32(t.lo_bits)
-    if log_n == 0:
+    if log_n == 0:  # n = 1: the transform and every factor (1/n, g^0) are the identity
         return []
-    out: list[tuple[str, Callable[[], None]]] = [
-        ("fr_bitrev", lambda: launch("ntt.cu", "fr_bitrev", n, a, np.int64(n), np.int32(log_n)))
-    ]
-    if name == "fr_ntt_reg8":
-        for st, k in reg_stage_groups(log_n):
-            el = min(3, k)
-            per_block = (32 << el) >> k  # groups of 2^k elements per warp
-            grid = -(-(n >> k) // per_block)
-            args = (a, hi, lo, lo_bits, np.int32(log_n), np.int32(st), np.int32(k))
-            fn = kernel("ntt.cu", f"fr_ntt_reg{1 << el}")
-            out.append((f"{name}[{st}:{st + k}]", lambda fn=fn, g=grid, x=args: fn((g,), (32,), x)))
-        return out
+    if name != "fr_ntt_reg8":
+        out = [] if pre is None else [("scale", _scale_launch(a, t, pre))]
+        out += _group_launches(a, t, which, name)
+        return out + ([] if post is None else [("scale", _scale_launch(a, t, post))])
+    if pre is None:
+        out = [
+            ("fr_bitrev", lambda: launch("ntt.cu", "fr_bitrev", n, a, np.int64(n), np.int32(log_n)))
+        ]
+    else:
+        p_hi, p_lo, p_c, p_mode = _scale_args(t, pre)
+        args = (a, np.int64(n), np.int32(log_n), p_hi, p_lo, lo_bits, p_c, p_mode)
+        out = [("fr_bitrev_scale", lambda: launch("ntt.cu", "fr_bitrev_scale", n, *args))]
+    post_args = _scale_args(t, post)
+    for st, k in reg_stage_groups(log_n):
+        el = min(3, k)
+        per_block = (32 << el) >> k  # groups of 2^k elements per warp
+        grid = -(-(n >> k) // per_block)
+        args = (a, hi, lo, lo_bits, np.int32(log_n), np.int32(st), np.int32(k), *post_args)
+        fn = kernel("ntt.cu", f"fr_ntt_reg{1 << el}")
+        out.append((f"{name}[{st}:{st + k}]", lambda fn=fn, g=grid, x=args: fn((g,), (32,), x)))
+    return out
+
+
+def _bitrev(a: object, log_n: int) -> tuple[str, Callable[[], None]]:
+    from .module import launch
+
+    n = 1 << log_n
+    return ("fr_bitrev", lambda: launch("ntt.cu", "fr_bitrev", n, a, np.int64(n), np.int32(log_n)))
+
+
+def _group_launches(
+    a: object, t: DeviceTables, which: int, name: str
+) -> list[tuple[str, Callable[[], None]]]:
+    """Bit reversal and the stage groups of fr_ntt_group_tw / fr_ntt_group / _x2."""
+    from .module import kernel
+
+    log_n, n = t.log_n, 1 << t.log_n
+    hi, lo = t.views[which]
+    lo_bits = np.int32(t.lo_bits)
+    out = [_bitrev(a, log_n)]
     for st, k in stage_groups(log_n):
         group_kernel = "fr_ntt_group_tw" if name == "fr_ntt_group_x2" and k < 2 else name
         shared = 0 if group_kernel == "fr_ntt_group" else 3 * (1 << (k - 1)) * FR_BYTES
@@ -165,9 +236,16 @@ def ntt_launches(
     return out
 
 
-def _ntt(a: object, t: DeviceTables, which: int, kernel_name: str | None = None) -> None:
+def _ntt(
+    a: object,
+    t: DeviceTables,
+    which: int,
+    kernel_name: str | None = None,
+    pre: Scale | None = None,
+    post: Scale | None = None,
+) -> None:
     """Bit-reverse then DIT butterflies with root table `which` (0: w, 1: w^-1)."""
-    for _, run in ntt_launches(a, t, which, kernel_name):
+    for _, run in ntt_launches(a, t, which, kernel_name, pre, post):
         run()
 
 
@@ -202,32 +280,17 @@ def ntt(a: object, t: DeviceTables, kernel_name: str | None = None) -> None:
     _ntt(a, t, 0, kernel_name)
 
 
-def intt(a: object, t: DeviceTables) -> None:
-    """a <- (1/n sum_j a_j w^(-ij))_i"""
-    from .module import launch
-
-    _ntt(a, t, 1)
-    n = 1 << t.log_n
-    launch("field_ops.cu", "fr_scale", n, a, t.n_inv, np.int64(n))
+def intt(a: object, t: DeviceTables, kernel_name: str | None = None) -> None:
+    """a <- (1/n sum_j a_j w^(-ij))_i (1/n applied to the input: the transform is linear)"""
+    _ntt(a, t, 1, kernel_name, pre=Scale(const=t.n_inv))
 
 
-def coset_ntt(a: object, t: DeviceTables) -> None:
+def coset_ntt(a: object, t: DeviceTables, kernel_name: str | None = None) -> None:
     """Evaluations on g H: a_j <- a_j g^j, then the forward NTT."""
-    from .module import launch
-
-    n = 1 << t.log_n
-    hi, lo = t.views[2]
-    launch("field_ops.cu", "fr_coset_scale", n, a, hi, lo, np.int32(t.lo_bits), t.one, np.int64(n))
-    _ntt(a, t, 0)
+    _ntt(a, t, 0, kernel_name, pre=Scale(powers=2))
 
 
-def coset_intt(a: object, t: DeviceTables) -> None:
-    """Coefficients from evaluations on g H: inverse NTT, then a_j <- a_j g^(-j) / n."""
-    from .module import launch
-
-    n = 1 << t.log_n
-    _ntt(a, t, 1)
-    hi, lo = t.views[3]
-    launch(
-        "field_ops.cu", "fr_coset_scale", n, a, hi, lo, np.int32(t.lo_bits), t.n_inv, np.int64(n)
-    )
+def coset_intt(a: object, t: DeviceTables, kernel_name: str | None = None) -> None:
+    """Coefficients from evaluations on g H: inverse NTT, then a_j <- a_j g^(-j) / n (the 1/n
+    applied to the input)."""
+    _ntt(a, t, 1, kernel_name, pre=Scale(const=t.n_inv), post=Scale(powers=3))

@@ -199,7 +199,8 @@ __device__ __forceinline__ int reg_index(int idx, int tt, int tg_log, int s0, in
 
 template <int EL>
 __device__ __forceinline__ void ntt_reg_body(u32* a, const u32* hi, const u32* lo, int lo_bits,
-                                             int log_n, int st, int k) {
+                                             int log_n, int st, int k, const u32* phi,
+                                             const u32* plo, const u32* ps, int pmode) {
     constexpr int E = 1 << EL, SLOTS = 32 * E;
     __shared__ u32 sx[8 * SLOTS];  // elements, limb-major
     __shared__ u32 sw[8 * SLOTS];  // each group's twiddles: slot g 2^k + 2^sl + kk
@@ -264,27 +265,56 @@ __device__ __forceinline__ void ntt_reg_body(u32* a, const u32* hi, const u32* l
         __syncwarp();  // read before the next exchange writes
     }
     if (valid) {
+        const bool last = st + k == log_n;
+        const Fr c = (last && (pmode & 1)) ? Fr::load(ps) : Fr::zero();
 #pragma unroll
         for (int idx = 0; idx < E; idx++) {
-            const long long j = reg_index(idx, tt, tg_log, s0, q);
-            store_vec(a + (base + (j << st)) * 8, x[idx]);
+            const long long i = base + ((long long)reg_index(idx, tt, tg_log, s0, q) << st);
+            Fr y = x[idx];
+            if (last && (pmode & 2)) y = mul_inline(y, twiddle_fast(phi, plo, lo_bits, i));
+            if (last && (pmode & 1)) y = mul_inline(y, c);
+            store_vec(a + i * 8, y);
         }
     }
 }
 
 // a: n = 2^log_n elements in place; stages st .. st + k - 1; blockDim.x = 32,
-// gridDim.x = ceil((n >> k) / (32 E / 2^k)); k in [EL, EL + 5]
-extern "C" __global__ void __launch_bounds__(32) fr_ntt_reg8(u32* a, const u32* hi, const u32* lo,
-                                                             int lo_bits, int log_n, int st, int k) {
-    ntt_reg_body<3>(a, hi, lo, lo_bits, log_n, st, k);
-}
-extern "C" __global__ void __launch_bounds__(32) fr_ntt_reg4(u32* a, const u32* hi, const u32* lo,
-                                                             int lo_bits, int log_n, int st, int k) {
-    ntt_reg_body<2>(a, hi, lo, lo_bits, log_n, st, k);
-}
-extern "C" __global__ void __launch_bounds__(32) fr_ntt_reg2(u32* a, const u32* hi, const u32* lo,
-                                                             int lo_bits, int log_n, int st, int k) {
-    ntt_reg_body<1>(a, hi, lo, lo_bits, log_n, st, k);
+// gridDim.x = ceil((n >> k) / (32 E / 2^k)); k in [EL, EL + 5]. The last launch (st + k =
+// log_n) scales its output a_i by the post factor: pmode bit 1: ps[0], bit 2: x^i from the
+// power tables (phi, plo; same lo_bits); pmode 0: none (the pointers are not read).
+#define REG_KERNEL(NAME, EL)                                                                 \
+    extern "C" __global__ void __launch_bounds__(32)                                        \
+        NAME(u32* a, const u32* hi, const u32* lo, int lo_bits, int log_n, int st, int k,    \
+             const u32* phi, const u32* plo, const u32* ps, int pmode) {                     \
+        ntt_reg_body<EL>(a, hi, lo, lo_bits, log_n, st, k, phi, plo, ps, pmode);              \
+    }
+REG_KERNEL(fr_ntt_reg8, 3)
+REG_KERNEL(fr_ntt_reg4, 2)
+REG_KERNEL(fr_ntt_reg2, 1)
+
+// fr_bitrev with the elements scaled on the way (the coset shift and 1/n of the transforms
+// folded into the pass that moves every element anyway): a_i <- f(j) a_j for i = rev(j),
+// f(j) = ps[0] (mode bit 1) times x^j from the power tables phi, plo (mode bit 2).
+extern "C" __global__ void fr_bitrev_scale(u32* a, long long n, int log_n, const u32* phi,
+                                           const u32* plo, int lo_bits, const u32* ps, int mode) {
+    const Fr c = (mode & 1) ? Fr::load(ps) : Fr::zero();
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (long long)blockDim.x * gridDim.x) {
+        long long j = (long long)(__brevll((unsigned long long)i) >> (64 - log_n));
+        if (i <= j) {
+            Fr x = Fr::load(a + i * 8), y = Fr::load(a + j * 8);
+            if (mode & 2) {
+                x = x * twiddle_fast(phi, plo, lo_bits, i);
+                y = y * twiddle_fast(phi, plo, lo_bits, j);
+            }
+            if (mode & 1) {
+                x = x * c;
+                y = y * c;
+            }
+            y.store(a + i * 8);
+            if (i != j) x.store(a + j * 8);
+        }
+    }
 }
 
 // The Fr product's throughput: each thread runs 4 independent chains x_c <- x_c y of

@@ -84,3 +84,31 @@ def test_register_kernel_sizes_and_transforms(monkeypatch, log_n):
         (gntt.coset_intt, dom.coset_intt(values, g)),
     ):
         assert _gpu_transform(cp, fn, values, t, n) == want, (fn.__name__, log_n)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", NTT_KERNELS[1:])
+def test_older_kernels_transforms_with_separate_scaling(name):
+    """The older kernels run the 1/n and coset factors as passes of their own (ntt_launches
+    pre / post): inverse and coset transforms against the reference domain."""
+    import functools
+
+    import cupy as cp
+    from cuzk_sim.gpu import ntt as gntt
+
+    rng = random.Random(len(name))
+    for log_n in (1, 6, 12):
+        n = 1 << log_n
+        dom = Domain(n, "snarkjs")
+        g = dom.default_coset
+        values = [rng.randrange(R) for _ in range(n)]
+        t = gntt.DeviceTables.from_buffer(
+            cp.asarray(gntt.domain_tables(log_n, dom.omega, g, 1).pack()), log_n
+        )
+        for fn, want in (
+            (gntt.intt, dom.intt(values)),
+            (gntt.coset_ntt, dom.coset_ntt(values, g)),
+            (gntt.coset_intt, dom.coset_intt(values, g)),
+        ):
+            got = _gpu_transform(cp, functools.partial(fn, kernel_name=name), values, t, n)
+            assert got == want, (name, fn.__name__, log_n)
