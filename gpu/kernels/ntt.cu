@@ -317,6 +317,42 @@ extern "C" __global__ void fr_bitrev_scale(u32* a, long long n, int log_n, const
     }
 }
 
+// The bit reversal by tiles, for log_n >= 8: index i = (h, M, l) (4, log_n - 8 and 4 bits)
+// goes to rev(i) = (rev l, rev M, rev h), so tile M = {(h, M, l)} and tile rev M swap
+// whole: the block of M (<= rev M) loads both (rows of 16 elements: 512-byte runs, not the
+// 32-byte scattered sectors of fr_bitrev), transposes them through shared memory (limb-
+// major, slot P ^ (P >> 5): the scattered writes hit 32 banks) and stores each into the
+// other's place. 256 threads, gridDim.x = 2^(log_n - 8). Scaled like fr_bitrev_scale
+// (mode 0: not scaled).
+extern "C" __global__ void __launch_bounds__(256)
+    fr_bitrev_tiled(u32* a, int log_n, const u32* phi, const u32* plo, int lo_bits,
+                    const u32* ps, int mode) {
+    __shared__ u32 sa[8 * 256], sb[8 * 256];
+    const int m = log_n - 8;
+    const long long M = blockIdx.x;
+    const long long Mr = m ? (long long)(__brevll((unsigned long long)M) >> (64 - m)) : 0;
+    if (Mr < M) return;
+    const int t = threadIdx.x, h = t >> 4, l = t & 15;
+    const int P = ((__brev(l) >> 28) << 4) | (__brev(h) >> 28);
+    const long long ia = ((long long)h << (m + 4)) | (M << 4) | l;
+    const long long ib = ((long long)h << (m + 4)) | (Mr << 4) | l;
+    Fr x = load_vec(a + ia * 8), y = load_vec(a + ib * 8);
+    if (mode & 2) {
+        x = x * twiddle_fast(phi, plo, lo_bits, ia);
+        y = y * twiddle_fast(phi, plo, lo_bits, ib);
+    }
+    if (mode & 1) {
+        const Fr c = Fr::load(ps);
+        x = x * c;
+        y = y * c;
+    }
+    slot_store<256>(sa, P ^ (P >> 5), x);  // bound for (rev l, Mr, rev h)
+    slot_store<256>(sb, P ^ (P >> 5), y);  // bound for (rev l, M, rev h)
+    __syncthreads();
+    store_vec(a + ib * 8, slot_load<256>(sa, t ^ (t >> 5)));
+    if (Mr != M) store_vec(a + ia * 8, slot_load<256>(sb, t ^ (t >> 5)));
+}
+
 // The Fr product's throughput: each thread runs 4 independent chains x_c <- x_c y of
 // `iters` products (4 iters products per thread) and stores the chains' product, so that
 // nothing is optimised away. gpu_bench.py times it for the NTT's roofline.

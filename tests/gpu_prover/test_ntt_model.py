@@ -159,3 +159,34 @@ def test_register_rounds_cover_each_group_once():
             assert 1 <= k <= 8 and 0 <= k - el <= 5
             rounds = reg_rounds(k, el)
             assert sum(q for _, q in rounds) == k and all(1 <= q <= el for _, q in rounds)
+
+
+def _rev(x: int, bits: int) -> int:
+    return int(f"{x:0{bits}b}"[::-1], 2) if bits else 0
+
+
+@pytest.mark.parametrize("log_n", [8, 9, 12, 13])
+def test_tiled_bit_reversal_model(log_n):
+    """kernels/ntt.cu fr_bitrev_tiled thread by thread: the block of tile M <= rev M loads
+    tiles M and rev M, parks each element at slot P ^ (P >> 5) of its partner, stores both;
+    the result is the bit-reversal permutation, and the parked slots are a bijection."""
+    n, m = 1 << log_n, log_n - 8
+    a = list(range(n))
+    out = a[:]
+    for M in range(1 << m):
+        Mr = _rev(M, m)
+        if Mr < M:
+            continue
+        sa, sb = {}, {}
+        for t in range(256):
+            h, l = t >> 4, t & 15
+            P = (_rev(l, 4) << 4) | _rev(h, 4)
+            sa[P ^ (P >> 5)] = a[(h << (m + 4)) | (M << 4) | l]
+            sb[P ^ (P >> 5)] = a[(h << (m + 4)) | (Mr << 4) | l]
+        assert len(sa) == 256
+        for t in range(256):
+            h, l = t >> 4, t & 15
+            out[(h << (m + 4)) | (Mr << 4) | l] = sa[t ^ (t >> 5)]
+            if Mr != M:
+                out[(h << (m + 4)) | (M << 4) | l] = sb[t ^ (t >> 5)]
+    assert out == [a[_rev(i, log_n)] for i in range(n)]
