@@ -20,6 +20,7 @@ from .encoding import fr_to_mont_limbs
 
 BLOCK_LOG = 10  # most stages per fr_ntt_group launch (must match kernels/ntt.cu)
 REG_LOG = 8  # most stages per fr_ntt_reg8 launch: one warp of 32 threads x 8 elements
+BITREV_TILE_LOG = 8  # fr_bitrev_tiled swaps tiles of 2^4 x 2^4 elements (log n >= 8)
 FR_BYTES = 32
 # stage-group kernels (kernels/ntt.cu): butterflies in registers, rounds of 3 stages between
 # shared-memory exchanges, one warp per block (fr_ntt_reg8, default); twiddles per block in
@@ -169,8 +170,8 @@ def ntt_launches(
     """The launches of a transform with root table `which` (0: w, 1: w^-1), in order, each
     (label, launch): the bit reversal, then one stage-group kernel per group of stages
     (gpu_bench.py times them one by one). `pre` scales the input (a_j by its own index j),
-    `post` the output; fr_ntt_reg8 folds them into the bit reversal and its last launch, the
-    older kernels run them as passes of their own."""
+    `post` the output; fr_ntt_reg8 folds them into the bit reversal (by tiles from 2^8 up)
+    and its last launch, the older kernels run them as passes of their own."""
     from .module import kernel, launch
 
     name = kernel_name or default_kernel()
@@ -183,14 +184,17 @@ def ntt_launches(
         out = [] if pre is None else [("scale", _scale_launch(a, t, pre))]
         out += _group_launches(a, t, which, name)
         return out + ([] if post is None else [("scale", _scale_launch(a, t, post))])
-    if pre is None:
-        out = [
-            ("fr_bitrev", lambda: launch("ntt.cu", "fr_bitrev", n, a, np.int64(n), np.int32(log_n)))
-        ]
+    p_hi, p_lo, p_c, p_mode = _scale_args(t, pre)
+    if log_n >= BITREV_TILE_LOG:  # tiles of 16 x 16 elements
+        fn_rev = kernel("ntt.cu", "fr_bitrev_tiled")
+        rev_args = (a, np.int32(log_n), p_hi, p_lo, lo_bits, p_c, p_mode)
+        tiles = 1 << (log_n - BITREV_TILE_LOG)
+        out = [("fr_bitrev_tiled", lambda: fn_rev((tiles,), (256,), rev_args))]
+    elif pre is None:
+        out = [_bitrev(a, log_n)]
     else:
-        p_hi, p_lo, p_c, p_mode = _scale_args(t, pre)
-        args = (a, np.int64(n), np.int32(log_n), p_hi, p_lo, lo_bits, p_c, p_mode)
-        out = [("fr_bitrev_scale", lambda: launch("ntt.cu", "fr_bitrev_scale", n, *args))]
+        rev_args = (a, np.int64(n), np.int32(log_n), p_hi, p_lo, lo_bits, p_c, p_mode)
+        out = [("fr_bitrev_scale", lambda: launch("ntt.cu", "fr_bitrev_scale", n, *rev_args))]
     post_args = _scale_args(t, post)
     for st, k in reg_stage_groups(log_n):
         el = min(3, k)
