@@ -15,7 +15,8 @@ Fr product's throughput (the NTT's arithmetic ceiling).
 Other columns (VARIANTS, with --variants): MSM `flush` (ACC_FLUSH_SLOTS=1),
 `occupancy` (ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3), `device-tail` (new kernels, Horner on
 the GPU), `xyzz+sqr` (ACC_XYZZ=1 FQ2_SQR=1), `pairs` (those and FIELD_MUL_PAIRS=1; these
-two also as prove rows); NTT `tw-inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2). --extra
+two also as prove rows); NTT `tw-inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2),
+`reg-direct` (fr_ntt_reg8 with NTT_REG_DIRECT_LOAD=1). --extra
 adds the unsigned MSM and the signed MSM over precomputed bases (table built before timing;
 its build time and bytes reported), and the fr_ntt_group NTT. Prove: old and new default
 flags, new with prestage + pinned (a/b/c staged through pinned memory per copy), new with
@@ -50,6 +51,7 @@ VARIANTS = {
     "device-tail": ("", "device"),  # new kernels, Horner in one GPU thread
     "tw-inline": ("NTT_TW_INLINE=1", None),  # fr_ntt_group_tw with the product inlined
     "x2": ("", None),  # the NTT kernel fr_ntt_group_x2
+    "reg-direct": ("NTT_REG_DIRECT_LOAD=1", None),  # fr_ntt_reg8 loading round 0 directly
     "xyzz+sqr": ("ACC_XYZZ=1 FQ2_SQR=1", None),  # XYZZ accumulation, 2-product Fq2 squares
     "pairs": ("ACC_XYZZ=1 FQ2_SQR=1 FIELD_MUL_PAIRS=1", None),  # + two products per call
     "occupancy": ("ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3", None),  # G1 acc <= 170 registers
@@ -204,6 +206,7 @@ NTT_VARIANTS = [
     ("new", "fr_ntt_reg8", "new"),
     ("tw-inline", "fr_ntt_group_tw", "tw-inline"),
     ("x2", "fr_ntt_group_x2", "x2"),
+    ("reg-direct", "fr_ntt_reg8", "reg-direct"),
 ]
 
 

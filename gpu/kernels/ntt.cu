@@ -4,9 +4,15 @@
 // over memory at 2^24).
 // Twiddle w^k = hi[k >> lo_bits] * lo[k & (2^lo_bits - 1)]: two tables of ~sqrt(n) entries.
 // Macros: NTT_TW_INLINE (default 0) 1 inlines the butterfly's product in fr_ntt_group_tw.
+// NTT_REG_DIRECT_LOAD (default 0) 1: fr_ntt_reg8 loads each thread's round-0 elements
+// straight from memory (lanes 8 rows apart) instead of consecutive rows per warp staged
+// through shared memory.
 #include "field.cuh"
 #ifndef NTT_TW_INLINE
 #define NTT_TW_INLINE 0
+#endif
+#ifndef NTT_REG_DIRECT_LOAD
+#define NTT_REG_DIRECT_LOAD 0
 #endif
 
 #define BLOCK_LOG 10  // at most 1024 elements (32 KiB) per block in fr_ntt_group
@@ -138,7 +144,9 @@ extern "C" __global__ void fr_ntt_group_x2(u32* a, const u32* hi, const u32* lo,
 // 32 E / 2^k groups of 2^k elements (the same groups as fr_ntt_group), 2^(k - EL) threads
 // per group, E elements per thread. The k stages run in rounds of EL stages (the last may
 // have fewer, q): in a round starting at local stage s0 a thread holds the 2^q elements of
-// each of its 2^(EL - q) butterfly sub-groups and runs their q stages in registers; between
+// each of its 2^(EL - q) butterfly sub-groups and runs their q stages in registers (one
+// inlined copy of E/2 products: the registers are rotated between stages; the first
+// version, each stage unrolled, was 355 KB of code and ran at half speed); between
 // rounds the elements are exchanged through shared memory (limb-major, swizzled so that a
 // warp's 32 accesses of a limb hit 32 banks) with one __syncwarp, not a __syncthreads per
 // stage. Each group's twiddles w_sl[kk] (2^k - 1 of them) are computed once per launch
@@ -155,7 +163,7 @@ __device__ __forceinline__ Fr twiddle_fast(const u32* hi, const u32* lo, int lo_
     long long mask = (1LL << lo_bits) - 1, h = e >> lo_bits, l = e & mask;
     if (l == 0) return Fr::load(hi + h * 8);
     if (h == 0) return Fr::load(lo + l * 8);
-    return mul_inline(Fr::load(hi + h * 8), Fr::load(lo + l * 8));
+    return Fr::load(hi + h * 8) * Fr::load(lo + l * 8);
 }
 
 // bank swizzle of a shared-memory slot: a bijection on each row of 32 slots
@@ -197,6 +205,23 @@ __device__ __forceinline__ int reg_index(int idx, int tt, int tg_log, int s0, in
     return ((o >> s0) << (s0 + q)) | (m << s0) | (o & ((1 << s0) - 1));
 }
 
+// rotl of the low EL bits of s by c (c may be >= EL)
+template <int EL>
+__device__ __forceinline__ int rotl_bits(int s, int c) {
+    c %= EL;
+    return ((s << c) | (s >> (EL - c))) & ((1 << EL) - 1);
+}
+
+// x[s] <- x[rotl(s, 1)]: register moves only (compile-time indices)
+template <int EL>
+__device__ __forceinline__ void rotate_slots(Fr* x) {
+    Fr y[1 << EL];
+#pragma unroll
+    for (int s = 0; s < (1 << EL); s++) y[s] = x[((s << 1) | (s >> (EL - 1))) & ((1 << EL) - 1)];
+#pragma unroll
+    for (int s = 0; s < (1 << EL); s++) x[s] = y[s];
+}
+
 template <int EL>
 __device__ __forceinline__ void ntt_reg_body(u32* a, const u32* hi, const u32* lo, int lo_bits,
                                              int log_n, int st, int k, const u32* phi,
@@ -209,7 +234,7 @@ __device__ __forceinline__ void ntt_reg_body(u32* a, const u32* hi, const u32* l
     const long long b0 = (long long)blockIdx.x * per_block;
     const long long st_mask = (1LL << st) - 1;
     // twiddles: slot idx = gi 2^k + e, e = 2^sl + kk
-#pragma unroll
+#pragma unroll 1
     for (int i = 0; i < E; i++) {
         const int idx = lane + 32 * i, gi = idx >> k, e = idx & ((1 << k) - 1);
         if (e != 0 && b0 + gi < groups) {
@@ -224,33 +249,55 @@ __device__ __forceinline__ void ntt_reg_body(u32* a, const u32* hi, const u32* l
     const bool valid = b < groups;
     const long long base = ((b >> st) << (st + k)) | (b & st_mask);
     Fr x[E];
+#if NTT_REG_DIRECT_LOAD
 #pragma unroll
     for (int idx = 0; idx < E; idx++) {
         const long long j = reg_index(idx, tt, tg_log, 0, EL);
         x[idx] = valid ? load_vec(a + (base + (j << st)) * 8) : Fr::zero();
     }
     __syncwarp();  // twiddles written
+#else
+    // load rows idx 2^tg_log + tt (a warp's lanes read consecutive rows of a group), then
+    // through shared memory into round 0's order
+#pragma unroll
+    for (int idx = 0; idx < E; idx++) {
+        const int j = (idx << tg_log) | tt;
+        x[idx] = valid ? load_vec(a + (base + ((long long)j << st)) * 8) : Fr::zero();
+    }
+#pragma unroll
+    for (int idx = 0; idx < E; idx++)
+        slot_store<SLOTS>(sx, reg_swizzle(gofs + ((idx << tg_log) | tt)), x[idx]);
+    __syncwarp();  // elements and twiddles written
+#pragma unroll
+    for (int idx = 0; idx < E; idx++)
+        x[idx] = slot_load<SLOTS>(sx, reg_swizzle(gofs + reg_index(idx, tt, tg_log, 0, EL)));
+    __syncwarp();  // read before the first exchange writes
+#endif
     int s0 = 0, q = EL;
     while (true) {
+        // sub-stage p pairs elements idx and idx + 2^p; the registers are rotated before
+        // each one (slot s then holds idx = rotl(s, p + 1)) so that it always pairs slots r
+        // and r + E/2: one copy of the E/2 inlined products serves every sub-stage.
+#pragma unroll 1
+        for (int p = 0; p < q; p++) {
+            rotate_slots<EL>(x);
+            const int sl = s0 + p;
 #pragma unroll
-        for (int p = 0; p < EL; p++) {
-            if (p < q) {
-                const int sl = s0 + p;
-#pragma unroll
-                for (int idx = 0; idx < E; idx++) {
-                    if (idx & (1 << p)) continue;
-                    Fr v = x[idx + (1 << p)];
-                    if (st + sl != 0) {  // global stage 0: twiddle 1
-                        const int o = tt + ((idx >> q) << tg_log);
-                        const int kk = ((idx & ((1 << p) - 1)) << s0) | (o & ((1 << s0) - 1));
-                        v = mul_inline(v, slot_load<SLOTS>(sw, reg_swizzle(gofs + (1 << sl) + kk)));
-                    }
-                    const Fr u = x[idx];
-                    x[idx] = u + v;
-                    x[idx + (1 << p)] = u - v;
+            for (int r = 0; r < E / 2; r++) {
+                Fr v = x[r + E / 2];
+                if (st + sl != 0) {  // global stage 0: twiddle 1
+                    const int idx = rotl_bits<EL>(r, p + 1);
+                    const int o = tt + ((idx >> q) << tg_log);
+                    const int kk = ((idx & ((1 << p) - 1)) << s0) | (o & ((1 << s0) - 1));
+                    v = mul_inline(v, slot_load<SLOTS>(sw, reg_swizzle(gofs + (1 << sl) + kk)));
                 }
+                const Fr u = x[r];
+                x[r] = u + v;
+                x[r + E / 2] = u - v;
             }
         }
+#pragma unroll 1
+        for (int f = q; f < EL; f++) rotate_slots<EL>(x);  // back to slot = idx
         if (s0 + q == k) break;
         // exchange: round (s0, q) -> (s0 + q, q')
 #pragma unroll
@@ -271,8 +318,8 @@ __device__ __forceinline__ void ntt_reg_body(u32* a, const u32* hi, const u32* l
         for (int idx = 0; idx < E; idx++) {
             const long long i = base + ((long long)reg_index(idx, tt, tg_log, s0, q) << st);
             Fr y = x[idx];
-            if (last && (pmode & 2)) y = mul_inline(y, twiddle_fast(phi, plo, lo_bits, i));
-            if (last && (pmode & 1)) y = mul_inline(y, c);
+            if (last && (pmode & 2)) y = y * twiddle_fast(phi, plo, lo_bits, i);
+            if (last && (pmode & 1)) y = y * c;
             store_vec(a + i * 8, y);
         }
     }

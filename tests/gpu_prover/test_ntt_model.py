@@ -60,6 +60,11 @@ def _reg_index(idx: int, tt: int, tg_log: int, s0: int, q: int) -> int:
     return ((o >> s0) << (s0 + q)) | (m << s0) | (o & ((1 << s0) - 1))
 
 
+def _rotl(s: int, c: int, bits: int) -> int:
+    c %= bits
+    return ((s << c) | (s >> (bits - c))) & ((1 << bits) - 1)
+
+
 def _model_reg_ntt(values: list[int], omega: int) -> list[int]:
     """kernels/ntt.cu fr_ntt_reg8 (reg4, reg2) lane by lane: per warp-block the twiddle
     slots, each lane's registers, the rounds and the shared-memory exchanges."""
@@ -96,12 +101,16 @@ def _model_reg_ntt(values: list[int], omega: int) -> list[int]:
                 b = b0 + g
                 base = ((b >> st) << (st + k)) | (b & ((1 << st) - 1))
                 lanes.append((g << k, tt, base, b < groups))
+            # load consecutive rows per warp (row i 2^tg_log + tt), stage through shared
+            # memory into round 0's order
+            smem0 = {}
+            for gofs, tt, base, ok in lanes:
+                for i in range(e_count):
+                    j = (i << tg_log) | tt
+                    smem0[gofs + j] = a[base + (j << st)] if ok else 0
             x = [
-                [
-                    a[base + (_reg_index(i, tt, tg_log, 0, el) << st)] if ok else 0
-                    for i in range(e_count)
-                ]
-                for _, tt, base, ok in lanes
+                [smem0[gofs + _reg_index(i, tt, tg_log, 0, el)] for i in range(e_count)]
+                for gofs, tt, _, _ in lanes
             ]
             prev = None
             for s0, q in reg_rounds(k, el):
@@ -116,16 +125,19 @@ def _model_reg_ntt(values: list[int], omega: int) -> list[int]:
                         for i in range(e_count):
                             xs[i] = smem[gofs + _reg_index(i, tt, tg_log, s0, q)]
                 for (gofs, tt, _, ok), xs in zip(lanes, x, strict=True):
-                    for p in range(q):
-                        for i in range(e_count):
-                            if i & (1 << p):
-                                continue
-                            v = xs[i + (1 << p)]
+                    for p in range(q):  # constant geometry: rotate, pair slots r, r + E/2
+                        xs[:] = [xs[_rotl(s, 1, el)] for s in range(e_count)]
+                        for r in range(e_count // 2):
+                            v = xs[r + e_count // 2]
                             if st + s0 + p and ok:
+                                i = _rotl(r, p + 1, el)
                                 o = tt + ((i >> q) << tg_log)
                                 kk = ((i & ((1 << p) - 1)) << s0) | (o & ((1 << s0) - 1))
                                 v = v * sw[gofs + (1 << (s0 + p)) + kk] % R
-                            xs[i], xs[i + (1 << p)] = (xs[i] + v) % R, (xs[i] - v) % R
+                            u = xs[r]
+                            xs[r], xs[r + e_count // 2] = (u + v) % R, (u - v) % R
+                    for _ in range(q, el):
+                        xs[:] = [xs[_rotl(s, 1, el)] for s in range(e_count)]
                 prev = (s0, q)
             for (_, tt, base, ok), xs in zip(lanes, x, strict=True):
                 if ok:
