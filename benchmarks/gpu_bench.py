@@ -199,14 +199,16 @@ def bench_msm(
     return rows
 
 
-# NTT columns: (variant, kernel, the VARIANTS entry whose switches apply). old = the NTT
-# default of commit 43bbd30 (fr_ntt_group_tw, wide product); new = fr_ntt_reg8.
+# NTT columns: (variant, kernel, the VARIANTS entry whose switches apply, bit reversal).
+# old = the NTT of commit 43bbd30 (fr_ntt_group_tw, wide product, fr_bitrev); new =
+# fr_ntt_reg8; tw-tiled = fr_ntt_group_tw after fr_bitrev_tiled.
 NTT_VARIANTS = [
-    ("old", "fr_ntt_group_tw", "new"),
-    ("new", "fr_ntt_reg8", "new"),
-    ("tw-inline", "fr_ntt_group_tw", "tw-inline"),
-    ("x2", "fr_ntt_group_x2", "x2"),
-    ("reg-direct", "fr_ntt_reg8", "reg-direct"),
+    ("old", "fr_ntt_group_tw", "new", "scatter"),
+    ("new", "fr_ntt_reg8", "new", None),
+    ("tw-tiled", "fr_ntt_group_tw", "new", None),
+    ("tw-inline", "fr_ntt_group_tw", "tw-inline", "scatter"),
+    ("x2", "fr_ntt_group_x2", "x2", "scatter"),
+    ("reg-direct", "fr_ntt_reg8", "reg-direct", None),
 ]
 
 
@@ -244,8 +246,8 @@ def bench_ntt(cp, logs: list[int], reps: int, extra: bool = False) -> list[dict]
     from cuzk_sim.gpu import ntt as gntt
     from cuzk_sim.reference.domain import Domain
 
-    variants = [v for v in NTT_VARIANTS if v[0] in ("old", "new") or v[2] not in SKIP]
-    variants += [("fr_ntt_group", "fr_ntt_group", "new")] if extra else []
+    variants = [v for v in NTT_VARIANTS if v[0] in ("old", "new", "tw-tiled") or v[2] not in SKIP]
+    variants += [("fr_ntt_group", "fr_ntt_group", "new", "scatter")] if extra else []
     rows = [bench_fr_mul_rate(cp, reps)]
     for k in logs:
         n = 1 << k
@@ -255,13 +257,14 @@ def bench_ntt(cp, logs: list[int], reps: int, extra: bool = False) -> list[dict]
         )
         src = _scalars(cp, n, k).reshape(-1)
         outs = {}
-        for variant, name, switches in variants:
+        for variant, name, switches, rev in variants:
             with kernels(switches):
                 a = src.copy()
-                ms = _timeit(lambda a=a, t=t, name=name: gntt.ntt(a, t, name), reps)
-                passes = _launch_times(cp, gntt.ntt_launches(a, t, 0, name), reps)
+                ms = _timeit(lambda a=a, t=t, name=name, r=rev: gntt.ntt(a, t, name, r), reps)
+                launches = gntt.ntt_launches(a, t, 0, name, bitrev=rev)
+                passes = _launch_times(cp, launches, reps)
                 b = src.copy()
-                gntt.ntt(b, t, name)
+                gntt.ntt(b, t, name, rev)
             outs[variant] = b
             row = {"what": "ntt", "variant": variant, "kernel": name, "log2": k, "ms": ms}
             rows.append(row | {"launches_ms": passes})
@@ -274,11 +277,11 @@ def bench_ntt(cp, logs: list[int], reps: int, extra: bool = False) -> list[dict]
             raise SystemExit(f"ntt 2^{k}: the kernels' results differ")
         print(f"ntt 2^{k}: kernels' outputs equal: True", flush=True)
         # coset iNTT (the prover's last NTT): new folds 1/n and g^-j into its passes
-        for variant, name, _ in variants[:2]:
+        for variant, name, _, rev in variants[:2]:
             a = src.copy()
-            ms = _timeit(lambda a=a, t=t, name=name: gntt.coset_intt(a, t, name), reps)
+            ms = _timeit(lambda a=a, t=t, n=name, r=rev: gntt.coset_intt(a, t, n, r), reps)
             b = src.copy()
-            gntt.coset_intt(b, t, name)
+            gntt.coset_intt(b, t, name, rev)
             outs[variant] = b
             rows.append(
                 {"what": "coset_intt", "variant": variant, "kernel": name, "log2": k, "ms": ms}

@@ -166,12 +166,15 @@ def ntt_launches(
     kernel_name: str | None = None,
     pre: Scale | None = None,
     post: Scale | None = None,
+    bitrev: str | None = None,
 ) -> list[tuple[str, Callable[[], None]]]:
     """The launches of a transform with root table `which` (0: w, 1: w^-1), in order, each
     (label, launch): the bit reversal, then one stage-group kernel per group of stages
     (gpu_bench.py times them one by one). `pre` scales the input (a_j by its own index j),
     `post` the output; fr_ntt_reg8 folds them into the bit reversal (by tiles from 2^8 up)
-    and its last launch, the older kernels run them as passes of their own."""
+    and its last launch, the older kernels run them as passes of their own. `bitrev`:
+    "tiled" (fr_bitrev_tiled, from 2^8 up; the default) or "scatter" (fr_bitrev, one
+    swap per thread: the bit reversal of commit 43bbd30)."""
     from .module import kernel, launch
 
     name = kernel_name or default_kernel()
@@ -180,19 +183,18 @@ def ntt_launches(
     lo_bits = np.int32(t.lo_bits)
     if log_n == 0:  # n = 1: the transform and every factor (1/n, g^0) are the identity
         return []
+    tiled = log_n >= BITREV_TILE_LOG and bitrev != "scatter"
     if name != "fr_ntt_reg8":
         out = [] if pre is None else [("scale", _scale_launch(a, t, pre))]
+        out += [_bitrev_tiled(a, t, None) if tiled else _bitrev(a, log_n)]
         out += _group_launches(a, t, which, name)
         return out + ([] if post is None else [("scale", _scale_launch(a, t, post))])
-    p_hi, p_lo, p_c, p_mode = _scale_args(t, pre)
-    if log_n >= BITREV_TILE_LOG:  # tiles of 16 x 16 elements
-        fn_rev = kernel("ntt.cu", "fr_bitrev_tiled")
-        rev_args = (a, np.int32(log_n), p_hi, p_lo, lo_bits, p_c, p_mode)
-        tiles = 1 << (log_n - BITREV_TILE_LOG)
-        out = [("fr_bitrev_tiled", lambda: fn_rev((tiles,), (256,), rev_args))]
+    if tiled:
+        out = [_bitrev_tiled(a, t, pre)]
     elif pre is None:
         out = [_bitrev(a, log_n)]
     else:
+        p_hi, p_lo, p_c, p_mode = _scale_args(t, pre)
         rev_args = (a, np.int64(n), np.int32(log_n), p_hi, p_lo, lo_bits, p_c, p_mode)
         out = [("fr_bitrev_scale", lambda: launch("ntt.cu", "fr_bitrev_scale", n, *rev_args))]
     post_args = _scale_args(t, post)
@@ -206,6 +208,17 @@ def ntt_launches(
     return out
 
 
+def _bitrev_tiled(a: object, t: DeviceTables, pre: Scale | None) -> tuple[str, Callable[[], None]]:
+    """fr_bitrev_tiled (log n >= 8), `pre` applied on the way."""
+    from .module import kernel
+
+    fn = kernel("ntt.cu", "fr_bitrev_tiled")
+    args = (a, np.int32(t.log_n), *_scale_args(t, pre)[:2], np.int32(t.lo_bits))
+    args += _scale_args(t, pre)[2:]
+    tiles = 1 << (t.log_n - BITREV_TILE_LOG)
+    return ("fr_bitrev_tiled", lambda: fn((tiles,), (256,), args))
+
+
 def _bitrev(a: object, log_n: int) -> tuple[str, Callable[[], None]]:
     from .module import launch
 
@@ -216,13 +229,13 @@ def _bitrev(a: object, log_n: int) -> tuple[str, Callable[[], None]]:
 def _group_launches(
     a: object, t: DeviceTables, which: int, name: str
 ) -> list[tuple[str, Callable[[], None]]]:
-    """Bit reversal and the stage groups of fr_ntt_group_tw / fr_ntt_group / _x2."""
+    """The stage groups of fr_ntt_group_tw / fr_ntt_group / _x2."""
     from .module import kernel
 
     log_n, n = t.log_n, 1 << t.log_n
     hi, lo = t.views[which]
     lo_bits = np.int32(t.lo_bits)
-    out = [_bitrev(a, log_n)]
+    out = []
     for st, k in stage_groups(log_n):
         group_kernel = "fr_ntt_group_tw" if name == "fr_ntt_group_x2" and k < 2 else name
         shared = 0 if group_kernel == "fr_ntt_group" else 3 * (1 << (k - 1)) * FR_BYTES
@@ -247,9 +260,10 @@ def _ntt(
     kernel_name: str | None = None,
     pre: Scale | None = None,
     post: Scale | None = None,
+    bitrev: str | None = None,
 ) -> None:
     """Bit-reverse then DIT butterflies with root table `which` (0: w, 1: w^-1)."""
-    for _, run in ntt_launches(a, t, which, kernel_name, pre, post):
+    for _, run in ntt_launches(a, t, which, kernel_name, pre, post, bitrev):
         run()
 
 
@@ -279,22 +293,31 @@ def reg_rounds(k: int, el: int) -> list[tuple[int, int]]:
     return out
 
 
-def ntt(a: object, t: DeviceTables, kernel_name: str | None = None) -> None:
+def ntt(
+    a: object, t: DeviceTables, kernel_name: str | None = None, bitrev: str | None = None
+) -> None:
     """a <- (sum_j a_j w^(ij))_i"""
-    _ntt(a, t, 0, kernel_name)
+    _ntt(a, t, 0, kernel_name, bitrev=bitrev)
 
 
-def intt(a: object, t: DeviceTables, kernel_name: str | None = None) -> None:
+def intt(
+    a: object, t: DeviceTables, kernel_name: str | None = None, bitrev: str | None = None
+) -> None:
     """a <- (1/n sum_j a_j w^(-ij))_i (1/n applied to the input: the transform is linear)"""
-    _ntt(a, t, 1, kernel_name, pre=Scale(const=t.n_inv))
+    _ntt(a, t, 1, kernel_name, pre=Scale(const=t.n_inv), bitrev=bitrev)
 
 
-def coset_ntt(a: object, t: DeviceTables, kernel_name: str | None = None) -> None:
+def coset_ntt(
+    a: object, t: DeviceTables, kernel_name: str | None = None, bitrev: str | None = None
+) -> None:
     """Evaluations on g H: a_j <- a_j g^j, then the forward NTT."""
-    _ntt(a, t, 0, kernel_name, pre=Scale(powers=2))
+    _ntt(a, t, 0, kernel_name, pre=Scale(powers=2), bitrev=bitrev)
 
 
-def coset_intt(a: object, t: DeviceTables, kernel_name: str | None = None) -> None:
+def coset_intt(
+    a: object, t: DeviceTables, kernel_name: str | None = None, bitrev: str | None = None
+) -> None:
     """Coefficients from evaluations on g H: inverse NTT, then a_j <- a_j g^(-j) / n (the 1/n
     applied to the input)."""
-    _ntt(a, t, 1, kernel_name, pre=Scale(const=t.n_inv), post=Scale(powers=3))
+    pre, post = Scale(const=t.n_inv), Scale(powers=3)
+    _ntt(a, t, 1, kernel_name, pre=pre, post=post, bitrev=bitrev)
