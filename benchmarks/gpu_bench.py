@@ -8,10 +8,11 @@ Usage: python3 benchmarks/gpu_bench.py [--quick] [--json out.json] [--only msm_g
 old = the kernels of 2026-12-01 06:33 UTC (commit 6c50516): the 64-bit C Montgomery
 product (FIELD_MUL_WIDE=0) and the MSM's Horner in one GPU thread (CUZK_MSM_TAIL=device);
 new = the defaults (wide carry-chain product, Horner on the host). Both run the signed MSM
-and the fr_ntt_group_tw NTT. NTT rows: old = fr_ntt_group_tw (the NTT default of commit
-43bbd30), new = fr_ntt_reg8 (registers, one warp per block); each row also times every
-launch of one transform (bit reversal, each stage group), and an fr_mul_rate row gives the
-Fr product's throughput (the NTT's arithmetic ceiling).
+and the fr_ntt_group_tw NTT. NTT rows: old = the NTT of commit 43bbd30 (fr_bitrev, then
+fr_ntt_group_tw), new = the default (fr_bitrev_tiled, then fr_ntt_group_tw), column reg8 =
+fr_ntt_reg8 (registers, one warp per block); each row also times every launch of one
+transform (bit reversal, each stage group), and an fr_mul_rate row gives the Fr product's
+throughput (the NTT's arithmetic ceiling).
 Other columns (VARIANTS, with --variants): MSM `flush` (ACC_FLUSH_SLOTS=1),
 `occupancy` (ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3), `device-tail` (new kernels, Horner on
 the GPU), `xyzz+sqr` (ACC_XYZZ=1 FQ2_SQR=1), `pairs` (those and FIELD_MUL_PAIRS=1; these
@@ -200,12 +201,12 @@ def bench_msm(
 
 
 # NTT columns: (variant, kernel, the VARIANTS entry whose switches apply, bit reversal).
-# old = the NTT of commit 43bbd30 (fr_ntt_group_tw, wide product, fr_bitrev); new =
-# fr_ntt_reg8; tw-tiled = fr_ntt_group_tw after fr_bitrev_tiled.
+# old = the NTT of commit 43bbd30 (fr_ntt_group_tw after fr_bitrev); new = the default
+# (fr_ntt_group_tw after fr_bitrev_tiled); reg8 = fr_ntt_reg8 (after fr_bitrev_tiled).
 NTT_VARIANTS = [
     ("old", "fr_ntt_group_tw", "new", "scatter"),
-    ("new", "fr_ntt_reg8", "new", None),
-    ("tw-tiled", "fr_ntt_group_tw", "new", None),
+    ("new", "fr_ntt_group_tw", "new", None),
+    ("reg8", "fr_ntt_reg8", "new", None),
     ("tw-inline", "fr_ntt_group_tw", "tw-inline", "scatter"),
     ("x2", "fr_ntt_group_x2", "x2", "scatter"),
     ("reg-direct", "fr_ntt_reg8", "reg-direct", None),
@@ -246,7 +247,7 @@ def bench_ntt(cp, logs: list[int], reps: int, extra: bool = False) -> list[dict]
     from cuzk_sim.gpu import ntt as gntt
     from cuzk_sim.reference.domain import Domain
 
-    variants = [v for v in NTT_VARIANTS if v[0] in ("old", "new", "tw-tiled") or v[2] not in SKIP]
+    variants = [v for v in NTT_VARIANTS if v[0] in ("old", "new", "reg8") or v[2] not in SKIP]
     variants += [("fr_ntt_group", "fr_ntt_group", "new", "scatter")] if extra else []
     rows = [bench_fr_mul_rate(cp, reps)]
     for k in logs:
@@ -276,8 +277,9 @@ def bench_ntt(cp, logs: list[int], reps: int, extra: bool = False) -> list[dict]
         if not all(bool((v == outs["old"]).all()) for v in outs.values()):
             raise SystemExit(f"ntt 2^{k}: the kernels' results differ")
         print(f"ntt 2^{k}: kernels' outputs equal: True", flush=True)
-        # coset iNTT (the prover's last NTT): new folds 1/n and g^-j into its passes
-        for variant, name, _, rev in variants[:2]:
+        # coset iNTT (the prover's last NTT): new folds 1/n into the bit reversal, reg8
+        # also g^-j into its last launch
+        for variant, name, _, rev in variants[:3]:
             a = src.copy()
             ms = _timeit(lambda a=a, t=t, n=name, r=rev: gntt.coset_intt(a, t, n, r), reps)
             b = src.copy()
@@ -287,7 +289,7 @@ def bench_ntt(cp, logs: list[int], reps: int, extra: bool = False) -> list[dict]
                 {"what": "coset_intt", "variant": variant, "kernel": name, "log2": k, "ms": ms}
             )
             print(f"coset_intt 2^{k} [{variant}: {name}]: {ms:.2f} ms", flush=True)
-        if not bool((outs["new"] == outs["old"]).all()):
+        if not all(bool((outs[v] == outs["old"]).all()) for v in ("new", "reg8")):
             raise SystemExit(f"coset_intt 2^{k}: the kernels' results differ")
     return rows
 

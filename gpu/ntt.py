@@ -22,17 +22,17 @@ BLOCK_LOG = 10  # most stages per fr_ntt_group launch (must match kernels/ntt.cu
 REG_LOG = 8  # most stages per fr_ntt_reg8 launch: one warp of 32 threads x 8 elements
 BITREV_TILE_LOG = 8  # fr_bitrev_tiled swaps tiles of 2^4 x 2^4 elements (log n >= 8)
 FR_BYTES = 32
-# stage-group kernels (kernels/ntt.cu): butterflies in registers, rounds of 3 stages between
-# shared-memory exchanges, one warp per block (fr_ntt_reg8, default); twiddles per block in
-# shared memory and one __syncthreads per stage (fr_ntt_group_tw, the default until
-# 2026-12-01 12:00 UTC); one two-table twiddle product per butterfly (the earlier kernel,
-# kept for benchmarks); fr_ntt_group_tw with two butterflies per thread and the product
-# inlined (x2)
-NTT_KERNELS = ("fr_ntt_reg8", "fr_ntt_group_tw", "fr_ntt_group", "fr_ntt_group_x2")
+# stage-group kernels (kernels/ntt.cu): twiddles per block in shared memory and one
+# __syncthreads per stage (fr_ntt_group_tw, default); butterflies in registers, rounds of 3
+# stages between shared-memory exchanges, one warp per block (fr_ntt_reg8: its first form
+# measured slower on the H200, the second not yet measured: docs/benchmarks.md); one
+# two-table twiddle product per butterfly (the earlier kernel, kept for benchmarks);
+# fr_ntt_group_tw with two butterflies per thread and the product inlined (x2)
+NTT_KERNELS = ("fr_ntt_group_tw", "fr_ntt_reg8", "fr_ntt_group", "fr_ntt_group_x2")
 
 
 def default_kernel() -> str:
-    """$CUZK_NTT_KERNEL (one of NTT_KERNELS), default fr_ntt_reg8."""
+    """$CUZK_NTT_KERNEL (one of NTT_KERNELS), default fr_ntt_group_tw."""
     name = os.environ.get("CUZK_NTT_KERNEL", NTT_KERNELS[0])
     if name not in NTT_KERNELS:
         raise ValueError(f"CUZK_NTT_KERNEL must be one of {NTT_KERNELS}, got {name!r}")
@@ -171,8 +171,9 @@ def ntt_launches(
     """The launches of a transform with root table `which` (0: w, 1: w^-1), in order, each
     (label, launch): the bit reversal, then one stage-group kernel per group of stages
     (gpu_bench.py times them one by one). `pre` scales the input (a_j by its own index j),
-    `post` the output; fr_ntt_reg8 folds them into the bit reversal (by tiles from 2^8 up)
-    and its last launch, the older kernels run them as passes of their own. `bitrev`:
+    `post` the output: `pre` goes into the bit reversal (fr_bitrev_tiled, or
+    fr_bitrev_scale for fr_ntt_reg8 below 2^8); `post` into fr_ntt_reg8's last launch; the
+    other kernels run what is left as passes of their own (fr_scale, fr_coset_scale). `bitrev`:
     "tiled" (fr_bitrev_tiled, from 2^8 up; the default) or "scatter" (fr_bitrev, one
     swap per thread: the bit reversal of commit 43bbd30)."""
     from .module import kernel, launch
@@ -185,8 +186,11 @@ def ntt_launches(
         return []
     tiled = log_n >= BITREV_TILE_LOG and bitrev != "scatter"
     if name != "fr_ntt_reg8":
-        out = [] if pre is None else [("scale", _scale_launch(a, t, pre))]
-        out += [_bitrev_tiled(a, t, None) if tiled else _bitrev(a, log_n)]
+        if tiled:
+            out = [_bitrev_tiled(a, t, pre)]
+        else:
+            out = [] if pre is None else [("scale", _scale_launch(a, t, pre))]
+            out.append(_bitrev(a, log_n))
         out += _group_launches(a, t, which, name)
         return out + ([] if post is None else [("scale", _scale_launch(a, t, post))])
     if tiled:

@@ -87,10 +87,12 @@ def test_register_kernel_sizes_and_transforms(monkeypatch, log_n):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", NTT_KERNELS[1:])
-def test_older_kernels_transforms_with_separate_scaling(name):
-    """The older kernels run the 1/n and coset factors as passes of their own (ntt_launches
-    pre / post): inverse and coset transforms against the reference domain."""
+@pytest.mark.parametrize("name", [k for k in NTT_KERNELS if k != "fr_ntt_reg8"])
+@pytest.mark.parametrize("bitrev", ["tiled", "scatter"])
+def test_group_kernels_transforms(name, bitrev):
+    """The stage-group kernels with the input factor (1/n, g^j) in the tiled bit reversal
+    (2^12) or as a pass of its own (2^1, 2^6, and bitrev="scatter"), the output factor
+    (g^-j) a pass of its own: inverse and coset transforms against the reference domain."""
     import functools
 
     import cupy as cp
@@ -110,5 +112,6 @@ def test_older_kernels_transforms_with_separate_scaling(name):
             (gntt.coset_ntt, dom.coset_ntt(values, g)),
             (gntt.coset_intt, dom.coset_intt(values, g)),
         ):
-            got = _gpu_transform(cp, functools.partial(fn, kernel_name=name), values, t, n)
+            call = functools.partial(fn, kernel_name=name, bitrev=bitrev)
+            got = _gpu_transform(cp, call, values, t, n)
             assert got == want, (name, fn.__name__, log_n)
