@@ -135,6 +135,11 @@ if [[ " $WHAT " == *" diag "* ]]; then
   diag w2-anycore noaffinity "${W2[@]}"
   diag w3-anycore noaffinity --set engine.gpus.gpu_workers_per_device=3
   diag w2-16-anycore noaffinity "${W2[@]}" --set plan.gpu_prover.domain_log2=16
+  # serialtail: a partition's five MSM tails in one assembler process, one after another
+  # (default: side by side in three, gpu/pipeline.py finish_in_pool)
+  diag w1-serialtail serialtail
+  diag w2-serialtail serialtail "${W2[@]}"
+  diag w1-16-serialtail serialtail --set plan.gpu_prover.domain_log2=16
   python3 - "$D" > "$W/logs/diag-summary.txt" 2>&1 <<'PY'
 import json, sys, pathlib
 d = pathlib.Path(sys.argv[1])
