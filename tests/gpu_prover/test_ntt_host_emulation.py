@@ -1,0 +1,154 @@
+"""kernels/ntt.cu itself (not a model of it) compiled by the host C++ compiler and run lane by
+lane in CI without a GPU: the launches that gpu/ntt.py's ntt_launches makes (recorded with
+numpy arrays in place of device arrays) replayed by a harness that runs each block's lanes
+as threads taking turns (one runs at a time; __syncwarp / __syncthreads are barriers), with
+shared memory shared by the block's lanes. The transforms against the reference domain.
+Skipped when no C++ compiler is installed."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cuzk_sim.gpu import encoding
+from cuzk_sim.gpu import ntt as gntt
+from cuzk_sim.gpu.module import KERNEL_DIR, MAX_BLOCKS
+from cuzk_sim.reference.domain import Domain
+from cuzk_sim.reference.field import R
+
+CXX = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+
+HARNESS = Path(__file__).with_name("ntt_host_harness.cpp")
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    if CXX is None:
+        pytest.skip("no C++ compiler (g++, c++, clang++) on PATH")
+    d = tmp_path_factory.mktemp("ntt_emu")
+    src = (KERNEL_DIR / "ntt.cu").read_text()
+    # shared memory: one array per block (blocks run one after another), lanes share it
+    src = src.replace("extern __shared__", "extern").replace("__shared__", "static")
+    (d / "ntt_host.cu").write_text(src)
+    (d / "emu.cpp").write_text(HARNESS.read_text())
+    cmd = [CXX, "-O1", "-std=c++20", "-pthread", f"-I{d}", f"-I{KERNEL_DIR}"]
+    subprocess.run(
+        [*cmd, str(d / "emu.cpp"), "-o", str(d / "emu")], check=True, capture_output=True
+    )
+    return d / "emu"
+
+
+class _Recorder:
+    """Stands in for gpu.module's kernel() and launch(): records each launch's name, shape
+    and arguments (numpy views into the two buffers, numpy integers)."""
+
+    def __init__(self, buffers: list[np.ndarray]):
+        self.buffers = buffers
+        self.launches: list[tuple[str, int, int, tuple]] = []
+
+    def kernel(self, file: str, name: str):
+        def run(grid, block, args, shared_mem=0):
+            self.launches.append((name, grid[0], block[0], args))
+
+        return run
+
+    def launch(self, file: str, name: str, work_items: int, *args, threads: int = 256):
+        blocks = max(1, min(MAX_BLOCKS, -(-work_items // threads)))
+        self.launches.append((name, blocks, threads, args))
+
+    def arg(self, x) -> str:
+        if isinstance(x, np.ndarray):
+            for b, buf in enumerate(self.buffers):
+                off = (x.ctypes.data - buf.ctypes.data) // 4
+                if 0 <= off < buf.size:
+                    return f"p{b}:{off}"
+            raise AssertionError("a pointer into neither buffer")
+        return f"i{int(x)}"
+
+    def script(self) -> str:
+        lines = []
+        for name, grid, block, args in self.launches:
+            lines.append(f"{name} {grid} {block} {len(args)} " + " ".join(map(self.arg, args)))
+        return "\n".join(lines) + "\n"
+
+
+def _run(harness, monkeypatch, fn, values, log_n, g, kernel_name, bitrev=None):
+    n = 1 << log_n
+    dom = Domain(n)
+    tables = gntt.domain_tables(log_n, dom.omega, g, 1).pack().reshape(-1).copy()
+    a = np.asarray(encoding.fr_to_mont_limbs(values), dtype=np.uint32).reshape(-1).copy()
+    rec = _Recorder([a, tables])
+    import cuzk_sim.gpu.module as module
+
+    monkeypatch.setattr(module, "kernel", rec.kernel)
+    monkeypatch.setattr(module, "launch", rec.launch)
+    fn(a, gntt.DeviceTables.from_buffer(tables, log_n), kernel_name=kernel_name, bitrev=bitrev)
+    stdin = f"{a.size} {tables.size}\n" + " ".join(f"{w:x}" for w in a) + "\n"
+    stdin += " ".join(f"{w:x}" for w in tables) + "\n" + rec.script()
+    out = subprocess.run([str(harness)], input=stdin, capture_output=True, text=True, check=True)
+    words = [int(w, 16) for w in out.stdout.split()]
+    assert len(words) == 8 * n
+    r_inv = pow(2**256, -1, R)
+    limbs = np.array(words, dtype=np.uint32).reshape(n, 8)
+    return [x * r_inv % R for x in encoding.limbs_to_ints(limbs)], rec
+
+
+TRANSFORMS = ["ntt", "intt", "coset_ntt", "coset_intt"]
+
+
+def _want(dom: Domain, name: str, values: list[int], g: int) -> list[int]:
+    return {
+        "ntt": lambda: dom.ntt(values),
+        "intt": lambda: dom.intt(values),
+        "coset_ntt": lambda: dom.coset_ntt(values, g),
+        "coset_intt": lambda: dom.coset_intt(values, g),
+    }[name]()
+
+
+@pytest.mark.parametrize("log_n", [1, 2, 3, 5, 8, 9, 11])
+@pytest.mark.parametrize("transform", TRANSFORMS)
+def test_register_kernel_source_matches_reference(harness, monkeypatch, log_n, transform):
+    """fr_ntt_reg8 / reg4 / reg2, the bit reversals (tiled from 2^8, scaled or not) and the
+    folded factors, as written in kernels/ntt.cu and launched by ntt_launches."""
+    rng = random.Random(log_n * 7 + len(transform))
+    dom = Domain(1 << log_n)
+    g = dom.default_coset
+    values = [rng.randrange(R) for _ in range(1 << log_n)]
+    values[0] = R - 1
+    got, rec = _run(harness, monkeypatch, getattr(gntt, transform), values, log_n, g, "fr_ntt_reg8")
+    assert got == _want(dom, transform, values, g), (transform, log_n)
+    names = {name for name, *_ in rec.launches}
+    assert ("fr_bitrev_tiled" in names) == (log_n >= 8)
+
+
+@pytest.mark.parametrize("bitrev", ["tiled", "scatter"])
+@pytest.mark.parametrize("transform", TRANSFORMS)
+def test_default_kernel_source_matches_reference(harness, monkeypatch, transform, bitrev):
+    """The default, fr_ntt_group_tw after fr_bitrev_tiled (or fr_bitrev), at 2^9 (two
+    launches of the group kernel)."""
+    log_n = 9
+    rng = random.Random(len(transform) + len(bitrev))
+    dom = Domain(1 << log_n)
+    g = dom.default_coset
+    values = [rng.randrange(R) for _ in range(1 << log_n)]
+    fn = getattr(gntt, transform)
+    got, rec = _run(harness, monkeypatch, fn, values, log_n, g, "fr_ntt_group_tw", bitrev)
+    assert got == _want(dom, transform, values, g), (transform, bitrev)
+    assert rec.launches[0][0] in {"fr_bitrev_tiled", "fr_bitrev", "fr_coset_scale", "fr_scale"}
+
+
+@pytest.mark.slow
+def test_register_kernel_source_three_launches(harness, monkeypatch):
+    """2^17: fr_ntt_reg8 in three launches (6, 6, 5 stages), the coset iNTT (both factors)."""
+    log_n = 17
+    rng = random.Random(17)
+    dom = Domain(1 << log_n)
+    g = dom.default_coset
+    values = [rng.randrange(R) for _ in range(1 << log_n)]
+    got, rec = _run(harness, monkeypatch, gntt.coset_intt, values, log_n, g, "fr_ntt_reg8")
+    assert [name for name, *_ in rec.launches].count("fr_ntt_reg8") == 3
+    assert got == dom.coset_intt(values, g)
