@@ -41,6 +41,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 import numpy as np
 
@@ -247,6 +248,10 @@ def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
         tail_pool,
     )
 
+    # $CUZK_BENCH_PROVE: comma-separated prove columns to run (default: all of them);
+    # $CUZK_BENCH_PROVE_REPS: timed partitions per column (default: the caller's)
+    only = {v for v in os.environ.get("CUZK_BENCH_PROVE", "").split(",") if v}
+    reps = int(os.environ.get("CUZK_BENCH_PROVE_REPS", reps))
     tail_pool()  # the tails' process: started (and warmed) before any timing
     tail_thread = ThreadPoolExecutor(1)  # the same in a thread: what the GIL costs
 
@@ -276,6 +281,7 @@ def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
         key_bytes = sum(int(v.nbytes) for v in pts.values())
         print(f"prove 2^{k}: key {key_bytes / 2**20:.0f} MiB pinned in {pin_ms:.0f} ms", flush=True)
         proofs = {}
+        all_flags = ProverFlags(prestage=True, pinned=True, key_pinned=True, overlap_uploads=True)
         variants = {  # tag -> (flags, host data)
             "old": (ProverFlags(), data),
             "new": (ProverFlags(), data),
@@ -317,13 +323,22 @@ def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
                 ),
                 all_pinned,
             ),
+            # each of the two on the all-pinned row alone (every copy a DMA: steady times)
+            "all pinned+overlap+tails": (replace(all_flags, overlap_tails=True), all_pinned),
+            "all pinned+overlap+resident": (replace(all_flags, key_resident=True), all_pinned),
+            "all pinned+overlap+tails in a thread": (
+                replace(all_flags, overlap_tails=True),
+                all_pinned,
+            ),
         }
         variants = {k: v for k, v in variants.items() if k not in SKIP}
+        if only:  # $CUZK_BENCH_PROVE: these prove columns alone
+            variants = {k: v for k, v in variants.items() if k in only}
         for tag, (flags, host) in variants.items():
             walls = []
             tails = None
             if flags.overlap_tails:
-                tails = tail_thread if tag == "tails in a thread" else tail_pool()
+                tails = tail_thread if tag.endswith("in a thread") else tail_pool()
             with kernels(tag):
                 for _ in range(reps + 1):
                     t0 = time.perf_counter()
@@ -351,7 +366,8 @@ def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
                 + ", ".join(f"{s}={v:.1f}" for s, v in stages.items()),
                 flush=True,
             )
-        if any(p != proofs["old"] for p in proofs.values()):
+        first = next(iter(proofs.values()))  # old's, unless $CUZK_BENCH_PROVE leaves it out
+        if any(p != proofs.get("old", first) for p in proofs.values()):
             raise SystemExit(f"prove 2^{k}: the variants' proofs differ")
         print(f"prove 2^{k}: variants' proofs equal: True", flush=True)
         print(f"prove 2^{k}: resident key freed: {release_resident()} bytes", flush=True)
