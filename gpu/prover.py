@@ -12,6 +12,7 @@ With the same r and s the proof equals the reference's `prove(pk, w, r, s)` byte
 
 from __future__ import annotations
 
+import atexit
 import functools
 import random
 from collections.abc import Sequence
@@ -451,6 +452,7 @@ def tail_pool() -> Executor:
 
         pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
         pool.submit(finish_tail, _WARM_SUMS).result()  # imports msm_tail and numpy there
+        atexit.register(pool.shutdown)  # before the interpreter tears its modules down
         _TAIL_POOL.append(pool)
     return _TAIL_POOL[0]
 
