@@ -66,7 +66,8 @@ def register(app: typer.Typer) -> None:
                 key_resident=key_resident,
             )
         except ValueError as e:  # the flags that do not combine (the others checked above)
-            raise typer.BadParameter(str(e), param_hint="--overlap-uploads") from None
+            hint = "--key-resident" if "key_resident" in str(e) else "--overlap-uploads"
+            raise typer.BadParameter(str(e), param_hint=hint) from None
         try:
             plan = dry_run_plan(
                 PartitionShape.synthetic(domain_log2, reduction), flags, assume_free_bytes
@@ -86,9 +87,7 @@ def register(app: typer.Typer) -> None:
                 live -= sizes[step.buffer]
             typer.echo(f"{i:4d} {step.op:7s} {detail}")
         typer.echo(f"peak device bytes: {peak} ({peak / 2**30:.2f} GiB)")
-        kept = sum(
-            s.bytes for s in plan.steps if s.op == "alloc" and s.persistent and s.per_device
-        )
+        kept = sum(s.bytes for s in plan.steps if s.op == "alloc" and s.persistent and s.per_device)
         if kept:
             typer.echo(
                 f"of which kept on the device across partitions (persistent, per device): "

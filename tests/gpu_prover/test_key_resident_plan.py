@@ -200,6 +200,14 @@ def test_gpu_plan_says_what_stays_on_the_device_at_2_27():
     assert "kept on the device" not in plain.output
 
 
+def test_gpu_plan_names_the_option_that_does_not_combine():
+    out = CliRunner().invoke(
+        app, ["gpu-plan", "--domain-log2", "12", "--key-resident", "--msm-chunk", "100"]
+    )
+    assert out.exit_code == 2
+    assert "--key-resident" in out.output and "does not combine with msm_chunk" in out.output
+
+
 def _window_sums(group: str, seed: int) -> tuple[WindowSums, object]:
     """Window sums of k_j G and their sum sum_j 2^(j c) k_j G (py_ecc) by hand."""
     shape = SignedShape.of(group, 1 << 12)
