@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import functools
 import random
+import threading
 from collections.abc import Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
@@ -440,21 +441,23 @@ def finish_tail(sums: WindowSums) -> np.ndarray:
 
 
 _TAIL_POOL: list[Executor] = []
+_TAIL_POOL_GUARD = threading.Lock()  # worker threads proving at once start one pool
 
 
 def tail_pool() -> Executor:
     """The process that finishes MSM tails beside the GPU (ProverFlags.overlap_tails): one
     spawned process (no CUDA state; a thread would hold the GIL that the next MSM's kernel
     launches need), started and warmed once per process, not inside a timed prove."""
-    if not _TAIL_POOL:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+    with _TAIL_POOL_GUARD:
+        if not _TAIL_POOL:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
 
-        pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-        pool.submit(finish_tail, _WARM_SUMS).result()  # imports msm_tail and numpy there
-        atexit.register(pool.shutdown)  # before the interpreter tears its modules down
-        _TAIL_POOL.append(pool)
-    return _TAIL_POOL[0]
+            pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+            pool.submit(finish_tail, _WARM_SUMS).result()  # imports msm_tail, numpy there
+            atexit.register(pool.shutdown)  # before the interpreter tears its modules down
+            _TAIL_POOL.append(pool)
+        return _TAIL_POOL[0]
 
 
 # the window sums of the point at infinity (Z = 0): a tail that costs nothing to finish
