@@ -16,7 +16,7 @@ import atexit
 import functools
 import random
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +30,7 @@ from cuzk_sim.reference.qap import evaluate_matrices
 from cuzk_sim.reference.types import Proof, ProvingKey
 
 from . import encoding
+from .blinding import assemble_blinded, blinding, scale_g1, scales
 from .device import AllocatorName, Device, Mode
 from .msm import MSM_ALGOS, POINT_WORDS, MsmAlgo, WindowSums, msm
 from .ntt import DeviceTables, domain_tables, tables_bytes
@@ -285,13 +286,15 @@ def partition(
     flags: ProverFlags,
     data: PartitionInput | None,
     tails: Executor | None = None,
+    scale: Mapping[str, int] | None = None,
 ) -> dict[str, list[Any]]:
     """Run (or, in dry-run, plan) the GPU part of one partition; per stage, the MSM result
     of each chunk (affine Montgomery limbs, or the window sums of the signed MSM whose
     Horner is deferred to the host: `msm_results` finishes and sums them). `tails`: an
     executor that finishes each deferred result (`finish_tail`) as soon as its MSM is
     done, beside the MSMs after it; its entries are then Futures (ProverFlags.overlap_tails:
-    `tail_pool()`)."""
+    `tail_pool()`). `scale` (with `tails`): stage -> k, whose tail also returns k times
+    its result (gpu/blinding.py: s a and r b_1 beside the GPU work)."""
     n = shape.domain_size
     vec = n * FR_BYTES
     abc = data.abc if data is not None else None
@@ -422,7 +425,8 @@ def partition(
                     defer=True,
                 )
                 if tails is not None and isinstance(part, WindowSums):
-                    part = tails.submit(finish_tail, part)  # beside the next MSMs
+                    k = (scale or {}).get(stage)
+                    part = tails.submit(finish_tail, part, k)  # beside the next MSMs
                 partials.append(part)
             results[stage] = partials
             if not flags.key_resident:
@@ -434,27 +438,47 @@ def partition(
     return results
 
 
-def finish_tail(sums: WindowSums) -> np.ndarray:
+def finish_tail(sums: WindowSums, k: int | None = None) -> Any:
     """A deferred MSM's result: the Horner over its window sums, as affine limbs (what
-    `tail_pool` runs in its process)."""
-    return sums.point()
+    `tail_pool` runs in its process); with k, (those limbs, k times the point as a py_ecc
+    point: gpu/blinding.py)."""
+    limbs = sums.point()
+    if k is None:
+        return limbs
+    return limbs, scale_g1(encoding.g1_from_limbs(limbs), k)
 
 
 _TAIL_POOL: list[Executor] = []
 _TAIL_POOL_GUARD = threading.Lock()  # worker threads proving at once start one pool
 
 
+TAIL_PROCESSES = 2  # the key-only blinding products in one, the MSM tails in the other
+
+
+def _warm_tail(_: int) -> int:
+    """Import what a tail needs in a pool process; the short sleep spreads one call over
+    each process."""
+    import time
+
+    finish_tail(_WARM_SUMS, 1)  # msm_tail, numpy, the reference curve
+    time.sleep(0.05)
+    return 0
+
+
 def tail_pool() -> Executor:
-    """The process that finishes MSM tails beside the GPU (ProverFlags.overlap_tails): one
-    spawned process (no CUDA state; a thread would hold the GIL that the next MSM's kernel
+    """The processes that finish MSM tails and the assembly's scalar multiplications
+    beside the GPU (ProverFlags.overlap_tails, gpu/blinding.py): TAIL_PROCESSES spawned
+    processes (no CUDA state; a thread would hold the GIL that the next MSM's kernel
     launches need), started and warmed once per process, not inside a timed prove."""
     with _TAIL_POOL_GUARD:
         if not _TAIL_POOL:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
-            pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-            pool.submit(finish_tail, _WARM_SUMS).result()  # imports msm_tail, numpy there
+            pool = ProcessPoolExecutor(
+                TAIL_PROCESSES, mp_context=multiprocessing.get_context("spawn")
+            )
+            list(pool.map(_warm_tail, range(TAIL_PROCESSES)))
             atexit.register(pool.shutdown)  # before the interpreter tears its modules down
             _TAIL_POOL.append(pool)
         return _TAIL_POOL[0]
@@ -475,11 +499,59 @@ def msm_results(raw: dict[str, list[Any]]) -> dict[str, Any]:
         for v in parts:
             if isinstance(v, Future):
                 v = v.result()
+            if isinstance(v, tuple):  # (limbs, its scaled point): finish_tail with k
+                v = v[0]
             if isinstance(v, WindowSums):
                 v = v.point()
             acc = bls.add(acc, encoding.g2_from_limbs(v) if g2 else encoding.g1_from_limbs(v))
         out[stage] = acc
     return out
+
+
+def scaled_results(raw: dict[str, list[Any]]) -> dict[str, Any]:
+    """Per stage that `partition(..., scale=)` scaled: the sum of its chunks' scaled
+    points (py_ecc)."""
+    out = {}
+    for stage, parts in raw.items():
+        done = [v.result() if isinstance(v, Future) else v for v in parts]
+        if done and all(isinstance(v, tuple) for v in done):
+            acc = bls.Z1
+            for _, p in done:
+                acc = bls.add(acc, p)
+            out[stage] = acc
+    return out
+
+
+def partition_proof(
+    dev: Device,
+    shape: PartitionShape,
+    flags: ProverFlags,
+    data: PartitionInput,
+    key: HostKey,
+    r: int,
+    s: int,
+    tails: Executor | None = None,
+) -> Proof:
+    """One partition on the GPU and its proof. With `tails` (ProverFlags.overlap_tails)
+    the MSM tails and the assembly's scalar multiplications run there beside the GPU work
+    (gpu/blinding.py), and what follows the GPU is additions; else the assembly runs after
+    it, here."""
+    ends = (key.alpha_g1, key.beta_g1, key.beta_g2, key.delta_g1, key.delta_g2)
+    if tails is None:
+        with dev.selected():
+            raw = partition(dev, shape, flags, data)
+        res = msm_results(raw)
+        return dev.cpu("assemble", "assemble", 1, lambda: assemble(key, res, r, s))
+    blind = tails.submit(blinding, ends, r, s)  # the key-only products, from the start
+    with dev.selected():
+        raw = partition(dev, shape, flags, data, tails, scales(r, s))
+    res = msm_results(raw)
+    return dev.cpu(
+        "assemble",
+        "assemble",
+        1,
+        lambda: assemble_blinded(ends, res, scaled_results(raw), blind.result()),
+    )
 
 
 def prove_partition(
@@ -508,11 +580,7 @@ def prove_partition(
     abc = dev.cpu("synthesis", "synthesis", n, synthesize)
     data = PartitionInput(abc, encoding.ints_to_limbs(list(witness), 8), key.points)
     tails = tail_pool() if flags.overlap_tails else None
-    with dev.selected():
-        raw = partition(dev, shape, flags, data, tails)
-    res = msm_results(raw)
-    proof = dev.cpu("assemble", "assemble", 1, lambda: assemble(key, res, r, s))
-    return proof, dev
+    return partition_proof(dev, shape, flags, data, key, r, s, tails), dev
 
 
 def prove(
