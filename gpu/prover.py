@@ -48,7 +48,7 @@ class ProverFlags:
     """cuzk's variants as flags (not forks)."""
 
     prestage: bool = False  # allocate d_a/d_bc and upload a/b/c before taking the lock
-    pinned: bool = False  # upload from pinned host memory
+    pinned: bool = False  # upload a/b/c and the witness from pinned host memory
     free_bc_early: bool = True  # free d_bc right after the NTT phase (cuzk's fix)
     memory_aware: bool = False  # pre-stage only if free >= bytes + margin (cudaMemGetInfo)
     margin_bytes: int = 512 << 20
@@ -350,8 +350,12 @@ def partition(
         if flags.free_bc_early:
             dev.free("d_bc")
         d_w = dev.alloc("d_witness", shape.num_vars * FR_BYTES)
-        dev.copy_htod(
-            "upload_witness", d_w, data.witness if data else None, shape.num_vars * FR_BYTES
+        dev.copy_htod(  # `pinned` covers the witness as it does a/b/c
+            "upload_witness",
+            d_w,
+            data.witness if data else None,
+            shape.num_vars * FR_BYTES,
+            pinned=flags.pinned,
         )
         stages = list(shape.msm_sizes().items())
         ahead: dict[str, Any] = {}  # overlap_uploads: the next stage's points, on their way
