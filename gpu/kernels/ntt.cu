@@ -1,7 +1,9 @@
 // Radix-2 decimation-in-time NTT over Fr (Montgomery limbs, 8 u32 per element).
-// The caller bit-reverses, then runs the log n stages in groups of at most 10, one
-// `fr_ntt_group_tw` (or, the earlier kernel, `fr_ntt_group`) launch per group (three passes
-// over memory at 2^24).
+// The caller bit-reverses (`fr_bitrev_tiled` from 2^8 up, with the transform's input factor
+// applied on the way; `fr_bitrev` / `fr_bitrev_scale` below), then runs the log n stages in
+// groups of at most 10, one `fr_ntt_group_tw` (or, the earlier kernel, `fr_ntt_group`)
+// launch per group (three passes over memory at 2^24), or of at most 8 in registers
+// (`fr_ntt_reg8`, opt-in). gpu/ntt.py ntt_launches makes the launches.
 // Twiddle w^k = hi[k >> lo_bits] * lo[k & (2^lo_bits - 1)]: two tables of ~sqrt(n) entries.
 // Macros: NTT_TW_INLINE (default 0) 1 inlines the butterfly's product in fr_ntt_group_tw.
 // NTT_REG_DIRECT_LOAD (default 0) 1: fr_ntt_reg8 loads each thread's round-0 elements
