@@ -31,7 +31,9 @@ HARNESS = r"""
 using std::max;
 using std::min;
 struct uint4 { unsigned x, y, z, w; };
-static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
+static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
+    return {x, y, z, w};
+}
 struct dim3_ { unsigned x = 0, y = 0, z = 0; };
 static dim3_ blockIdx, threadIdx, blockDim, gridDim;
 #define __ldg(p) (*(p))
@@ -58,13 +60,12 @@ int main() {
     for (long long gid = 0; gid < (long long)gridDim.x * blockDim.x; gid++) {
         blockIdx.x = (unsigned)(gid / blockDim.x);
         threadIdx.x = (unsigned)(gid % blockDim.x);
-        if (mode[0] == 'a') {
-            if (W == 12) g1_acc_affine(pts.data(), order.data(), starts.data(), nb, L, buckets.data(), slots.data(), kv.data(), nt, scratch.data(), B, minp);
-            else g2_acc_affine(pts.data(), order.data(), starts.data(), nb, L, buckets.data(), slots.data(), kv.data(), nt, scratch.data(), B, minp);
-        } else {
-            if (W == 12) g1_acc_balanced(pts.data(), order.data(), starts.data(), nb, L, buckets.data(), slots.data(), kv.data(), nt);
-            else g2_acc_balanced(pts.data(), order.data(), starts.data(), nb, L, buckets.data(), slots.data(), kv.data(), nt);
-        }
+        u32 *p = pts.data(), *o = order.data(), *st = starts.data(), *bk = buckets.data();
+        u32 *sl = slots.data(), *k = kv.data(), *sc = scratch.data();
+        if (mode[0] == 'a' && W == 12) g1_acc_affine(p, o, st, nb, L, bk, sl, k, nt, sc, B, minp);
+        if (mode[0] == 'a' && W == 24) g2_acc_affine(p, o, st, nb, L, bk, sl, k, nt, sc, B, minp);
+        if (mode[0] == 'b' && W == 12) g1_acc_balanced(p, o, st, nb, L, bk, sl, k, nt);
+        if (mode[0] == 'b' && W == 24) g2_acc_balanced(p, o, st, nb, L, bk, sl, k, nt);
     }
     for (auto v : buckets) printf("%x ", v);
     printf("\n");
@@ -184,10 +185,38 @@ def test_affine_accumulation_matches_py_ecc(harness, group):
     base, buckets = _case(group, 3)
     shapes = SHAPES if group == "g1" else SHAPES[:2]
     for L, B, min_pairs, launch in shapes:
-        _check(group, base, buckets, _run(harness, "a", group, base, buckets, L, B, min_pairs, launch))
+        _check(
+            group, base, buckets, _run(harness, "a", group, base, buckets, L, B, min_pairs, launch)
+        )
 
 
 def test_balanced_accumulation_matches_py_ecc(harness):
     """The harness itself, on the kernel the affine one replaces."""
     base, buckets = _case("g1", 4)
     _check("g1", base, buckets, _run(harness, "b", "g1", base, buckets, 30, 16, 1, 128))
+
+
+def test_affine_kernels_compile_with_nvrtc():
+    """msm_signed.cu with the affine kernels in, as gpu/module.py compiles it (NVRTC, sm_90),
+    beside test_kernels_compile.py's default build."""
+    nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC not installed")
+    headers = sorted(KERNEL_DIR.glob("*.cuh"))
+    err, prog = nvrtc.nvrtcCreateProgram(
+        (KERNEL_DIR / "msm_signed.cu").read_bytes(),
+        b"msm_signed.cu",
+        len(headers),
+        [h.read_bytes() for h in headers],
+        [h.name.encode() for h in headers],
+    )
+    assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS
+    opts = [b"--gpu-architecture=compute_90", b"--std=c++17", b"-DACC_AFFINE=1"]
+    (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+    _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+    log = b" " * size
+    nvrtc.nvrtcGetProgramLog(prog, log)
+    assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, log.decode()
+    names = [b"g1_acc_affine", b"g2_acc_affine"]
+    _, ptx_size = nvrtc.nvrtcGetPTXSize(prog)
+    ptx = b" " * ptx_size
+    nvrtc.nvrtcGetPTX(prog, ptx)
+    assert all(n in ptx for n in names)
