@@ -1,8 +1,10 @@
 """Where a partition's host assembly goes (gpu/pipeline.py): the deferred MSM tail
 (Horner over the window sums + points, `msm_results`) and `assemble` timed in this
-process, then the same work through the assembler process pool as the pipeline sends it,
-back to back and with an idle gap before each call (a worker's GPU section), so the
-pool's round trip and a helper's wake-up show beside the arithmetic. CPU only.
+process, then the same work through the assembler process pool: in one task (tune
+`serialtail`), back to back and with an idle gap before each call (a worker's GPU
+section), so the pool's round trip and a helper's wake-up show beside the arithmetic; and
+as the pipeline sends it by default, the tails side by side in three tasks then the
+assembly (`finish_in_pool`), after the same idle gap. CPU only.
 
     python3 benchmarks/assembler_timing.py [--log2 16 18] [--reps 30] [--json out.json]
 """
@@ -19,7 +21,13 @@ import numpy as np
 import py_ecc.optimized_bls12_381 as bls
 from cuzk_sim.gpu import msm_tail
 from cuzk_sim.gpu.msm import SignedShape, WindowSums
-from cuzk_sim.gpu.pipeline import _assemble_remote, assembler, cpu_halves
+from cuzk_sim.gpu.pipeline import (
+    TAIL_PROCESSES,
+    _assemble_remote,
+    assembler,
+    cpu_halves,
+    finish_in_pool,
+)
 from cuzk_sim.gpu.prover import HostKey, assemble, msm_results
 
 STAGES = [("msm_h", "g1"), ("msm_a", "g1"), ("msm_b_g1", "g1"), ("msm_b_g2", "g2"), ("msm_l", "g1")]
@@ -61,12 +69,13 @@ def main() -> None:
     ends = (bls.G1, bls.G1, bls.G2, bls.G1, bls.G2)
     r, s = 3, 4  # as the pipeline's synthetic partitions (gpu/pipeline.py); --verify: random
     halves = cpu_halves()
-    pool = assembler(1, halves[1] if halves else None)
+    pool = assembler(TAIL_PROCESSES, halves[1] if halves else None)
     out = {"cpus_for_assemblers": sorted(halves[1]) if halves else None, "rows": []}
     print(f"assembler CPUs: {out['cpus_for_assemblers'] or 'any'}")
     print(
         f"{'domain':>7} {'tail+points':>12} {'assemble':>9} {'pool, back to back':>19} "
-        f"{'pool, 30 ms idle before':>24}  (ms, medians of {a.reps})"
+        f"{'pool, 30 ms idle before':>24} {'side by side, idle before':>26}"
+        f"  (ms, medians of {a.reps})"
     )
     for lg in a.log2:
         raw = {st: [_window_sums(g, 1 << lg, rng)] for st, g in STAGES}
@@ -79,15 +88,19 @@ def main() -> None:
 
         back = _median_ms(remote, a.reps, 0)
         idle = _median_ms(remote, a.reps, 0.03)
+        split = _median_ms(lambda raw=raw: finish_in_pool(pool, ends, raw, r, s), a.reps, 0.03)
         row = {
             "log2": lg,
             "tail_ms": tail,
             "assemble_ms": asm,
             "pool_ms": back,
             "pool_after_idle_ms": idle,
+            "side_by_side_after_idle_ms": split,
         }
         out["rows"].append(row)
-        print(f"{'2^' + str(lg):>7} {tail:12.2f} {asm:9.2f} {back:19.2f} {idle:24.2f}")
+        print(
+            f"{'2^' + str(lg):>7} {tail:12.2f} {asm:9.2f} {back:19.2f} {idle:24.2f} {split:26.2f}"
+        )
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -48,9 +48,13 @@ if [[ " $WHAT " == *" tests "* ]]; then
     -q -p no:cacheprovider --durations=6 > "$W/logs/tests.log" 2>&1; stamp "tests rc=$?"
 fi
 if [[ " $WHAT " == *" calib "* ]]; then
-  # the logs loop (issues 9, 11): gpu-run logs of one worker at four domains ->
-  # calibrate -> the profile the grid is priced with; and the round trip: a profile from
-  # the 2^18 log alone predicts a 2-worker run (scenario-from-log -> run -> check)
+  # the logs loop (issues 9, 11): gpu-run logs of one worker at four domains, a second
+  # one-worker process at 2^18 and two-worker runs at 2^18 (b) and 2^16 -> calibrate ->
+  # the profile the grid is priced with (the mean over processes and worker counts: a
+  # process's GPU section moves ~4 % from the next one's, and two workers' Python
+  # threads lengthen each other's short launches; docs/validation.md); and the round
+  # trip: a profile from the 2^18 log alone predicts the 2-worker run b
+  # (scenario-from-log -> run -> check)
   stamp calib
   C=$W/calib; mkdir -p "$C"
   B=scenarios/validation/base.toml
@@ -61,12 +65,18 @@ if [[ " $WHAT " == *" calib "* ]]; then
       python3 -P -m cuzk_sim gpu-run $B --set plan.gpu_prover.domain_log2=$lg "${n[@]}" \
         --log "$C/w1-$lg.log" --details "$C/w1-$lg.details.json" --json > "$C/w1-$lg.json"
     done
-    python3 -P -m cuzk_sim calibrate "$C"/w1-16.log "$C"/w1-18.log "$C"/w1-20.log "$C"/w1-24.log \
+    python3 -P -m cuzk_sim gpu-run $B --set engine.gpus.gpu_workers_per_device=2 \
+      --log "$C/b.log" --json > "$C/b.json"
+    python3 -P -m cuzk_sim gpu-run $B --set engine.gpus.gpu_workers_per_device=2 \
+      --set plan.gpu_prover.domain_log2=16 --set 'workload[0].count=4' \
+      --log "$C/w2-16.log" --json > "$C/w2-16.json"
+    python3 -P -m cuzk_sim gpu-run $B --set 'workload[0].count=4' \
+      --log "$C/w1-18b.log" --json > "$C/w1-18b.json"
+    python3 -P -m cuzk_sim calibrate "$C"/w1-16.log "$C"/w2-16.log "$C"/w1-18.log \
+      "$C"/w1-18b.log "$C"/b.log "$C"/w1-20.log "$C"/w1-24.log \
       --base h200 --gpu-model "NVIDIA H200" -o "$C/h200-pipeline.toml"
     python3 -P -m cuzk_sim calibrate "$C/w1-18.log" --base h200 --gpu-model "NVIDIA H200" \
       -o "$C/h200-from-18.toml"
-    python3 -P -m cuzk_sim gpu-run $B --set engine.gpus.gpu_workers_per_device=2 \
-      --log "$C/b.log" --json > "$C/b.json"
     python3 -P -m cuzk_sim scenario-from-log "$C/b.log" --profile "$C/h200-from-18.toml" \
       --plan-from $B -o "$C/b.toml"
     python3 -P -m cuzk_sim run "$C/b.toml"
@@ -135,6 +145,11 @@ if [[ " $WHAT " == *" diag "* ]]; then
   diag w2-anycore noaffinity "${W2[@]}"
   diag w3-anycore noaffinity --set engine.gpus.gpu_workers_per_device=3
   diag w2-16-anycore noaffinity "${W2[@]}" --set plan.gpu_prover.domain_log2=16
+  # serialtail: a partition's five MSM tails in one assembler process, one after another
+  # (default: side by side in three, gpu/pipeline.py finish_in_pool)
+  diag w1-serialtail serialtail
+  diag w2-serialtail serialtail "${W2[@]}"
+  diag w1-16-serialtail serialtail --set plan.gpu_prover.domain_log2=16
   python3 - "$D" > "$W/logs/diag-summary.txt" 2>&1 <<'PY'
 import json, sys, pathlib
 d = pathlib.Path(sys.argv[1])

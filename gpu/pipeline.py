@@ -568,7 +568,7 @@ class PartitionData:
     pk: Any = None
 
 
-TUNES = frozenset({"streams", "switch", "local", "noaffinity"})
+TUNES = frozenset({"streams", "switch", "local", "noaffinity", "serialtail"})
 
 
 def _tune_from_env() -> frozenset[str]:
@@ -598,6 +598,33 @@ def _assemble_remote(ends: tuple, res: dict[str, Any], r: int, s: int, convert: 
     and conversion to points run here, outside the GPU section and off the worker
     threads."""
     return assemble(HostKey({}, *ends), msm_results(res) if convert else res, r, s)
+
+
+# The deferred MSM tails of one partition, split over assembler processes so that they run
+# side by side: the G2 tail costs ~2.5 G1 tails (its doublings are over Fq2), so it runs
+# alone and the four G1 tails in pairs. Three processes per worker; the critical path is
+# the G2 tail, ~40 % of the tails in one process (benchmarks/assembler_timing.py).
+TAIL_GROUPS = (("msm_b_g2",), ("msm_h", "msm_a"), ("msm_b_g1", "msm_l"))
+TAIL_PROCESSES = len(TAIL_GROUPS)
+
+
+def tail_groups(raw: dict[str, Any]) -> list[dict[str, Any]]:
+    """`raw` (stage -> its MSM results) split as TAIL_GROUPS; a stage no group names gets
+    a group of its own. Empty groups are dropped."""
+    named = {st for g in TAIL_GROUPS for st in g}
+    groups = [{st: raw[st] for st in g if st in raw} for g in TAIL_GROUPS]
+    groups += [{st: v} for st, v in raw.items() if st not in named]
+    return [g for g in groups if g]
+
+
+def finish_in_pool(pool: Any, ends: tuple, raw: dict[str, Any], r: int, s: int) -> Any:
+    """A partition's host assembly through the assembler pool: its MSM tails side by side
+    (`tail_groups`, one task each), then the assembly (one more task)."""
+    futures = [pool.submit(msm_results, g) for g in tail_groups(raw)]
+    res: dict[str, Any] = {}
+    for f in futures:
+        res.update(f.result())
+    return pool.submit(_assemble_remote, ends, res, r, s, False).result()
 
 
 def _warm_assembler(_: int) -> int:
@@ -811,7 +838,9 @@ class RealRun:
     # "switch" (GIL switch interval 0.1 ms during the run), "local" (the MSM results --
     # Horner over the window sums, points -- finished in the worker thread, where they ran
     # before, instead of the assembler process), "noaffinity" (worker threads and
-    # assembler processes on any core; default: on disjoint physical cores, `cpu_halves`)
+    # assembler processes on any core; default: on disjoint physical cores, `cpu_halves`),
+    # "serialtail" (a partition's MSM tails one after another in one assembler process,
+    # as before; default: side by side in three, `finish_in_pool`)
     tune: frozenset[str] = field(default_factory=lambda: _tune_from_env())
 
     def __post_init__(self) -> None:
@@ -1067,12 +1096,13 @@ class RealRun:
                 k = data.key
                 ends = (k.alpha_g1, k.beta_g1, k.beta_g2, k.delta_g1, k.delta_g2)
                 pool = self.assemblers
-                proof_obj = dev.cpu(
-                    "assemble",
-                    "assemble",
-                    1,
-                    lambda: pool.submit(_assemble_remote, ends, res, r, s, convert).result(),
-                )
+                if convert and "serialtail" not in self.tune:
+                    finish = lambda: finish_in_pool(pool, ends, res, r, s)  # noqa: E731
+                else:  # one task: the tails one after another, then the assembly
+                    finish = lambda: pool.submit(  # noqa: E731
+                        _assemble_remote, ends, res, r, s, convert
+                    ).result()
+                proof_obj = dev.cpu("assemble", "assemble", 1, finish)
                 if data.cases:
                     from cuzk_sim.reference.serialize import proof_to_bytes
 
@@ -1140,7 +1170,8 @@ class RealRun:
         self.worker_cpus = halves[0] if halves else None
         if self.backend.kind == "real":
             self.assemblers = assembler(
-                len(spec.devices) * spec.workers_per_device, halves[1] if halves else None
+                len(spec.devices) * spec.workers_per_device * TAIL_PROCESSES,
+                halves[1] if halves else None,
             )
             if self.warm:
                 self._warm_up()

@@ -139,3 +139,47 @@ def test_cpu_halves_split_physical_cores_with_their_hyperthreads(tmp_path):
     assert cpu_halves(str(tmp_path), set(range(8)) - {7}) == ({0, 1, 4, 5}, {2, 3, 6})
     assert cpu_halves(str(tmp_path), {0, 1, 2, 4}) is None  # 3 cores
     assert cpu_halves(str(tmp_path / "nowhere"), set(range(8))) is None
+
+
+def test_tail_groups_name_every_stage_once():
+    from cuzk_sim.gpu.pipeline import TAIL_GROUPS, tail_groups
+
+    raw = {st: [st] for g in TAIL_GROUPS for st in g} | {"msm_extra": ["x"]}
+    del raw["msm_a"]  # a stage the partition lacks: its group is smaller, not broken
+    groups = tail_groups(raw)
+    seen = [st for g in groups for st in g]
+    assert sorted(seen) == sorted(raw)  # each stage in exactly one group
+    assert {"msm_extra": ["x"]} in groups and {"msm_h": ["msm_h"]} in groups
+    assert all(groups)
+
+
+def test_tails_side_by_side_in_spawned_processes_assemble_the_same_proof():
+    """What the pipeline does by default (`finish_in_pool`): the five MSM tails in three
+    spawned processes, then the assembly in a fourth task. Expected: the assembly of the
+    points py_ecc's multiply gives for the scalars the window sums encode."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from cuzk_sim.gpu.msm import WindowSums
+    from cuzk_sim.gpu.pipeline import finish_in_pool
+    from cuzk_sim.gpu.prover import HostKey, assemble
+
+    rng = random.Random(11)
+    c, raw, points = 5, {}, {}
+    stages = [("msm_h", "g1"), ("msm_a", "g1"), ("msm_b_g1", "g1"), ("msm_b_g2", "g2")]
+    stages += [("msm_l", "g1")]
+    for stage, group in stages:
+        gen = bls.G1 if group == "g1" else bls.G2
+        ks = [rng.randrange(1, 2**30) for _ in range(4)]
+        words = np.concatenate([_jacobian_words(group, bls.multiply(gen, k), rng) for k in ks])
+        raw[stage] = [WindowSums(group, c, words)]
+        points[stage] = bls.multiply(gen, sum(k << (j * c) for j, k in enumerate(ks)))
+    ends = tuple(bls.multiply(g, k) for g, k in [(bls.G1, 2), (bls.G1, 3), (bls.G2, 5)])
+    ends += (bls.multiply(bls.G1, 7), bls.multiply(bls.G2, 7))
+    r, s = 1234567, 7654321
+    expected = assemble(HostKey({}, *ends), points, r, s)
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(2, mp_context=ctx) as pool:
+        got = finish_in_pool(pool, ends, raw, r, s)
+    for name in ("a", "b", "c"):
+        assert bls.eq(getattr(got, name), getattr(expected, name)), name
