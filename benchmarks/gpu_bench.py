@@ -9,20 +9,20 @@ old = the kernels of 2026-12-01 06:33 UTC (commit 6c50516): the 64-bit C Montgom
 product (FIELD_MUL_WIDE=0) and the MSM's Horner in one GPU thread (CUZK_MSM_TAIL=device);
 new = the defaults (wide carry-chain product, Horner on the host). Both run the signed MSM
 and the fr_ntt_group_tw NTT.
-Other columns (VARIANTS, with --variants): MSM `flush` (ACC_FLUSH_SLOTS=1),
-`occupancy` (ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3), `device-tail` (new kernels, Horner on
-the GPU), `xyzz+sqr` (ACC_XYZZ=1 FQ2_SQR=1), `pairs` (those and FIELD_MUL_PAIRS=1; these
-two also as prove rows), `sqr` (FQ2_SQR=1), `affine` (ACC_AFFINE=1: affine batch
-accumulation), `affine+sqr`, `affine-fermat` (ACC_AFFINE_INV=0), `affine-b512` (batches of
-512, MSM_OVERRIDES); NTT `tw-inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2). --extra
-adds the unsigned MSM and the signed MSM over precomputed bases (table built before timing;
-its build time and bytes reported), and the fr_ntt_group NTT. Prove: old and new default
-flags, new with prestage + pinned (a/b/c staged through pinned memory per copy), new with
-`key_pinned` (the key's points in pinned host memory, pinned once before timing: its time
-reported), and `key+abc pinned` (that, plus prestage + pinned with the caller's a/b/c
-already in pinned memory: every upload but the witness a DMA), and both of those with
-`overlap_uploads` (each MSM's points uploaded on a stream of their own beside the MSM
-before it).
+Other columns (VARIANTS, with --variants): MSM `flush` (ACC_FLUSH_SLOTS=1), `occupancy`
+(ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3), `device-tail` (new kernels, Horner on the GPU),
+`xyzz+sqr` (ACC_XYZZ=1 FQ2_SQR=1), `pairs` (those and FIELD_MUL_PAIRS=1; these two also as
+prove rows), `sqr` (FQ2_SQR=1), `affine` (ACC_AFFINE=1: affine batch accumulation, divsteps
+inverse), `affine+sqr`, `affine-binary` (ACC_AFFINE_INV=1), `affine-fermat`
+(ACC_AFFINE_INV=0), `affine-b512` (batches of 512, MSM_OVERRIDES); NTT `tw-inline`
+(NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2). --extra adds the unsigned MSM and the signed MSM
+over precomputed bases (table built before timing; its build time and bytes reported), and
+the fr_ntt_group NTT. Prove: old and new default flags, new with prestage + pinned (a/b/c
+staged through pinned memory per copy), new with `key_pinned` (the key's points in pinned
+host memory, pinned once before timing: its time reported), and `key+abc pinned` (that, plus
+prestage + pinned with the caller's a/b/c already in pinned memory: every upload but the
+witness a DMA), and both of those with `overlap_uploads` (each MSM's points uploaded on a
+stream of their own beside the MSM before it).
 Synthetic data: points P_i = k_i G computed on the GPU, random scalars < 2^254; a full
 prove uses random a/b/c vectors (the NTT-H and MSM work is the same as for a real witness).
 """
@@ -53,7 +53,8 @@ VARIANTS = {
     "pairs": ("ACC_XYZZ=1 FQ2_SQR=1 FIELD_MUL_PAIRS=1", None),  # + two products per call
     "occupancy": ("ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3", None),  # G1 acc <= 170 registers
     "sqr": ("FQ2_SQR=1", None),  # 2-product Fq2 squares alone (Jacobian accumulation)
-    "affine": ("ACC_AFFINE=1", None),  # affine batch accumulation, binary inverse
+    "affine": ("ACC_AFFINE=1", None),  # affine batch accumulation, divsteps inverse
+    "affine-binary": ("ACC_AFFINE=1 ACC_AFFINE_INV=1", None),  # Kaliski's binary inverse
     "affine+sqr": ("ACC_AFFINE=1 FQ2_SQR=1", None),
     "affine-fermat": ("ACC_AFFINE=1 ACC_AFFINE_INV=0", None),  # the batch's inverse by Fermat
     "affine-b512": ("ACC_AFFINE=1", None),  # batches of 512 (MSM_OVERRIDES)
@@ -140,7 +141,7 @@ def bench_msm(
     cp.cuda.Device().synchronize()
     gen_s = time.perf_counter() - t0
     variants = ["old", "new", "flush", "occupancy", "device-tail", "xyzz+sqr", "pairs", "sqr"]
-    variants += ["affine", "affine+sqr", "affine-fermat", "affine-b512"]
+    variants += ["affine", "affine+sqr", "affine-binary", "affine-fermat", "affine-b512"]
     variants = [v for v in variants if v not in SKIP]
     variants += ["unsigned", "precomputed"] if extra else []
     rows = []

@@ -41,9 +41,10 @@ TREE_FAN_IN = 8  # points summed per thread in each level of the tree (short ser
 AFFINE_BATCH = 256  # sorted entries per affine batch (ACC_AFFINE=1): the pairs of a pass
 AFFINE_MAX_THREADS = 1 << 16  # accumulation threads with ACC_AFFINE=1 (ranges >= AFFINE_BATCH)
 AFFINE_LAUNCH = 1 << 15  # launched threads (grid-stride): bounds the scratch at any size
-# a pass runs while it has this many pairs: its inversion (~250 products, binary) must cost
-# less than the Jacobian additions it saves (G1 11 - 6 products per pair, G2 33 - 18)
-AFFINE_MIN_PAIRS = {"g1": 48, "g2": 16}
+# a pass runs while it has this many pairs: its inversion (divsteps: ~38 k SASS instructions,
+# ~65 products' worth) must cost less than the Jacobian additions it saves (G1 11 - 6
+# products per pair, G2 33 - 18)
+AFFINE_MIN_PAIRS = {"g1": 16, "g2": 6}
 
 
 def affine_accumulation() -> bool:

@@ -17,16 +17,19 @@
 // Special pairs (infinity, P + P, P + (-P)) take denominator 1 and are resolved in the
 // backward step, so the batch product never holds a zero.
 // Scratch per launched thread g (grid-stride over t): A = B x 2W words, then P = B / 2 x W.
-// ACC_AFFINE_INV (default 1): 1 the binary (Kaliski) inverse, 0 Fermat.
+// ACC_AFFINE_INV (default 2): the batch's inverse by 2 divsteps (safegcd, inverse_safegcd),
+// 1 Kaliski's binary inverse (inverse_binary), 0 Fermat (inverse).
 #pragma once
 #include "curve.cuh"
 #ifndef ACC_AFFINE_INV
-#define ACC_AFFINE_INV 1
+#define ACC_AFFINE_INV 2
 #endif
 
 template <class F>
 __device__ __forceinline__ F batch_inverse_of(const F& a) {
-#if ACC_AFFINE_INV
+#if ACC_AFFINE_INV == 2
+    return inverse_safegcd(a);
+#elif ACC_AFFINE_INV == 1
     return inverse_binary(a);
 #else
     return inverse(a);

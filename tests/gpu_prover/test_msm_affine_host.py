@@ -1,6 +1,7 @@
 """Level 0 of the signed MSM's accumulation, kernels/msm_signed.cu compiled by the host C++
 compiler (FIELD_HOST_EMULATION, one emulated thread after another), run in CI without a
-GPU: the affine batch kernel (ACC_AFFINE=1, msm_affine.cuh; binary and Fermat inverses)
+GPU: the affine batch kernel (ACC_AFFINE=1, msm_affine.cuh; divsteps, binary and Fermat
+inverses)
 and the balanced one, against py_ecc. Each bucket's pieces (its value in `buckets`, its
 slots) must add up to the sum of its entries' points (negated where the sign bit is set).
 Buckets are built to hit the edges: P + P, P + (-P), infinity, runs crossing batches and
@@ -94,9 +95,9 @@ def _build(tmp_path_factory, flags: list[str]):
     return out
 
 
-@pytest.fixture(scope="module", params=["ACC_AFFINE_INV=1", "ACC_AFFINE_INV=0"])
+@pytest.fixture(scope="module", params=["ACC_AFFINE_INV=2", "ACC_AFFINE_INV=1", "ACC_AFFINE_INV=0"])
 def harness(request, tmp_path_factory):
-    """The harness with the affine kernel compiled in, binary or Fermat inverse."""
+    """The harness with the affine kernel compiled in: divsteps, binary or Fermat inverse."""
     return _build(tmp_path_factory, ["-DACC_AFFINE=1", f"-D{request.param}"])
 
 

@@ -1,7 +1,7 @@
 """The kernel switches that gpu_bench.py compares (old = FIELD_MUL_WIDE=0 and the one-thread
 Horner, CUZK_MSM_TAIL=device; new = the defaults; the new kernels with the device Horner;
 every off-by-default switch together; the affine batch accumulation, ACC_AFFINE=1, with
-either inverse): each gives the MSM that py_ecc computes. GPU tests
+the divsteps or the binary inverse): each gives the MSM that py_ecc computes. GPU tests
 (marker `gpu`) except the option check. Each switch alone is checked on the host
 (test_field_host_emulation.py)."""
 
@@ -20,8 +20,8 @@ SWITCHES = [  # compiled modules of msm_signed.cu (NVRTC takes seconds each)
     ("FIELD_MUL_WIDE=0", "device"),  # the kernels of 2026-12-01 06:33 UTC
     ("", "device"),
     (ALL_OPT_IN, "host"),  # every off-by-default switch at once (each alone: host tests)
-    ("ACC_AFFINE=1", "host"),  # affine batch accumulation, binary inverse
-    ("ACC_AFFINE=1 ACC_AFFINE_INV=0 FQ2_SQR=1", "host"),  # Fermat inverse, Fq2 squares
+    ("ACC_AFFINE=1", "host"),  # affine batch accumulation, divsteps inverse
+    ("ACC_AFFINE=1 ACC_AFFINE_INV=1 FQ2_SQR=1", "host"),  # binary inverse, Fq2 squares
 ]
 
 
