@@ -9,20 +9,21 @@ old = the kernels of 2026-12-01 06:33 UTC (commit 6c50516): the 64-bit C Montgom
 product (FIELD_MUL_WIDE=0) and the MSM's Horner in one GPU thread (CUZK_MSM_TAIL=device);
 new = the defaults (wide carry-chain product, Horner on the host). Both run the signed MSM
 and the fr_ntt_group_tw NTT.
-Other columns (VARIANTS, with --variants): MSM `flush` (ACC_FLUSH_SLOTS=1), `occupancy`
-(ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3), `device-tail` (new kernels, Horner on the GPU),
-`xyzz+sqr` (ACC_XYZZ=1 FQ2_SQR=1), `pairs` (those and FIELD_MUL_PAIRS=1; these two also as
-prove rows), `sqr` (FQ2_SQR=1), `affine` (ACC_AFFINE=1: affine batch accumulation, divsteps
-inverse), `affine+sqr`, `affine-binary` (ACC_AFFINE_INV=1), `affine-fermat`
-(ACC_AFFINE_INV=0), `affine-b512` (batches of 512, MSM_OVERRIDES); NTT `tw-inline`
-(NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2). --extra adds the unsigned MSM and the signed MSM
-over precomputed bases (table built before timing; its build time and bytes reported), and
-the fr_ntt_group NTT. Prove: old and new default flags, new with prestage + pinned (a/b/c
-staged through pinned memory per copy), new with `key_pinned` (the key's points in pinned
-host memory, pinned once before timing: its time reported), and `key+abc pinned` (that, plus
-prestage + pinned with the caller's a/b/c already in pinned memory: every upload but the
-witness a DMA), and both of those with `overlap_uploads` (each MSM's points uploaded on a
-stream of their own beside the MSM before it).
+Other columns (VARIANTS, with --variants): MSM `flush` (ACC_FLUSH_SLOTS=1),
+`occupancy` (ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3), `device-tail` (new kernels, Horner on
+the GPU), `xyzz+sqr` (ACC_XYZZ=1 FQ2_SQR=1), `pairs` (those and FIELD_MUL_PAIRS=1; these
+two also as prove rows), `sqr` (FQ2_SQR=1), `affine` (ACC_AFFINE=1: affine batch
+accumulation, divsteps inverse), `affine+sqr`, `affine-binary` (ACC_AFFINE_INV=1),
+`affine-fermat` (ACC_AFFINE_INV=0), `affine-b512` (batches of 512, MSM_OVERRIDES); NTT
+`tw-inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2). --extra
+adds the unsigned MSM and the signed MSM over precomputed bases (table built before timing;
+its build time and bytes reported), and the fr_ntt_group NTT. Prove: old and new default
+flags, new with prestage + pinned (a/b/c staged through pinned memory per copy), new with
+`key_pinned` (the key's points in pinned host memory, pinned once before timing: its time
+reported), and `key+abc pinned` (that, plus prestage + pinned with the caller's a/b/c
+already in pinned memory: every upload but the witness a DMA), and both of those with
+`overlap_uploads` (each MSM's points uploaded on a stream of their own beside the MSM
+before it).
 Synthetic data: points P_i = k_i G computed on the GPU, random scalars < 2^254; a full
 prove uses random a/b/c vectors (the NTT-H and MSM work is the same as for a real witness).
 """
