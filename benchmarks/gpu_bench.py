@@ -18,14 +18,23 @@ accumulation, divsteps inverse), `affine+sqr`, `affine-binary` (ACC_AFFINE_INV=1
 `tw-inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2). --extra
 adds the unsigned MSM and the signed MSM over precomputed bases (table built before timing;
 its build time and bytes reported), and the fr_ntt_group NTT. Prove: old and new default
-flags, new with prestage + pinned (a/b/c staged through pinned memory per copy), new with
-`key_pinned` (the key's points in pinned host memory, pinned once before timing: its time
-reported), and `key+abc pinned` (that, plus prestage + pinned with the caller's a/b/c
-already in pinned memory: every upload but the witness a DMA), and both of those with
+flags, new with prestage + pinned (a/b/c and the witness staged through pinned memory per
+copy), new with `key_pinned` (the key's points in pinned host memory, pinned once before
+timing: its time reported), and `key+abc pinned` (that, plus prestage + pinned with the
+caller's a/b/c and witness already in pinned memory: every upload a DMA; before 2026-12-01
+12:00 UTC the witness was uploaded from pageable memory), and both of those with
 `overlap_uploads` (each MSM's points uploaded on a stream of their own beside the MSM
-before it).
+before it). `overlap_tails` (each MSM's deferred Horner + point finished in a helper
+process while the GPU runs the next MSM), `tails in a thread` (the same in a thread: the
+GIL's cost), `key_resident` (the key's points kept on the device: the untimed first
+partition uploads them, its time reported as first_partition_ms), and the combinations
+`pinned+overlap+resident+tails` (key_pinned, overlap_uploads, key_resident, overlap_tails)
+and `all pinned+overlap+resident+tails` (that, plus prestage + pinned a/b/c).
 Synthetic data: points P_i = k_i G computed on the GPU, random scalars < 2^254; a full
-prove uses random a/b/c vectors (the NTT-H and MSM work is the same as for a real witness).
+prove uses random a/b/c vectors (the NTT-H and MSM work is the same as for a real witness)
+and full-size blinding scalars r, s (seeded; the host assembly's scalar multiplications
+cost what a real proof's do: with r = 3, s = 4, as before 2026-12-01 12:00 UTC, they were
+~15 ms cheaper on a CI-class CPU).
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 import numpy as np
 
@@ -249,19 +259,36 @@ def bench_ntt(cp, logs: list[int], reps: int, extra: bool = False) -> list[dict]
     return rows
 
 
+# the blinding scalars of every timed proof: full size, as a real proof draws them
+PROVE_RS = (
+    0x1D2C3B4A59687786A5B4C3D2E1F00F1E2D3C4B5A69788796A5B4C3D2E1F0011,
+    0x3A2B1C0D9E8F7061524334251607F8E9DACBBCAD9E8F70615243342516070F1,
+)
+
+
 def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
+    from concurrent.futures import ThreadPoolExecutor
+
     import py_ecc.optimized_bls12_381 as bls
-    from cuzk_sim.gpu.device import Device
+    from cuzk_sim.gpu.device import Device, release_resident
     from cuzk_sim.gpu.prover import (
         HostKey,
         PartitionInput,
         PartitionShape,
         ProverFlags,
-        assemble,
         msm_results,
         partition,
+        partition_proof,
         pin_points,
+        tail_pool,
     )
+
+    # $CUZK_BENCH_PROVE: comma-separated prove columns to run (default: all of them);
+    # $CUZK_BENCH_PROVE_REPS: timed partitions per column (default: the caller's)
+    only = {v for v in os.environ.get("CUZK_BENCH_PROVE", "").split(",") if v}
+    reps = int(os.environ.get("CUZK_BENCH_PROVE_REPS", reps))
+    tail_pool()  # the tails' process: started (and warmed) before any timing
+    tail_thread = ThreadPoolExecutor(1)  # the same in a thread: what the GIL costs
 
     rows = []
     top = 1 << max(logs)
@@ -284,11 +311,13 @@ def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
         t0 = time.perf_counter()  # once per key, as host_key(pk, pinned=True) does
         pinned_key = PartitionInput(data.abc, data.witness, pin_points(pts))
         pin_ms = 1000 * (time.perf_counter() - t0)
-        abc = pin_points({"abc": data.abc})["abc"]  # as a caller synthesising into pinned
-        all_pinned = PartitionInput(abc, data.witness, pinned_key.key_points)
+        # as a caller synthesising into pinned memory: a/b/c and the witness
+        staged = pin_points({"abc": data.abc, "witness": data.witness})
+        all_pinned = PartitionInput(staged["abc"], staged["witness"], pinned_key.key_points)
         key_bytes = sum(int(v.nbytes) for v in pts.values())
         print(f"prove 2^{k}: key {key_bytes / 2**20:.0f} MiB pinned in {pin_ms:.0f} ms", flush=True)
         proofs = {}
+        all_flags = ProverFlags(prestage=True, pinned=True, key_pinned=True, overlap_uploads=True)
         variants = {  # tag -> (flags, host data)
             "old": (ProverFlags(), data),
             "new": (ProverFlags(), data),
@@ -308,20 +337,53 @@ def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
             ),
             "xyzz+sqr": (ProverFlags(), data),
             "pairs": (ProverFlags(), data),
+            # each MSM's Horner + point in the tails' process while the GPU runs the next
+            "overlap_tails": (ProverFlags(overlap_tails=True), data),
+            "tails in a thread": (ProverFlags(overlap_tails=True), data),
+            # the key kept on the device: the first (untimed) partition uploads it
+            "key_resident": (ProverFlags(key_resident=True), data),
+            "pinned+overlap+resident+tails": (
+                ProverFlags(
+                    key_pinned=True, overlap_uploads=True, key_resident=True, overlap_tails=True
+                ),
+                pinned_key,
+            ),
+            "all pinned+overlap+resident+tails": (
+                ProverFlags(
+                    prestage=True,
+                    pinned=True,
+                    key_pinned=True,
+                    overlap_uploads=True,
+                    key_resident=True,
+                    overlap_tails=True,
+                ),
+                all_pinned,
+            ),
+            # each of the two on the all-pinned row alone (every copy a DMA: steady times)
+            "all pinned+overlap+tails": (replace(all_flags, overlap_tails=True), all_pinned),
+            "all pinned+overlap+resident": (replace(all_flags, key_resident=True), all_pinned),
+            "all pinned+overlap+tails in a thread": (
+                replace(all_flags, overlap_tails=True),
+                all_pinned,
+            ),
         }
         variants = {k: v for k, v in variants.items() if k not in SKIP}
+        if only:  # $CUZK_BENCH_PROVE: these prove columns alone
+            variants = {k: v for k, v in variants.items() if k in only}
         for tag, (flags, host) in variants.items():
             walls = []
+            tails = None
+            if flags.overlap_tails:
+                tails = tail_thread if tag.endswith("in a thread") else tail_pool()
             with kernels(tag):
                 for _ in range(reps + 1):
                     t0 = time.perf_counter()
                     dev = Device("real", allocator=flags.allocator)
-                    raw = partition(dev, shape, flags, host)
-                    res = msm_results(raw)
-                    proof = assemble(key, res, 3, 4)
+                    # with tails: the assembly's products beside the GPU (gpu/blinding.py)
+                    proof = partition_proof(dev, shape, flags, host, key, *PROVE_RS, tails)
                     walls.append(1000 * (time.perf_counter() - t0))
                 traced = Device("traced", allocator=flags.allocator)
-                partition(traced, shape, flags, host)
+                msm_results(partition(traced, shape, flags, host, tails))  # tails awaited
             proofs[tag] = proof
             stages: dict[str, float] = {}
             for name, ms in traced.timings_ms:
@@ -331,15 +393,20 @@ def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
             row = {"what": "prove", "variant": tag, "log2": k, "ms": ms, "stages_ms": stages}
             if flags.key_pinned:
                 row |= {"key_pin_ms": pin_ms, "key_bytes": key_bytes}
+            if flags.key_resident:  # the untimed first partition, which uploads the key
+                row |= {"first_partition_ms": walls[0]}
             rows.append(row)
             print(
                 f"prove 2^{k} [{tag}]: {ms:.1f} ms  stages(ms): "
                 + ", ".join(f"{s}={v:.1f}" for s, v in stages.items()),
                 flush=True,
             )
-        if any(p != proofs["old"] for p in proofs.values()):
+        first = next(iter(proofs.values()))  # old's, unless $CUZK_BENCH_PROVE leaves it out
+        if any(p != proofs.get("old", first) for p in proofs.values()):
             raise SystemExit(f"prove 2^{k}: the variants' proofs differ")
         print(f"prove 2^{k}: variants' proofs equal: True", flush=True)
+        print(f"prove 2^{k}: resident key freed: {release_resident()} bytes", flush=True)
+    tail_thread.shutdown()
     return rows
 
 

@@ -84,13 +84,18 @@ class Free:
 @dataclass(frozen=True)
 class Copy:
     """A host<->device copy. stream: copies on a stream other than `compute` are issued
-    asynchronously (they overlap the worker's kernels) until a `sync` on that stream."""
+    asynchronously (they overlap the worker's kernels) until a `sync` on that stream.
+    fills: the persistent per-device buffer (an earlier `alloc`, persistent and per_device)
+    this HtoD copy fills, e.g. a proving key kept on the device across partitions: it is
+    charged only while that buffer has not been filled on this device yet (the first copy
+    after the buffer is created); later partitions find it filled and skip the copy."""
 
     name: str
     bytes: int
     direction: Direction = "HtoD"
     pinned: bool = False
     stream: str = "compute"
+    fills: str | None = None
     op: Literal["copy"] = "copy"
 
 

@@ -84,8 +84,17 @@ def analyze(plan: Plan) -> PlanAnalysis:
             else:
                 labels[s.name] = i
     targets_ok = True
+    caches: set[str] = set()  # persistent per-device buffers allocated so far
     for i, s in enumerate(steps):
         problems += _field_problems(i, s)
+        if s.op == "alloc" and s.persistent and s.per_device and s.memory == "device":
+            caches.add(s.buffer)
+        fills = getattr(s, "fills", None) if s.op == "copy" else None
+        if fills is not None and (s.direction != "HtoD" or fills not in caches):
+            problems.append(
+                f"steps[{i}] (copy).fills names {fills!r}, which is no persistent per-device "
+                "buffer allocated before it (or the copy is not HtoD)"
+            )
         target = jump_target(s)
         if target is None:
             continue

@@ -75,6 +75,7 @@ class CopyIn(_Step):
     direction: Literal["HtoD", "DtoH", "DtoD"] = "HtoD"
     pinned: bool = False
     stream: Name = "compute"
+    fills: Name | None = None
 
 
 class KernelIn(_Step):

@@ -53,6 +53,35 @@ _LOCKS: dict[int, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
 
+@dataclass
+class Resident:
+    """A buffer kept on one GPU across partitions (`Device.resident`): cudaMalloc'd outside
+    every pool, holding a copy of `owner` (a host array, kept so that its id is not reused)
+    once `filled`."""
+
+    buffer: Buffer
+    owner: Any
+    filled: bool = False
+
+
+_RESIDENT: dict[tuple[int, str], Resident] = {}  # (gpu, buffer name) -> what it holds
+
+
+def release_resident(gpu_index: int | None = None) -> int:
+    """Free the buffers kept by `Device.resident` (all, or one GPU's); the bytes freed."""
+    freed = 0
+    for key in [k for k in _RESIDENT if gpu_index is None or k[0] == gpu_index]:
+        res = _RESIDENT.pop(key)
+        freed += res.buffer.nbytes
+        res.buffer.array = None  # the last reference: cudaFree
+    return freed
+
+
+def resident_bytes(gpu_index: int) -> int:
+    """Device bytes `Device.resident` keeps on GPU `gpu_index`."""
+    return sum(r.buffer.nbytes for (g, _), r in _RESIDENT.items() if g == gpu_index)
+
+
 def device_lock(gpu_index: int) -> threading.Lock:
     """The one mutex shared by every worker thread of device `gpu_index`."""
     with _LOCKS_GUARD:
@@ -123,6 +152,7 @@ class Device:
     _mutex: Any = None  # the threading.Lock taken by lock(), if any
     _fallback: str | None = None  # the label margin allocations fall back to (both_branches)
     _side_streams: dict[str, Any] = field(default_factory=dict)  # concurrent copies' streams
+    _resident: dict[str, Resident] = field(default_factory=dict)  # `resident` buffers used
     _in_flight: dict[str, list[Any]] = field(default_factory=dict)  # their host arrays
 
     def __post_init__(self) -> None:
@@ -215,6 +245,40 @@ class Device:
         self._live[name] = buf
         return buf
 
+    def resident(self, name: str, nbytes: int, owner: Any, note: str = "") -> Buffer:
+        """A buffer kept on this GPU across partitions and Devices, for the copy of host
+        array `owner` (a proving key's points): in a run, the one allocated by an earlier
+        partition if it holds this same `owner` (the copy that `fills` it is then
+        skipped), else a new one (plain cudaMalloc, outside the pools, as cuzk's d_a
+        cache; a buffer of that name holding something else is freed first). The plan
+        records a persistent per-device `sync` alloc either way (never freed: not in
+        `free_all`; `release_resident` frees it)."""
+        if name in self._live or name in self._resident:
+            raise RuntimeError(f"buffer {name!r} allocated twice without a free")
+        self.steps.append(Alloc(name, nbytes, "sync", persistent=True, per_device=True, note=note))
+        if not self.runs:
+            self._resident[name] = Resident(Buffer(name, nbytes), owner)
+            return self._resident[name].buffer
+        key = (self.gpu_index, name)
+        hit = _RESIDENT.get(key)
+        if hit is not None and (hit.owner is not owner or hit.buffer.nbytes != nbytes):
+            _RESIDENT.pop(key).buffer.array = None
+            hit = None
+        if hit is None:
+            import cupy
+
+            try:
+                mem = cupy.cuda.Memory(max(nbytes, 4))
+            except (cupy.cuda.memory.OutOfMemoryError, cupy.cuda.runtime.CUDARuntimeError):
+                self.steps.pop()
+                raise DeviceOutOfMemory(name, nbytes, self.free_bytes(), self.gpu_index) from None
+            arr = cupy.ndarray(
+                (max(nbytes, 4) // 4,), dtype=cupy.uint32, memptr=cupy.cuda.MemoryPointer(mem, 0)
+            )
+            hit = _RESIDENT[key] = Resident(Buffer(name, nbytes, arr), owner)
+        self._resident[name] = hit
+        return hit.buffer
+
     def free(self, name: str) -> None:
         buf = self._live.pop(name, None)
         if buf is None:
@@ -293,6 +357,7 @@ class Device:
         pinned: bool = False,
         stream: str = "compute",
         concurrent: bool = False,
+        fills: str | None = None,
     ) -> None:
         """Copy host array `host` (nbytes) into the start of `dst`. `pinned`: from
         page-locked memory (the plan prices it at the pinned rate); a `host` already there
@@ -301,28 +366,48 @@ class Device:
         `concurrent`: in a run, issue it on a CUDA stream of its own named `stream`, after
         the work queued so far on the current stream and beside what is queued after it;
         `sync(stream)` waits for it. (Without it every copy and kernel of a run goes to the
-        current stream, whatever the plan's stream name.)"""
-        self.steps.append(Copy(name, nbytes, "HtoD", pinned=pinned, stream=stream))
+        current stream, whatever the plan's stream name.) `fills`: `dst` is the `resident`
+        buffer of that name; a run skips the copy when an earlier partition filled it
+        (the plan records the copy either way: the model charges it once per device)."""
+        self.steps.append(Copy(name, nbytes, "HtoD", pinned=pinned, stream=stream, fills=fills))
+        res = self._resident[fills] if fills is not None else None
+        if res is not None and res.filled:
+            return
         if self.runs and nbytes:
-            import cupy
-            import numpy as np
+            self._issue_htod(name, dst, host, nbytes, pinned, stream, concurrent)
+        if res is not None and self.runs:
+            res.filled = True  # queued on the stream its users are ordered after
 
-            flat = np.ascontiguousarray(host).view(np.uint32).reshape(-1)
-            if pinned and not host_is_pinned(flat):
-                staging = cupy.cuda.alloc_pinned_memory(nbytes)
-                pinned_view = np.frombuffer(staging, np.uint32, flat.size)
-                pinned_view[:] = flat
-                flat = pinned_view
-            if not concurrent:
-                self._timed(name, lambda: dst.array[: flat.size].set(flat))
-                return
-            side = self._side_streams.get(stream)
-            if side is None:
-                side = self._side_streams[stream] = cupy.cuda.Stream(non_blocking=True)
-            side.wait_event(cupy.cuda.get_current_stream().record())
-            self._in_flight.setdefault(stream, []).append(flat)  # alive until sync(stream)
-            with side:
-                self._timed(name, lambda: dst.array[: flat.size].set(flat, stream=side))
+    def _issue_htod(
+        self,
+        name: str,
+        dst: Buffer,
+        host: Any,
+        nbytes: int,
+        pinned: bool,
+        stream: str,
+        concurrent: bool,
+    ) -> None:
+        """The copy of `copy_htod` in a run."""
+        import cupy
+        import numpy as np
+
+        flat = np.ascontiguousarray(host).view(np.uint32).reshape(-1)
+        if pinned and not host_is_pinned(flat):
+            staging = cupy.cuda.alloc_pinned_memory(nbytes)
+            pinned_view = np.frombuffer(staging, np.uint32, flat.size)
+            pinned_view[:] = flat
+            flat = pinned_view
+        if not concurrent:
+            self._timed(name, lambda: dst.array[: flat.size].set(flat))
+            return
+        side = self._side_streams.get(stream)
+        if side is None:
+            side = self._side_streams[stream] = cupy.cuda.Stream(non_blocking=True)
+        side.wait_event(cupy.cuda.get_current_stream().record())
+        self._in_flight.setdefault(stream, []).append(flat)  # alive until sync(stream)
+        with side:
+            self._timed(name, lambda: dst.array[: flat.size].set(flat, stream=side))
 
     def pin_host(self, name: str, nbytes: int, note: str = "") -> None:
         """Record a persistent page-locked host buffer that the caller holds across

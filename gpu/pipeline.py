@@ -92,7 +92,16 @@ def kind_work(plan: Plan, where: str) -> KindWork:
     shape = PartitionShape(
         m["domain_size"], m["num_vars"], m["num_public"], m["h_len"], m["reduction"]
     )
-    return KindWork(shape, ProverFlags(**m["flags"]))
+    flags = ProverFlags(**m["flags"])
+    # not in the real pipeline yet: a resident key would outlive a partition's Device, and
+    # the tails already run in the assembler process (cuzk-sim simulate models both)
+    for name in ("key_resident", "overlap_tails"):
+        if getattr(flags, name):
+            raise ValueError(
+                f"{where}: plan.gpu_prover.{name} = true is not supported by gpu-run "
+                "(the model simulates it; set it false to run the scenario on a GPU)"
+            )
+    return KindWork(shape, flags)
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,12 @@ With the same r and s the proof equals the reference's `prove(pk, w, r, s)` byte
 
 from __future__ import annotations
 
+import atexit
 import functools
 import random
-from collections.abc import Sequence
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +30,7 @@ from cuzk_sim.reference.qap import evaluate_matrices
 from cuzk_sim.reference.types import Proof, ProvingKey
 
 from . import encoding
+from .blinding import assemble_blinded, blinding, scale_g1, scales
 from .device import AllocatorName, Device, Mode
 from .msm import MSM_ALGOS, POINT_WORDS, MsmAlgo, WindowSums, msm
 from .ntt import DeviceTables, domain_tables, tables_bytes
@@ -44,7 +48,7 @@ class ProverFlags:
     """cuzk's variants as flags (not forks)."""
 
     prestage: bool = False  # allocate d_a/d_bc and upload a/b/c before taking the lock
-    pinned: bool = False  # upload from pinned host memory
+    pinned: bool = False  # upload a/b/c and the witness from pinned host memory
     free_bc_early: bool = True  # free d_bc right after the NTT phase (cuzk's fix)
     memory_aware: bool = False  # pre-stage only if free >= bytes + margin (cudaMemGetInfo)
     margin_bytes: int = 512 << 20
@@ -57,10 +61,19 @@ class ProverFlags:
     # upload each MSM's points on the upload stream while the MSM before it runs (needs
     # key_pinned: a pageable copy does not overlap; the next points are live meanwhile)
     overlap_uploads: bool = False
+    # the key's points kept on the device across partitions (one cudaMalloc'd buffer per
+    # MSM per GPU, filled by the first partition; later ones skip the five key uploads):
+    # for cards where the key fits (2^27: 72 GiB). The plan says so: persistent per-device
+    # allocs and copies that `fill` them, charged once per device by the model
+    key_resident: bool = False
+    # finish each MSM's deferred tail (Horner over its window sums, the affine point) in a
+    # helper process while the GPU runs the next MSMs, not after all of them (prove path;
+    # the plan is unchanged: the tails are host work outside it, as without the flag)
+    overlap_tails: bool = False
 
     def __post_init__(self) -> None:
         bools = ("prestage", "pinned", "free_bc_early", "memory_aware", "key_pinned")
-        for name in (*bools, "overlap_uploads"):
+        for name in (*bools, "overlap_uploads", "key_resident", "overlap_tails"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(
                     f"ProverFlags.{name} must be true or false, got {getattr(self, name)!r}"
@@ -82,6 +95,11 @@ class ProverFlags:
             raise ValueError(
                 "ProverFlags.overlap_uploads does not combine with msm_chunk (one buffer "
                 "per stage, uploaded whole)"
+            )
+        if self.key_resident and self.msm_chunk is not None:
+            raise ValueError(
+                "ProverFlags.key_resident does not combine with msm_chunk (a resident key is "
+                "held whole; chunks stream it through one small buffer)"
             )
         if self.margin_bytes < 0:
             raise ValueError(f"ProverFlags.margin_bytes must be >= 0, got {self.margin_bytes}")
@@ -263,11 +281,20 @@ def _compute_h(dev: Device, shape: PartitionShape, d_a: Any, d_bc: Any, d_tab: A
 
 
 def partition(
-    dev: Device, shape: PartitionShape, flags: ProverFlags, data: PartitionInput | None
-) -> dict[str, list[np.ndarray | None]]:
+    dev: Device,
+    shape: PartitionShape,
+    flags: ProverFlags,
+    data: PartitionInput | None,
+    tails: Executor | None = None,
+    scale: Mapping[str, int] | None = None,
+) -> dict[str, list[Any]]:
     """Run (or, in dry-run, plan) the GPU part of one partition; per stage, the MSM result
     of each chunk (affine Montgomery limbs, or the window sums of the signed MSM whose
-    Horner is deferred to the host: `msm_results` finishes and sums them)."""
+    Horner is deferred to the host: `msm_results` finishes and sums them). `tails`: an
+    executor that finishes each deferred result (`finish_tail`) as soon as its MSM is
+    done, beside the MSMs after it; its entries are then Futures (ProverFlags.overlap_tails:
+    `tail_pool()`). `scale` (with `tails`): stage -> k, whose tail also returns k times
+    its result (gpu/blinding.py: s a and r b_1 beside the GPU work)."""
     n = shape.domain_size
     vec = n * FR_BYTES
     abc = data.abc if data is not None else None
@@ -323,18 +350,33 @@ def partition(
         if flags.free_bc_early:
             dev.free("d_bc")
         d_w = dev.alloc("d_witness", shape.num_vars * FR_BYTES)
-        dev.copy_htod(
-            "upload_witness", d_w, data.witness if data else None, shape.num_vars * FR_BYTES
+        dev.copy_htod(  # `pinned` covers the witness as it does a/b/c
+            "upload_witness",
+            d_w,
+            data.witness if data else None,
+            shape.num_vars * FR_BYTES,
+            pinned=flags.pinned,
         )
         stages = list(shape.msm_sizes().items())
         ahead: dict[str, Any] = {}  # overlap_uploads: the next stage's points, on their way
+
+        def points_buffer(stage: str, nbytes: int) -> Any:
+            """Stage's points buffer: a fresh one, or with key_resident the one kept on this
+            GPU across partitions for this key (whose upload then `fills` it once)."""
+            if not flags.key_resident:
+                return dev.alloc(f"{stage}.points", nbytes)
+            owner = data.key_points[stage] if data else None
+            return dev.resident(f"{stage}.points", nbytes, owner, note=f"key_resident.{stage}")
+
+        def fills(stage: str) -> str | None:
+            return f"{stage}.points" if flags.key_resident else None
 
         def upload_ahead(i: int) -> None:
             """Allocate stage i's points and start their upload on the upload stream, so
             that it runs beside the MSM issued next (the whole key, no chunks)."""
             stage, (group, count) = stages[i]
             nbytes = 4 * POINT_WORDS[group] * count
-            ahead[stage] = dev.alloc(f"{stage}.points", nbytes)
+            ahead[stage] = points_buffer(stage, nbytes)
             host = data.key_points[stage] if data else None
             dev.copy_htod(
                 f"upload_{stage}_points",
@@ -344,6 +386,7 @@ def partition(
                 pinned=flags.key_pinned,
                 stream="upload",
                 concurrent=True,
+                fills=fills(stage),
             )
 
         for i, (stage, (group, count)) in enumerate(stages):
@@ -355,7 +398,7 @@ def partition(
                 dev.sync("upload")
                 d_p = ahead.pop(stage)
             else:
-                d_p = dev.alloc(f"{stage}.points", 4 * words * chunk)
+                d_p = points_buffer(stage, 4 * words * chunk)
             scalars, offset = (d_a, 0) if stage == "msm_h" else (d_w, 0)
             if stage == "msm_l":
                 offset = 8 * (shape.num_public + 1)
@@ -365,25 +408,33 @@ def partition(
                 host = data.key_points[stage][start : start + m] if data else None
                 if not arrived:
                     dev.copy_htod(
-                        f"upload_{stage}_points", d_p, host, 4 * words * m, pinned=flags.key_pinned
+                        f"upload_{stage}_points",
+                        d_p,
+                        host,
+                        4 * words * m,
+                        pinned=flags.key_pinned,
+                        fills=fills(stage),
                     )
                 if flags.overlap_uploads and i + 1 < len(stages):
                     upload_ahead(i + 1)
-                partials.append(
-                    msm(
-                        dev,
-                        stage,
-                        group,
-                        d_p,
-                        scalars,
-                        m,
-                        offset + 8 * start,
-                        algo=flags.msm_algo,
-                        defer=True,
-                    )
+                part = msm(
+                    dev,
+                    stage,
+                    group,
+                    d_p,
+                    scalars,
+                    m,
+                    offset + 8 * start,
+                    algo=flags.msm_algo,
+                    defer=True,
                 )
+                if tails is not None and isinstance(part, WindowSums):
+                    k = (scale or {}).get(stage)
+                    part = tails.submit(finish_tail, part, k)  # beside the next MSMs
+                partials.append(part)
             results[stage] = partials
-            dev.free(f"{stage}.points")
+            if not flags.key_resident:
+                dev.free(f"{stage}.points")
         dev.free("d_witness")
         if not flags.free_bc_early:
             dev.free("d_bc")
@@ -391,19 +442,120 @@ def partition(
     return results
 
 
+def finish_tail(sums: WindowSums, k: int | None = None) -> Any:
+    """A deferred MSM's result: the Horner over its window sums, as affine limbs (what
+    `tail_pool` runs in its process); with k, (those limbs, k times the point as a py_ecc
+    point: gpu/blinding.py)."""
+    limbs = sums.point()
+    if k is None:
+        return limbs
+    return limbs, scale_g1(encoding.g1_from_limbs(limbs), k)
+
+
+_TAIL_POOL: list[Executor] = []
+_TAIL_POOL_GUARD = threading.Lock()  # worker threads proving at once start one pool
+
+
+TAIL_PROCESSES = 2  # the key-only blinding products in one, the MSM tails in the other
+
+
+def _warm_tail(_: int) -> int:
+    """Import what a tail needs in a pool process; the short sleep spreads one call over
+    each process."""
+    import time
+
+    finish_tail(_WARM_SUMS, 1)  # msm_tail, numpy, the reference curve
+    time.sleep(0.05)
+    return 0
+
+
+def tail_pool() -> Executor:
+    """The processes that finish MSM tails and the assembly's scalar multiplications
+    beside the GPU (ProverFlags.overlap_tails, gpu/blinding.py): TAIL_PROCESSES spawned
+    processes (no CUDA state; a thread would hold the GIL that the next MSM's kernel
+    launches need), started and warmed once per process, not inside a timed prove."""
+    with _TAIL_POOL_GUARD:
+        if not _TAIL_POOL:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            pool = ProcessPoolExecutor(
+                TAIL_PROCESSES, mp_context=multiprocessing.get_context("spawn")
+            )
+            list(pool.map(_warm_tail, range(TAIL_PROCESSES)))
+            atexit.register(pool.shutdown)  # before the interpreter tears its modules down
+            _TAIL_POOL.append(pool)
+        return _TAIL_POOL[0]
+
+
+# the window sums of the point at infinity (Z = 0): a tail that costs nothing to finish
+_WARM_SUMS = WindowSums("g1", 16, np.zeros(16 * 36, dtype=np.uint32))
+
+
 def msm_results(raw: dict[str, list[Any]]) -> dict[str, Any]:
-    """py_ecc point per stage: the sum of its chunks' results (affine limbs, or the window
-    sums of a deferred MSM, whose Horner runs here)."""
+    """py_ecc point per stage: the sum of its chunks' results (affine limbs, the window
+    sums of a deferred MSM, whose Horner runs here, or the Future of a tail finished
+    elsewhere, `partition(..., tails=)`)."""
     out = {}
     for stage, parts in raw.items():
         g2 = stage == "msm_b_g2"
         acc = bls.Z2 if g2 else bls.Z1
         for v in parts:
+            if isinstance(v, Future):
+                v = v.result()
+            if isinstance(v, tuple):  # (limbs, its scaled point): finish_tail with k
+                v = v[0]
             if isinstance(v, WindowSums):
                 v = v.point()
             acc = bls.add(acc, encoding.g2_from_limbs(v) if g2 else encoding.g1_from_limbs(v))
         out[stage] = acc
     return out
+
+
+def scaled_results(raw: dict[str, list[Any]]) -> dict[str, Any]:
+    """Per stage that `partition(..., scale=)` scaled: the sum of its chunks' scaled
+    points (py_ecc)."""
+    out = {}
+    for stage, parts in raw.items():
+        done = [v.result() if isinstance(v, Future) else v for v in parts]
+        if done and all(isinstance(v, tuple) for v in done):
+            acc = bls.Z1
+            for _, p in done:
+                acc = bls.add(acc, p)
+            out[stage] = acc
+    return out
+
+
+def partition_proof(
+    dev: Device,
+    shape: PartitionShape,
+    flags: ProverFlags,
+    data: PartitionInput,
+    key: HostKey,
+    r: int,
+    s: int,
+    tails: Executor | None = None,
+) -> Proof:
+    """One partition on the GPU and its proof. With `tails` (ProverFlags.overlap_tails)
+    the MSM tails and the assembly's scalar multiplications run there beside the GPU work
+    (gpu/blinding.py), and what follows the GPU is additions; else the assembly runs after
+    it, here."""
+    ends = (key.alpha_g1, key.beta_g1, key.beta_g2, key.delta_g1, key.delta_g2)
+    if tails is None:
+        with dev.selected():
+            raw = partition(dev, shape, flags, data)
+        res = msm_results(raw)
+        return dev.cpu("assemble", "assemble", 1, lambda: assemble(key, res, r, s))
+    blind = tails.submit(blinding, ends, r, s)  # the key-only products, from the start
+    with dev.selected():
+        raw = partition(dev, shape, flags, data, tails, scales(r, s))
+    res = msm_results(raw)
+    return dev.cpu(
+        "assemble",
+        "assemble",
+        1,
+        lambda: assemble_blinded(ends, res, scaled_results(raw), blind.result()),
+    )
 
 
 def prove_partition(
@@ -431,11 +583,8 @@ def prove_partition(
 
     abc = dev.cpu("synthesis", "synthesis", n, synthesize)
     data = PartitionInput(abc, encoding.ints_to_limbs(list(witness), 8), key.points)
-    with dev.selected():
-        raw = partition(dev, shape, flags, data)
-    res = msm_results(raw)
-    proof = dev.cpu("assemble", "assemble", 1, lambda: assemble(key, res, r, s))
-    return proof, dev
+    tails = tail_pool() if flags.overlap_tails else None
+    return partition_proof(dev, shape, flags, data, key, r, s, tails), dev
 
 
 def prove(

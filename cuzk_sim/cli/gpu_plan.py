@@ -30,6 +30,11 @@ def register(app: typer.Typer) -> None:
         overlap_uploads: bool = typer.Option(
             False, help="Upload each MSM's points beside the MSM before (needs --key-pinned)."
         ),
+        key_resident: bool = typer.Option(
+            False,
+            help="The key's points kept on the device across partitions (uploaded once "
+            "per device).",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
     ) -> None:
         """Print the allocation/copy/kernel plan of one partition (dry run, no GPU)."""
@@ -58,9 +63,11 @@ def register(app: typer.Typer) -> None:
                 msm_chunk=msm_chunk or None,
                 key_pinned=key_pinned,
                 overlap_uploads=overlap_uploads,
+                key_resident=key_resident,
             )
         except ValueError as e:  # the flags that do not combine (the others checked above)
-            raise typer.BadParameter(str(e), param_hint="--overlap-uploads") from None
+            hint = "--key-resident" if "key_resident" in str(e) else "--overlap-uploads"
+            raise typer.BadParameter(str(e), param_hint=hint) from None
         try:
             plan = dry_run_plan(
                 PartitionShape.synthetic(domain_log2, reduction), flags, assume_free_bytes
@@ -80,3 +87,10 @@ def register(app: typer.Typer) -> None:
                 live -= sizes[step.buffer]
             typer.echo(f"{i:4d} {step.op:7s} {detail}")
         typer.echo(f"peak device bytes: {peak} ({peak / 2**30:.2f} GiB)")
+        kept = sum(s.bytes for s in plan.steps if s.op == "alloc" and s.persistent and s.per_device)
+        if kept:
+            typer.echo(
+                f"of which kept on the device across partitions (persistent, per device): "
+                f"{kept} ({kept / 2**30:.2f} GiB); a card needs at least that much beside "
+                "one partition's working memory"
+            )

@@ -314,6 +314,7 @@ class LiveBuffer:
     allocator: AllocatorName
     persistent: bool = False
     chunk: object = None  # the allocator's handle (caching pool: (segment, offset))
+    filled: bool = False  # a persistent buffer's data copied in (plan `copy.fills`)
 
 
 class DeviceMemory:

@@ -96,6 +96,8 @@ def _kernel_spans(
 
 def copy(m: Machine, w: Worker, s: Copy, seconds: float, parts: Parts | None = None) -> None:
     dev = w.device
+    if s.fills is not None and already_filled(dev, s.fills):
+        return  # the data is on the device since an earlier partition: no copy
     if s.stream == "compute":
         start, end = dev.run_copy(s.direction, w.t_ready, seconds)
         w.t_ready = end
@@ -105,6 +107,19 @@ def copy(m: Machine, w: Worker, s: Copy, seconds: float, parts: Parts | None = N
         w.streams[s.stream] = end
     if m.recorder.record:
         m.recorder.spans.append(Span(w.name, dev.index, s.name, "copy", start, end))
+
+
+def already_filled(dev: Device, buffer: str) -> bool:
+    """Whether persistent per-device `buffer` was filled by an earlier copy on this device
+    (so a `copy` with `fills` is skipped); if not, it is filled now. A buffer that is not
+    live (its allocation fell back) is not filled: the copy is charged."""
+    buf = dev.memory.live.get((f"gpu{dev.index}", buffer))
+    if buf is None:
+        return False
+    if buf.filled:
+        return True
+    buf.filled = True
+    return False
 
 
 def cpu(m: Machine, w: Worker, s: Cpu, seconds: float, parts: Parts | None = None) -> None:

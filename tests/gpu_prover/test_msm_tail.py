@@ -183,3 +183,13 @@ def test_tails_side_by_side_in_spawned_processes_assemble_the_same_proof():
         got = finish_in_pool(pool, ends, raw, r, s)
     for name in ("a", "b", "c"):
         assert bls.eq(getattr(got, name), getattr(expected, name)), name
+
+
+def test_pipeline_tunes_parse_and_an_unknown_one_is_named(monkeypatch):
+    from cuzk_sim.gpu.pipeline import _tune_from_env
+
+    monkeypatch.setenv("CUZK_SIM_PIPELINE_TUNE", "serialtail, noaffinity")
+    assert _tune_from_env() == {"serialtail", "noaffinity"}
+    monkeypatch.setenv("CUZK_SIM_PIPELINE_TUNE", "serialtail,fast")
+    with pytest.raises(ValueError, match=r"CUZK_SIM_PIPELINE_TUNE: unknown \['fast'\]"):
+        _tune_from_env()

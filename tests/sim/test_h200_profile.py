@@ -1,6 +1,6 @@
 """The h200 profile (calibrated from the real pipeline's step timings, device call of
-2026-12-01 ~10:20 UTC, commit 2c8dbf8, the key pinned) against two measurements it was not
-fitted to, copied here by hand:
+2026-12-01 ~11:28 UTC, commit 5661ba7, the key pinned, one- and two-worker logs) against
+two measurements it was not fitted to, copied here by hand:
 
 - the kernel benchmark of the same kernels on a quiet GPU (docs/benchmarks.md, GPU prover
   (H200), `gpu_bench.py --quick`, device call of ~08:40 UTC at 43bbd30, column `new`):
@@ -12,9 +12,11 @@ fitted to, copied here by hand:
   docs/benchmarks.md; the same doublings at every size), a bound from below since the
   tree stays on the GPU;
 - the wall time per partition of the calibration runs themselves (`gpu-run` of one
-  worker, the key pinned, docs/validation/h200-2026-12-01-2c8dbf8/calib/w1-*.json:
-  sim_time_s / partitions, start-up included), which the sum of the plan's step prices
-  must reproduce: what the steps do not time (allocations, bookkeeping) is small."""
+  worker, the key pinned, docs/validation/h200-2026-12-01-5661ba7/calib/w1-*.json:
+  sim_time_s / partitions, start-up included; 2^18: the mean of the two processes w1-18
+  and w1-18b, 66.8 and 67.8 ms), which the sum of the plan's step prices must reproduce
+  within 10 %: what the steps do not time (allocations, bookkeeping) is small, and the
+  prices are means over one- and two-worker logs (two workers lengthen the short steps)."""
 
 import pytest
 
@@ -31,7 +33,7 @@ BENCH_MS = [  # kind, size, quiet-GPU kernel benchmark (ms)
     ("msm_g2", 2**18, 23.75),
     ("msm_g2", 2**20, 50.25),
 ]
-PARTITION_MS = {16: 48.3, 18: 76.5, 20: 164.7, 24: 1879.6}  # gpu-run, one worker
+PARTITION_MS = {16: 44.1, 18: 67.3, 20: 151.7, 24: 1888.5}  # gpu-run, one worker
 
 
 HOST_TAIL_MS = {"ntt": 0.0, "msm_g1": 2.96, "msm_g2": 6.72}  # tree + host Horner, 2^20
@@ -41,7 +43,10 @@ HOST_TAIL_MS = {"ntt": 0.0, "msm_g1": 2.96, "msm_g2": 6.72}  # tree + host Horne
 def test_in_the_pipeline_a_kernel_costs_its_benchmark_or_a_little_more(kind, size, ms):
     t = load_profile("h200").kernel_seconds(kind, size, "test") * 1e3
     gpu = ms - HOST_TAIL_MS[kind]
-    assert 0.9 * gpu <= t <= 1.25 * gpu + 0.1  # + 0.1 ms: the launch gap of a tiny NTT
+    # + 0.25 ms: the launch gaps of a tiny NTT, priced over one- and two-worker logs (two
+    # Python threads issuing launches: a 2^18 NTT step 0.45 ms against 0.2 ms alone,
+    # docs/validation.md)
+    assert 0.9 * gpu <= t <= 1.25 * gpu + 0.25
     if HOST_TAIL_MS[kind]:
         assert t <= ms  # the deferred tail is no longer in the MSM step
 
