@@ -58,7 +58,14 @@ __device__ __forceinline__ void scratch_store(u32* p, const F& a) {
     a.store(w);
 #pragma unroll
     for (int k = 0; k < W / 4; k++)
-        reinterpret_cast<uint4*>(p)[k] = make_uint4(w[4 * k], w[4 * k + 1], w[4 * k + 2], w[4 * k + 3]);
+        reinterpret_cast<uint4*>(p)[k] =
+            make_uint4(w[4 * k], w[4 * k + 1], w[4 * k + 2], w[4 * k + 3]);
+}
+
+template <class F>
+__device__ __forceinline__ Affine<F> scratch_point(const u32* p) {
+    const int W = sizeof(F) / 4;
+    return {scratch_load<F>(p), scratch_load<F>(p + W)};
 }
 
 // Kinds of a pair (p1 = A[pred], p2 = A[i]) and its denominator (1 for the special kinds).
@@ -180,10 +187,15 @@ __device__ void acc_affine(const u32* points, const u32* order, const u32* start
                 for_runs(starts, bs, be, b, [&](int s, int e, long long) {
                     for (int i = first_pair(s, e, h); i < e; i += 2 * h) {
                         int q = max(s, i - h);
-                        Affine<F> p1 = {scratch_load<F>(A + q * 2 * W), scratch_load<F>(A + q * 2 * W + W)};
-                        Affine<F> p2 = {scratch_load<F>(A + i * 2 * W), scratch_load<F>(A + i * 2 * W + W)};
-                        int kind;
-                        F d = pair_den(p1, p2, kind);
+                        // the x's decide, but for x = 0 (infinity is (0, 0)) or equal x's
+                        F x1 = scratch_load<F>(A + q * 2 * W), x2 = scratch_load<F>(A + i * 2 * W);
+                        F d = x2 - x1;
+                        if (x1.is_zero() || x2.is_zero() || d.is_zero()) {
+                            Affine<F> p1 = {x1, scratch_load<F>(A + q * 2 * W + W)};
+                            Affine<F> p2 = {x2, scratch_load<F>(A + i * 2 * W + W)};
+                            int kind;
+                            d = pair_den(p1, p2, kind);
+                        }
                         scratch_store(P + k * W, prod);
                         prod = k == 0 ? d : prod * d;
                         k++;
@@ -196,8 +208,8 @@ __device__ void acc_affine(const u32* points, const u32* order, const u32* start
                     for (int i = first + ((e - 1 - first) / (2 * h)) * 2 * h; i >= first;
                          i -= 2 * h) {
                         int q = max(s, i - h);
-                        Affine<F> p1 = {scratch_load<F>(A + q * 2 * W), scratch_load<F>(A + q * 2 * W + W)};
-                        Affine<F> p2 = {scratch_load<F>(A + i * 2 * W), scratch_load<F>(A + i * 2 * W + W)};
+                        Affine<F> p1 = scratch_point<F>(A + q * 2 * W);
+                        Affine<F> p2 = scratch_point<F>(A + i * 2 * W);
                         int kind;
                         F d = pair_den(p1, p2, kind);
                         k--;
@@ -214,7 +226,7 @@ __device__ void acc_affine(const u32* points, const u32* order, const u32* start
             for (long long j = bs; j < be; j++) {
                 int o = (int)(j - bs);
                 if ((o & mask) == 0 || j == max(bstart, bs)) {
-                    Affine<F> p = {scratch_load<F>(A + o * 2 * W), scratch_load<F>(A + o * 2 * W + W)};
+                    Affine<F> p = scratch_point<F>(A + o * 2 * W);
                     acc = fresh ? Jacobian<F>::from_affine(p) : add_mixed(acc, p);
                     fresh = false;
                 }
