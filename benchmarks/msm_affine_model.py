@@ -4,7 +4,9 @@ mean entries / buckets: 32 at 2^20 points, c = 16). Counts the passes and pairs 
 the kernel does (pairs at distance 2^(p-1) inside each run of a batch, a pass only with at
 least `min_pairs` pairs); the costs per operation are the Fq product counts of the formulas
 and the inverse's SASS-instruction estimate (docs/benchmarks.md). No GPU: a prediction.
-Usage: python3 benchmarks/msm_affine_model.py [--mean 32] [--batches 1500]
+Usage: python3 benchmarks/msm_affine_model.py [--mean 32] [--batches 1500] [--sizes 64,256]
+(--sizes: batch sizes, default AFFINE_BATCH and twice it; a thread's range shorter than the
+batch is one smaller batch)
 """
 
 from __future__ import annotations
@@ -46,11 +48,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mean", type=float, default=32.0, help="entries per bucket")
     ap.add_argument("--batches", type=int, default=1500)
+    ap.add_argument("--sizes", default=f"{AFFINE_BATCH},{2 * AFFINE_BATCH}")
     args = ap.parse_args()
     rng = np.random.default_rng(1)
     for name, (pair, jac, inv) in COSTS.items():
         min_pairs = AFFINE_MIN_PAIRS[name[:2]]
-        for batch in (AFFINE_BATCH, 2 * AFFINE_BATCH):
+        for batch in (int(x) for x in args.sizes.split(",")):
             total = batch * args.batches
             sizes = rng.poisson(args.mean, size=int(total / args.mean * 1.3) + 10)
             starts = np.concatenate([[0], np.cumsum(sizes[sizes > 0])])

@@ -10,7 +10,7 @@ Two algorithms, selectable (`algo`), so benchmarks run them side by side:
   runs the one-thread kernel); optionally over precomputed bases 2^(w c) P_i (`table`), which
   leaves one bucket set and no doublings. With ACC_AFFINE=1 in $CUZK_KERNEL_DEFINES (off by
   default) the accumulation's first level adds affine points in batches sharing one
-  inversion (kernels/msm_affine.cuh): fewer, longer thread ranges (AFFINE_MAX_THREADS) and a
+  inversion (kernels/msm_affine.cuh): fewer, longer thread ranges (AFFINE_THREADS) and a
   scratch buffer `<stage>.affine_batch` (AFFINE_LAUNCH threads x AFFINE_BATCH points).
 - `unsigned` (kernels/msm.cu): unsigned digits, one thread per bucket.
 """
@@ -39,7 +39,10 @@ POINT_WORDS = {"g1": 24, "g2": 48}  # affine x | y, u32 words
 SEGMENT_LEN = 16  # buckets per thread in the bucket reduction
 TREE_FAN_IN = 8  # points summed per thread in each level of the tree (short serial chains)
 AFFINE_BATCH = 256  # sorted entries per affine batch (ACC_AFFINE=1): the pairs of a pass
-AFFINE_MAX_THREADS = 1 << 16  # accumulation threads with ACC_AFFINE=1 (ranges >= AFFINE_BATCH)
+# accumulation threads with ACC_AFFINE=1: one wave of the H200 at 255 registers (132 SMs x 256),
+# so ranges are entries / 2^15 (>= MIN_ACC_CHUNK): 512 at 2^20 points (two batches), 144 at
+# 2^18 -- long ranges amortise the inversions, a full wave hides the latency
+AFFINE_THREADS = 1 << 15
 AFFINE_LAUNCH = 1 << 15  # launched threads (grid-stride): bounds the scratch at any size
 # a pass runs while it has this many pairs: its inversion (divsteps: ~38 k SASS instructions,
 # ~65 products' worth) must cost less than the Jacobian additions it saves (G1 11 - 6
@@ -127,7 +130,7 @@ class SignedShape:
             raise ValueError(f"precomputed MSM of {n} points x {windows} tables: index > 2^31")
         entries = max(1, n * windows)
         if affine:
-            chunk = max(AFFINE_BATCH, -(-entries // AFFINE_MAX_THREADS))
+            chunk = max(MIN_ACC_CHUNK, -(-entries // AFFINE_THREADS))
         else:
             chunk = max(MIN_ACC_CHUNK, -(-entries // MAX_ACC_THREADS))
         return cls(group, n, c, windows, precomputed, chunk, -(-entries // chunk), affine)

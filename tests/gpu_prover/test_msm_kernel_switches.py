@@ -37,8 +37,8 @@ def test_affine_switch_is_read_from_the_kernel_defines(monkeypatch, defines, on)
     assert affine_accumulation() is on
     shape = SignedShape.of("g1", 1 << 20)
     assert ("affine_batch" in shape.scratch()) is on
-    # 2^20 points x 16 windows: 2^18 ranges of 64 (balanced) or 2^16 of 256 (affine)
-    assert (shape.acc_threads, shape.acc_chunk) == ((1 << 16, 256) if on else (1 << 18, 64))
+    # 2^20 points x 16 windows: 2^18 ranges of 64 (balanced) or 2^15 of 512 (affine)
+    assert (shape.acc_threads, shape.acc_chunk) == ((1 << 15, 512) if on else (1 << 18, 64))
 
 
 def test_affine_scratch_is_bounded_at_any_size():
@@ -49,8 +49,10 @@ def test_affine_scratch_is_bounded_at_any_size():
     for n in (1 << 20, 1 << 27):
         assert SignedShape.of("g1", n, affine=True).scratch()["affine_batch"] == 2**15 * 30 * 1024
         assert SignedShape.of("g2", n, affine=True).scratch()["affine_batch"] == 2**15 * 60 * 1024
-    small = SignedShape.of("g1", 300, affine=True)  # 300 x 52 windows: 61 ranges, 1 block
-    assert small.affine_launch == 128
+    small = SignedShape.of("g1", 300, affine=True)  # 300 x 52 windows: 488 ranges of 32
+    assert (small.acc_threads, small.acc_chunk, small.affine_launch) == (488, 32, 512)
+    mid = SignedShape.of("g1", 1 << 18, affine=True)  # 2^18 x 18 windows / 2^15: 144
+    assert (mid.acc_threads, mid.acc_chunk) == (32768, 144)
 
 
 def test_unknown_tail_is_refused(monkeypatch):
@@ -83,6 +85,13 @@ def test_msm_matches_py_ecc_under_every_switch(monkeypatch, defines, tail, group
     dev.copy_htod("p", dp, pts, pts.nbytes)
     dev.copy_htod("s", ds, sc, sc.nbytes)
     got = from_limbs(msm(dev, "msm_test", group, dp, ds, n, algo="signed"))
-    dev.free_all()
     want = bls.multiply(gen, sum(k * s for k, s in zip(ks, scalars, strict=True)) % R)
     assert bls.eq(got, want)
+    if "ACC_AFFINE=1" in defines:  # long ranges, passes down to 2 pairs: many passes
+        import cuzk_sim.gpu.msm as gmsm
+
+        monkeypatch.setattr(gmsm, "AFFINE_THREADS", 64)
+        monkeypatch.setattr(gmsm, "AFFINE_MIN_PAIRS", {"g1": 2, "g2": 2})
+        got = from_limbs(msm(dev, "msm_test", group, dp, ds, n, algo="signed"))
+        assert bls.eq(got, want), "long ranges"
+    dev.free_all()
