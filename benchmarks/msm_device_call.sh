@@ -3,11 +3,11 @@
 # wheels at ../.whl: install them, lay out the cuzk_sim namespace as gpu_device_session.sh
 # does, run the MSM switch tests on the GPU, then gpu_bench's MSM rows with the variants
 # asked for. Logs under $OUT. Usage: bash benchmarks/msm_device_call.sh VARIANTS [SIZES] [K]
-# (K: pytest -k expression for test_msm_kernel_switches.py, default "ACC_AFFINE=1").
+# (K: pytest -k expression for test_msm_kernel_switches.py, default "AFFINE").
 set -uo pipefail
 variants=${1:-affine}
 sizes=${2:-18,20}
-kexpr=${3:-ACC_AFFINE=1}
+kexpr=${3:-AFFINE}
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 whl=.whl; [ -d "$whl" ] || whl=../.whl
