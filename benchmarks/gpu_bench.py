@@ -16,8 +16,11 @@ throughput (the NTT's arithmetic ceiling).
 Other columns (VARIANTS, with --variants): MSM `flush` (ACC_FLUSH_SLOTS=1),
 `occupancy` (ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3), `device-tail` (new kernels, Horner on
 the GPU), `xyzz+sqr` (ACC_XYZZ=1 FQ2_SQR=1), `pairs` (those and FIELD_MUL_PAIRS=1; these
-two also as prove rows); NTT `tw-inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2),
-`reg-direct` (fr_ntt_reg8 with NTT_REG_DIRECT_LOAD=1). --extra
+two also as prove rows), `sqr` (FQ2_SQR=1), `affine` (ACC_AFFINE=1: affine batch
+accumulation, divsteps inverse), `affine+sqr`, `affine-binary` (ACC_AFFINE_INV=1),
+`affine-fermat` (ACC_AFFINE_INV=0), `affine-b512` (batches of 512, MSM_OVERRIDES); NTT
+`tw-inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2), `reg-direct` (fr_ntt_reg8 with
+NTT_REG_DIRECT_LOAD=1). --extra
 adds the unsigned MSM and the signed MSM over precomputed bases (table built before timing;
 its build time and bytes reported), and the fr_ntt_group NTT. Prove: old and new default
 flags, new with prestage + pinned (a/b/c and the witness staged through pinned memory per
@@ -66,7 +69,15 @@ VARIANTS = {
     "xyzz+sqr": ("ACC_XYZZ=1 FQ2_SQR=1", None),  # XYZZ accumulation, 2-product Fq2 squares
     "pairs": ("ACC_XYZZ=1 FQ2_SQR=1 FIELD_MUL_PAIRS=1", None),  # + two products per call
     "occupancy": ("ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3", None),  # G1 acc <= 170 registers
+    "sqr": ("FQ2_SQR=1", None),  # 2-product Fq2 squares alone (Jacobian accumulation)
+    "affine": ("ACC_AFFINE=1", None),  # affine batch accumulation, divsteps inverse
+    "affine-binary": ("ACC_AFFINE=1 ACC_AFFINE_INV=1", None),  # Kaliski's binary inverse
+    "affine+sqr": ("ACC_AFFINE=1 FQ2_SQR=1", None),
+    "affine-fermat": ("ACC_AFFINE=1 ACC_AFFINE_INV=0", None),  # the batch's inverse by Fermat
+    "affine-b512": ("ACC_AFFINE=1", None),  # batches of 512 (MSM_OVERRIDES)
 }
+# gpu/msm.py constants a variant changes for its MSM rows (module attribute -> value)
+MSM_OVERRIDES = {"affine-b512": {"AFFINE_BATCH": 512}}
 
 
 SKIP: set[str] = set()  # variants not asked for (main() fills it from --variants)
@@ -146,7 +157,8 @@ def bench_msm(
     pts = _points(cp, group, 1 << max(logs))
     cp.cuda.Device().synchronize()
     gen_s = time.perf_counter() - t0
-    variants = ["old", "new", "flush", "occupancy", "device-tail", "xyzz+sqr", "pairs"]
+    variants = ["old", "new", "flush", "occupancy", "device-tail", "xyzz+sqr", "pairs", "sqr"]
+    variants += ["affine", "affine+sqr", "affine-binary", "affine-fermat", "affine-b512"]
     variants = [v for v in variants if v not in SKIP]
     variants += ["unsigned", "precomputed"] if extra else []
     rows = []
@@ -169,18 +181,30 @@ def bench_msm(
             def run(dev=dev, p=p, s=s, n=n, algo=algo, table=table, phases=None):
                 return msm(dev, f"msm_{group}", group, p, s, n, 0, phases, algo, table)
 
+            import cuzk_sim.gpu.msm as gmsm
+
+            saved = {k: getattr(gmsm, k) for k in MSM_OVERRIDES.get(variant, {})}
             with kernels(variant):
-                ms = _timeit(run, reps)
-                phases: dict[str, float] = {}
-                results[variant] = run(phases=phases)
+                for k, v in MSM_OVERRIDES.get(variant, {}).items():
+                    setattr(gmsm, k, v)
+                try:
+                    ms = _timeit(run, reps)
+                    phases: dict[str, float] = {}
+                    results[variant] = run(phases=phases)
+                finally:
+                    for k, v in saved.items():
+                        setattr(gmsm, k, v)
             row = {"what": f"msm_{group}", "variant": variant, "log2": k, "ms": ms}
             row |= {"points_gen_s": gen_s, "phases": phases}
             if table is not None:
                 row |= {"table_build_s": build_s, "table_bytes": table.nbytes}
                 dev.free(table.name)
             rows.append(row)
+            new_ms = next((r["ms"] for r in rows if r["log2"] == k and r["variant"] == "new"), 0)
             print(
-                f"msm_{group} 2^{k} [{variant}]: {ms:.2f} ms  phases(ms): "
+                f"msm_{group} 2^{k} [{variant}]: {ms:.2f} ms"
+                + (f" (x{ms / new_ms:.2f} of new)" if new_ms and variant != "new" else "")
+                + "  phases(ms): "
                 + ", ".join(f"{a}={b:.2f}" for a, b in phases.items())
                 + (
                     f"  table {table.nbytes / 2**30:.2f} GiB built in {build_s:.2f} s"

@@ -8,7 +8,10 @@ Two algorithms, selectable (`algo`), so benchmarks run them side by side:
   points, pieces of buckets that cross threads summed after), segmented reduction, tree,
   Horner over the windows (on the host by default, gpu/msm_tail.py; $CUZK_MSM_TAIL=device
   runs the one-thread kernel); optionally over precomputed bases 2^(w c) P_i (`table`), which
-  leaves one bucket set and no doublings.
+  leaves one bucket set and no doublings. With ACC_AFFINE=1 in $CUZK_KERNEL_DEFINES (off by
+  default) the accumulation's first level adds affine points in batches sharing one
+  inversion (kernels/msm_affine.cuh): fewer, longer thread ranges (AFFINE_THREADS) and a
+  scratch buffer `<stage>.affine_batch` (AFFINE_LAUNCH threads x AFFINE_BATCH points).
 - `unsigned` (kernels/msm.cu): unsigned digits, one thread per bucket.
 """
 
@@ -35,6 +38,27 @@ SCALAR_BITS = 255
 POINT_WORDS = {"g1": 24, "g2": 48}  # affine x | y, u32 words
 SEGMENT_LEN = 16  # buckets per thread in the bucket reduction
 TREE_FAN_IN = 8  # points summed per thread in each level of the tree (short serial chains)
+AFFINE_BATCH = 256  # sorted entries per affine batch (ACC_AFFINE=1): the pairs of a pass
+# accumulation threads with ACC_AFFINE=1: one wave of the H200 at 255 registers (132 SMs x 256),
+# so ranges are entries / 2^15 (>= MIN_ACC_CHUNK): 512 at 2^20 points (two batches), 144 at
+# 2^18 -- long ranges amortise the inversions, a full wave hides the latency
+AFFINE_THREADS = 1 << 15
+AFFINE_LAUNCH = 1 << 15  # launched threads (grid-stride): bounds the scratch at any size
+# a pass runs while it has this many pairs: its inversion (divsteps: ~38 k SASS instructions,
+# ~65 products' worth) must cost less than the Jacobian additions it saves (G1 11 - 6
+# products per pair, G2 33 - 18)
+AFFINE_MIN_PAIRS = {"g1": 16, "g2": 6}
+
+
+def affine_accumulation() -> bool:
+    """Whether $CUZK_KERNEL_DEFINES turns on the affine batch accumulation (ACC_AFFINE=1;
+    the last setting wins, as on a compiler's command line). Off by default."""
+    on = False
+    for d in os.environ.get("CUZK_KERNEL_DEFINES", "").split():
+        name, _, value = d.partition("=")
+        if name == "ACC_AFFINE":
+            on = value.strip() != "0" if value else True
+    return on
 
 
 @dataclass(frozen=True)
@@ -81,7 +105,8 @@ class MsmShape:
 class SignedShape:
     """Layout of one signed-digit MSM of n points: windows of c bits (windows c >= 256),
     `sets` bucket sets of 2^(c-1) buckets (one per window; one in all with precomputed
-    bases), accumulation in `acc_threads` threads of `acc_chunk` sorted points each."""
+    bases), accumulation in `acc_threads` threads of `acc_chunk` sorted points each
+    (`affine`: the affine batch accumulation, longer ranges, None = `affine_accumulation()`)."""
 
     group: Group
     n: int
@@ -90,9 +115,13 @@ class SignedShape:
     precomputed: bool
     acc_chunk: int
     acc_threads: int
+    affine: bool = False
 
     @classmethod
-    def of(cls, group: Group, n: int, precomputed: bool = False) -> SignedShape:
+    def of(
+        cls, group: Group, n: int, precomputed: bool = False, affine: bool | None = None
+    ) -> SignedShape:
+        affine = affine_accumulation() if affine is None else affine
         bits = n.bit_length()
         # one bucket set (precomputed): wider windows cost 2^(c-1) buckets once, not per window
         c = max(4, min(20, bits - 1)) if precomputed else max(4, min(16, bits - 4))
@@ -100,8 +129,23 @@ class SignedShape:
         if precomputed and n * windows >= 1 << 31:
             raise ValueError(f"precomputed MSM of {n} points x {windows} tables: index > 2^31")
         entries = max(1, n * windows)
-        chunk = max(MIN_ACC_CHUNK, -(-entries // MAX_ACC_THREADS))
-        return cls(group, n, c, windows, precomputed, chunk, -(-entries // chunk))
+        if affine:
+            chunk = max(MIN_ACC_CHUNK, -(-entries // AFFINE_THREADS))
+        else:
+            chunk = max(MIN_ACC_CHUNK, -(-entries // MAX_ACC_THREADS))
+        return cls(group, n, c, windows, precomputed, chunk, -(-entries // chunk), affine)
+
+    @property
+    def affine_launch(self) -> int:
+        """Threads launched for the affine accumulation (whole blocks of 128; each has its
+        scratch, and loops over the ranges of acc_threads)."""
+        return min(AFFINE_LAUNCH, -(-self.acc_threads // 128) * 128)
+
+    def affine_scratch_words(self) -> int:
+        """u32 words of one launched thread's scratch: AFFINE_BATCH affine points, then the
+        prefix products of a pass (AFFINE_BATCH / 2 field elements)."""
+        w = POINT_WORDS[self.group] // 2
+        return AFFINE_BATCH * 2 * w + AFFINE_BATCH // 2 * w
 
     @property
     def sets(self) -> int:
@@ -162,7 +206,11 @@ class SignedShape:
             "tree": 4 * self.sets * max(1, self.segments // TREE_FAN_IN) * jw,
             "windows": 4 * self.sets * jw,
             "result": 4 * jw,  # Jacobian; jacobian_to_affine on the host
-        }
+        } | (
+            {"affine_batch": 4 * self.affine_launch * self.affine_scratch_words()}
+            if self.affine
+            else {}
+        )
 
 
 @dataclass(frozen=True)
@@ -372,21 +420,21 @@ def _msm_signed(
         base = table.array if table is not None else points.array
         slots = [bufs["slots"].array, bufs["slots2"].array]
         keys = [bufs["slot_keys"].array, bufs["slot_keys2"].array]
-        launch(
-            f,
-            f"{group}_acc_balanced",
-            shape.acc_threads,
-            base,
-            bufs["order"].array,
-            starts,
-            np.int64(nb),
-            np.int64(shape.acc_chunk),
-            bufs["buckets"].array,
-            slots[0],
-            keys[0],
-            np.int64(shape.acc_threads),
-            threads=128,
-        )
+        acc_args = (base, bufs["order"].array, starts, np.int64(nb), np.int64(shape.acc_chunk))
+        acc_args += (bufs["buckets"].array, slots[0], keys[0], np.int64(shape.acc_threads))
+        if shape.affine:
+            batch = (np.int32(AFFINE_BATCH), np.int32(AFFINE_MIN_PAIRS[group]))
+            launch(
+                f,
+                f"{group}_acc_affine",
+                shape.affine_launch,
+                *acc_args,
+                bufs["affine_batch"].array,
+                *batch,
+                threads=128,
+            )
+        else:
+            launch(f, f"{group}_acc_balanced", shape.acc_threads, *acc_args, threads=128)
         for level in range(shape.levels()):  # ping-pong slots <-> slots2
             n_in = shape.level_slots(level)
             threads = -(-n_in // LEVEL_FAN_IN)

@@ -459,8 +459,269 @@ __device__ Fp<T> inverse(const Fp<T>& a) {
     u32 e[T::N];
 #pragma unroll
     for (int i = 0; i < T::N; i++) e[i] = T::mod(i);
-    e[0] -= 2;  // m is odd and > 2, no borrow
+    u32 borrow = e[0] < 2;  // m - 2 (Fr's low limb is 1: the borrow runs on)
+    e[0] -= 2;
+#pragma unroll
+    for (int i = 1; i < T::N; i++) {
+        u32 b = e[i] < borrow;
+        e[i] -= borrow;
+        borrow = b;
+    }
     return pow_words(a, e, T::N);
+}
+
+// a^-1 by Kaliski's almost Montgomery inverse (binary; additions, subtractions and shifts
+// only) instead of Fermat's ~600 products: phase 1 finds x = a^-1 2^k mod m (bits(m) <= k <=
+// 2 bits(m)) with u = m, v = a, r = 0, s = 1 (invariant m = u s + v r, so r, s <= 2m: N
+// limbs hold them); phase 2 doubles x (64 N - k) times mod m, giving a^-1 2^(64 N). For a
+// Montgomery input a R (R = 2^(32 N)) that is a^-1 R^-1 R^2 = a^-1 R: the Montgomery form of
+// the inverse. 0 maps to 0. Data-dependent trip counts: a warp runs its slowest lane's.
+// Cost (Fq): ~540 phase-1 steps of a few 12-limb additions / shifts, ~230 doublings.
+template <class T>
+__device__ __forceinline__ u32 limbs_sub(u32* d, const u32* a, const u32* b) {  // d = a - b
+    u64 borrow = 0;
+#pragma unroll
+    for (int i = 0; i < T::N; i++) {
+        u64 t = (u64)a[i] - b[i] - borrow;
+        d[i] = (u32)t;
+        borrow = (t >> 32) & 1;
+    }
+    return (u32)borrow;
+}
+template <class T>
+__device__ __forceinline__ void limbs_add(u32* d, const u32* a, const u32* b) {  // d = a + b
+    u64 carry = 0;
+#pragma unroll
+    for (int i = 0; i < T::N; i++) {
+        u64 t = (u64)a[i] + b[i] + carry;
+        d[i] = (u32)t;
+        carry = t >> 32;
+    }
+}
+template <class T>
+__device__ __forceinline__ void limbs_shr1(u32* a) {
+#pragma unroll
+    for (int i = 0; i < T::N - 1; i++) a[i] = (a[i] >> 1) | (a[i + 1] << 31);
+    a[T::N - 1] >>= 1;
+}
+template <class T>
+__device__ __forceinline__ void limbs_shl1(u32* a) {
+#pragma unroll
+    for (int i = T::N - 1; i > 0; i--) a[i] = (a[i] << 1) | (a[i - 1] >> 31);
+    a[0] <<= 1;
+}
+
+template <class T>
+__device__ __noinline__ Fp<T> inverse_binary(const Fp<T> a) {
+    const int N = T::N;
+    if (a.is_zero()) return a;
+    u32 u[T::N], v[T::N], r[T::N], s[T::N], t[T::N];
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        u[i] = T::mod(i);
+        v[i] = a.v[i];
+        r[i] = 0;
+        s[i] = 0;
+    }
+    s[0] = 1;
+    int k = 0;
+    for (;;) {
+        u32 vz = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) vz |= v[i];
+        if (vz == 0) break;
+        bool u_step;  // halve u (after u - v when both are odd) or halve v
+        if ((u[0] & 1) == 0) u_step = true;
+        else if ((v[0] & 1) == 0) u_step = false;
+        else u_step = limbs_sub<T>(t, v, u) != 0;  // v < u
+        if (u_step) {
+            if (u[0] & 1) {
+                limbs_sub<T>(u, u, v);
+                limbs_add<T>(r, r, s);
+            }
+            limbs_shr1<T>(u);
+            limbs_shl1<T>(s);
+        } else {
+            if (v[0] & 1) {
+                limbs_sub<T>(v, v, u);
+                limbs_add<T>(s, s, r);
+            }
+            limbs_shr1<T>(v);
+            limbs_shl1<T>(r);
+        }
+        k++;
+    }
+    Fp<T> x;
+#pragma unroll
+    for (int i = 0; i < N; i++) x.v[i] = r[i];
+    x.reduce_once(0);  // r < 2m
+    x = Fp<T>::zero() - x;  // m - r: a^-1 2^k
+    for (; k < 64 * N; k++) x = x + x;
+    return x;
+}
+
+// a^-1 by Bernstein-Yang divsteps (safegcd), 30 at a time: each round runs 30 divsteps on
+// the low 30 bits of f and g only (they decide every step), giving a transition matrix
+// (u v; q r) with |u| + |v|, |q| + |r| <= 2^30, then applies it to the whole f, g (exact
+// division by 2^30) and to d, e mod m (f = d a, g = e a mod m; md m added to make the
+// division exact, d, e kept in [0, m)). Numbers in signed 30-bit limbs (Fq: 13). When g = 0,
+// f = +-1 and a^-1 = +-d. A Montgomery input a R gives a^-1 R^-1: two products by R^2 make it
+// a^-1 R. Rounds: ~27 for Fq (a warp runs its slowest lane's, ~28), ~1 k instructions
+// each. 0 maps to 0.
+template <class T>
+__device__ __forceinline__ void to_limbs30(int* out, const u32* in) {
+    const int L = (32 * T::N + 29) / 30;
+#pragma unroll
+    for (int i = 0; i < L; i++) {
+        const int bit = 30 * i, w = bit / 32, off = bit % 32;
+        u64 pair = (u64)in[w] | ((w + 1 < T::N) ? (u64)in[w + 1] << 32 : 0);
+        out[i] = (int)((pair >> off) & 0x3fffffffu);
+    }
+}
+
+// out = x + (m if mask) in 30-bit limbs (top limb signed)
+template <int L>
+__device__ __forceinline__ void limbs30_add_masked(int* x, const int* m, int mask) {
+    int c = 0;
+#pragma unroll
+    for (int i = 0; i < L - 1; i++) {
+        c += x[i] + (m[i] & mask);
+        x[i] = c & 0x3fffffff;
+        c >>= 30;
+    }
+    x[L - 1] += c + (m[L - 1] & mask);
+}
+
+// x -= m when x >= m (x in [0, 2m))
+template <int L>
+__device__ __forceinline__ void limbs30_reduce(int* x, const int* m) {
+    int t[L];
+    int c = 0;
+#pragma unroll
+    for (int i = 0; i < L - 1; i++) {
+        c += x[i] - m[i];
+        t[i] = c & 0x3fffffff;
+        c >>= 30;
+    }
+    t[L - 1] = x[L - 1] - m[L - 1] + c;
+    const int keep = t[L - 1] >> 31;  // -1: x < m, keep x
+#pragma unroll
+    for (int i = 0; i < L; i++) x[i] = (x[i] & keep) | (t[i] & ~keep);
+}
+
+// (u x + v y) / 2^30 and (q x + r y) / 2^30 over 30-bit limbs, plus (mx, my) m (mx = my = 0
+// for f, g); the low 30 bits of each sum are zero by construction.
+template <int L>
+__device__ __forceinline__ void limbs30_update(int* x, int* y, const int* m, int u, int v, int q,
+                                               int r, int mx, int my) {
+    long long cx = (long long)u * x[0] + (long long)v * y[0] + (long long)mx * m[0];
+    long long cy = (long long)q * x[0] + (long long)r * y[0] + (long long)my * m[0];
+    cx >>= 30;
+    cy >>= 30;
+#pragma unroll
+    for (int i = 1; i < L; i++) {
+        cx += (long long)u * x[i] + (long long)v * y[i] + (long long)mx * m[i];
+        cy += (long long)q * x[i] + (long long)r * y[i] + (long long)my * m[i];
+        x[i - 1] = (int)(cx & 0x3fffffff);
+        y[i - 1] = (int)(cy & 0x3fffffff);
+        cx >>= 30;
+        cy >>= 30;
+    }
+    x[L - 1] = (int)cx;
+    y[L - 1] = (int)cy;
+}
+
+template <class T>
+__device__ __noinline__ Fp<T> inverse_safegcd(const Fp<T> a) {
+    const int N = T::N;
+    const int L = (32 * T::N + 29) / 30;
+    if (a.is_zero()) return a;
+    u32 mw[T::N];
+#pragma unroll
+    for (int i = 0; i < N; i++) mw[i] = T::mod(i);
+    int m[L], f[L], g[L], d[L], e[L];
+    to_limbs30<T>(m, mw);
+    to_limbs30<T>(g, a.v);
+#pragma unroll
+    for (int i = 0; i < L; i++) {
+        f[i] = m[i];
+        d[i] = 0;
+        e[i] = 0;
+    }
+    e[0] = 1;
+    const u32 mneg = T::INV & 0x3fffffffu;  // -m^-1 mod 2^30
+    int delta = 1;
+    for (int round = 0; round < 64; round++) {
+        int gz = 0;
+#pragma unroll
+        for (int i = 0; i < L; i++) gz |= g[i];
+        if (gz == 0) break;
+        u32 fl = (u32)f[0], gl = (u32)g[0];
+        int u = 1, v = 0, q = 0, r = 1;
+        for (int i = 0; i < 30; i++) {
+            if (delta > 0 && (gl & 1)) {  // (f, g) <- (g, -f), delta <- -delta
+                u32 tf = fl;
+                fl = gl;
+                gl = 0u - tf;
+                int tu = u, tv = v;
+                u = q;
+                v = r;
+                q = -tu;
+                r = -tv;
+                delta = -delta;
+            }
+            if (gl & 1) {
+                gl += fl;
+                q += u;
+                r += v;
+            }
+            delta++;
+            gl >>= 1;
+            u <<= 1;
+            v <<= 1;
+        }
+        limbs30_update<L>(f, g, m, u, v, q, r, 0, 0);
+        const u32 cd = (u32)u * (u32)d[0] + (u32)v * (u32)e[0];
+        const u32 ce = (u32)q * (u32)d[0] + (u32)r * (u32)e[0];
+        const int md = (int)((mneg * cd) & 0x3fffffffu), me = (int)((mneg * ce) & 0x3fffffffu);
+        limbs30_update<L>(d, e, m, u, v, q, r, md, me);  // now in (-m, 2m)
+        limbs30_add_masked<L>(d, m, d[L - 1] >> 31);
+        limbs30_add_masked<L>(e, m, e[L - 1] >> 31);
+        limbs30_reduce<L>(d, m);
+        limbs30_reduce<L>(e, m);
+    }
+    // f = +-1: a^-1 = f d
+    int dz = 0;
+#pragma unroll
+    for (int i = 0; i < L; i++) dz |= d[i];
+    if (f[L - 1] < 0 && dz != 0) {  // m - d
+        int c = 0;
+#pragma unroll
+        for (int i = 0; i < L - 1; i++) {
+            c += m[i] - d[i];
+            d[i] = c & 0x3fffffff;
+            c >>= 30;
+        }
+        d[L - 1] = m[L - 1] - d[L - 1] + c;
+    }
+    Fp<T> y;
+    u64 acc = 0;
+    int nbits = 0, w = 0;
+#pragma unroll
+    for (int i = 0; i < L; i++) {
+        acc |= (u64)(u32)d[i] << nbits;
+        nbits += 30;
+        if (nbits >= 32 && w < N) {
+            y.v[w++] = (u32)acc;
+            acc >>= 32;
+            nbits -= 32;
+        }
+    }
+    for (; w < N; w++) {
+        y.v[w] = (u32)acc;
+        acc >>= 32;
+    }
+    return to_mont(to_mont(y));  // (a R)^-1 R^2 = a^-1 R
 }
 
 typedef Fp<FrTraits> Fr;
@@ -575,6 +836,17 @@ __device__ __forceinline__ Two<Fp<T>> sqr_pair(const Fp<T>& a, const Fp<T>& b) {
 // (a0 + a1 u)^-1 = (a0 - a1 u) / (a0^2 + a1^2)
 __device__ __forceinline__ Fq2 inverse(const Fq2& a) {
     Fq norm_inv = inverse(a.c0 * a.c0 + a.c1 * a.c1);
+    return {a.c0 * norm_inv, -(a.c1 * norm_inv)};
+}
+
+// the same through the binary inverse of the norm (the affine batch accumulation)
+__device__ __forceinline__ Fq2 inverse_binary(const Fq2& a) {
+    Fq norm_inv = inverse_binary(a.c0 * a.c0 + a.c1 * a.c1);
+    return {a.c0 * norm_inv, -(a.c1 * norm_inv)};
+}
+
+__device__ __forceinline__ Fq2 inverse_safegcd(const Fq2& a) {
+    Fq norm_inv = inverse_safegcd(a.c0 * a.c0 + a.c1 * a.c1);
     return {a.c0 * norm_inv, -(a.c1 * norm_inv)};
 }
 

@@ -29,12 +29,18 @@
 // ACC_XYZZ (default 0) 1: level 0 keeps its running sum in XYZZ coordinates (10 products per
 // mixed addition instead of 11) and stores it as Jacobian; 0: Jacobian throughout. (Off
 // until measured on the device: docs/benchmarks.md.)
+// ACC_AFFINE (default 0) 1 compiles *_acc_affine (msm_affine.cuh): level 0 with affine batch
+// additions sharing one inversion per pass (gpu/msm.py launches it instead of
+// *_acc_balanced when $CUZK_KERNEL_DEFINES sets ACC_AFFINE=1; its scratch is a named buffer).
 #include "curve.cuh"
 #ifndef ACC_FLUSH_SLOTS
 #define ACC_FLUSH_SLOTS 0
 #endif
 #ifndef ACC_XYZZ
 #define ACC_XYZZ 0
+#endif
+#ifndef ACC_AFFINE
+#define ACC_AFFINE 0
 #endif
 #if ACC_XYZZ
 #define ACC_T Xyzz<F>
@@ -114,6 +120,10 @@ __device__ __forceinline__ void put_slot(u32* slots, u32* kv, long long p, u32 k
     kv[2 * p + 1] = ok;
     if (ok) store_jacobian(slots + p * 3 * W, v);
 }
+
+#if ACC_AFFINE
+#include "msm_affine.cuh"
+#endif
 
 // Level 0. starts: exclusive prefix sum of the counts, nbuckets + 1 entries.
 template <class F>
@@ -343,3 +353,16 @@ __device__ void precompute(const u32* points, u32* table, long long n, int shift
 
 DEFINE_SIGNED_MSM(g1, Fq, G1_ACC_MIN_BLOCKS)
 DEFINE_SIGNED_MSM(g2, Fq2, 1)
+
+#if ACC_AFFINE
+#define DEFINE_AFFINE_ACC(G, F)                                                                \
+    extern "C" __global__ void __launch_bounds__(128, 1)                                       \
+        G##_acc_affine(const u32* points, const u32* order, const u32* starts,                 \
+                       long long nbuckets, long long L, u32* buckets, u32* slots, u32* kv,     \
+                       long long nthreads, u32* scratch, int B, int min_pairs) {               \
+        acc_affine<F>(points, order, starts, nbuckets, L, buckets, slots, kv, nthreads,        \
+                      scratch, B, min_pairs);                                                  \
+    }
+DEFINE_AFFINE_ACC(g1, Fq)
+DEFINE_AFFINE_ACC(g2, Fq2)
+#endif

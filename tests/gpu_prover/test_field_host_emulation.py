@@ -1,7 +1,8 @@
 """kernels/field.cuh compiled by the host C++ compiler (FIELD_HOST_EMULATION: the PTX carry
 steps emulated with an explicit carry flag), run in CI without a GPU: the wide-chain
 Montgomery product (the default) and the 64-bit C product against Python ints, a b 2^(-32N)
-mod m, for Fr and Fq, edges included. Skipped when no C++ compiler is installed."""
+mod m, for Fr and Fq, edges included; the three inverses (divsteps, binary, Fermat). Skipped
+when no C++ compiler is installed."""
 
 from __future__ import annotations
 
@@ -19,20 +20,36 @@ HARNESS = r"""
 #define FIELD_HOST_EMULATION 1
 #include "field.cuh"
 #include <cstdio>
-// stdin: "r|q a_0 .. a_{N-1} b_0 .. b_{N-1}" (hex limbs); stdout: wide product, C product
+// stdin: "r|q a_0 .. a_{N-1} b_0 .. b_{N-1}" (hex limbs); stdout: wide product, C product;
+// "i|j a_0 .. a_{N-1}" (Fr | Fq): the divsteps, binary and Fermat inverses of a
+template <class F> void put(const F& x) {
+    for (int i = F::N - 1; i >= 0; i--) printf("%08x", x.v[i]);
+    printf(" ");
+}
 template <class F> void one() {
     F a, b;
     for (int i = 0; i < F::N; i++) if (scanf("%x", &a.v[i]) != 1) return;
     for (int i = 0; i < F::N; i++) if (scanf("%x", &b.v[i]) != 1) return;
-    F w = mont_mul_wide(a, b), c = mont_mul(a, b);
-    for (int i = F::N - 1; i >= 0; i--) printf("%08x", w.v[i]);
-    printf(" ");
-    for (int i = F::N - 1; i >= 0; i--) printf("%08x", c.v[i]);
+    put(mont_mul_wide(a, b));
+    put(mont_mul(a, b));
+    printf("\n");
+}
+template <class F> void inv() {
+    F a;
+    for (int i = 0; i < F::N; i++) if (scanf("%x", &a.v[i]) != 1) return;
+    put(inverse_safegcd(a));
+    put(inverse_binary(a));
+    put(inverse(a));
     printf("\n");
 }
 int main() {
     char f[4];
-    while (scanf("%3s", f) == 1) { if (f[0] == 'r') one<Fr>(); else one<Fq>(); }
+    while (scanf("%3s", f) == 1) {
+        if (f[0] == 'r') one<Fr>();
+        else if (f[0] == 'q') one<Fq>();
+        else if (f[0] == 'i') inv<Fr>();
+        else inv<Fq>();
+    }
 }
 """
 
@@ -72,6 +89,25 @@ def test_products_match_python_ints(harness, name, m, n):
         expected = a * b * inv % m
         assert int(lines[2 * k], 16) == expected, f"wide product of {a}, {b}"
         assert int(lines[2 * k + 1], 16) == expected, f"C product of {a}, {b}"
+
+
+@pytest.mark.parametrize("name, m, n", [("i", R, 8), ("j", Q, 12)])
+def test_inverses_match_python_ints(harness, name, m, n):
+    """inverse_safegcd (divsteps), inverse_binary (Kaliski) and inverse (Fermat) of a
+    Montgomery a R give the Montgomery form of a^-1, (a R)^-1 R^2 mod m; 0 gives 0."""
+    rng = random.Random(n + 1)
+    edges = [0, 1, 2, 3, m - 1, m - 2, (m - 1) // 2, (m + 1) // 2, 2 ** (32 * n) % m]
+    edges += [2**k for k in (29, 30, 31, 32, 60, 61, 200, m.bit_length() - 1)]
+    values = edges + [rng.randrange(1, m) for _ in range(400)]
+    stdin = "".join(f"{name} {_limbs_hex(a, n)}\n" for a in values)
+    out = subprocess.run([str(harness)], input=stdin, capture_output=True, text=True, check=True)
+    lines = out.stdout.split()
+    assert len(lines) == 3 * len(values)
+    mont = 2 ** (32 * n)
+    for k, a in enumerate(values):
+        want = pow(a, -1, m) * mont * mont % m if a else 0
+        got = [int(x, 16) for x in lines[3 * k : 3 * k + 3]]
+        assert got == [want] * 3, f"inverses of {a}: divsteps, binary, Fermat"
 
 
 CURVE_HARNESS = r"""
