@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# One device call for the GPU prover (issue 12): every GPU test (tests/gpu_prover), then
+# gpu_bench side by side -- MSM (old, new and the MSM switches asked), NTT (old, new,
+# reg8), prove (the columns asked), and prove again with the MSM switch ACC_AFFINE=1.
+# Logs in $OUT. Usage (device machine, repo root, .whl present):
+#   bash benchmarks/issue12_device_call.sh
+# env: TEST_TIMEOUT (200), BENCH_TIMEOUT (150), PROVE_TIMEOUT (90), MSM_VARIANTS,
+#   PROVE_COLUMNS, PROVE_DEFINES (the second prove run's kernel switches)
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
+  .whl/*.whl >"$OUT/pip.log" 2>&1 || { echo "wheel install failed"; tail "$OUT/pip.log"; }
+rm -rf /tmp/shim && mkdir -p /tmp/shim
+cp -r cuzk_sim /tmp/shim/ && cp -r reference /tmp/shim/cuzk_sim/reference \
+  && cp -r gpu /tmp/shim/cuzk_sim/gpu
+export PYTHONPATH=/tmp/shim:/tmp/site PYTHONUNBUFFERED=1 CUZK_HYPOTHESIS_PROFILE=${PROFILE:-dev}
+nvidia-smi --query-gpu=name,memory.total,clocks.sm,driver_version --format=csv | tee "$OUT/gpu.txt"
+t0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$OUT/steps.txt"; }
+stamp tests
+timeout "${TEST_TIMEOUT:-200}" python3 -P -m pytest tests/gpu_prover -q -p no:cacheprovider \
+  --durations=10 > "$OUT/gputests.log" 2>&1
+stamp "tests rc=$?"; tail -4 "$OUT/gputests.log"
+MSM_VARIANTS=${MSM_VARIANTS:-affine,affine-b512,sqr}
+timeout "${BENCH_TIMEOUT:-150}" python3 benchmarks/gpu_bench.py --quick --only msm_g1,msm_g2,ntt \
+  --sizes 18,20,24 --variants "$MSM_VARIANTS" --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1
+stamp "bench rc=$?"
+P=${PROVE_COLUMNS:-new,all pinned+overlap,all pinned+overlap+tails,all pinned+overlap+resident,all pinned+overlap+resident+tails}
+CUZK_BENCH_PROVE="old,$P" timeout "${PROVE_TIMEOUT:-90}" python3 benchmarks/gpu_bench.py \
+  --quick --only prove --sizes 18,20 --json "$OUT/prove.json" > "$OUT/prove.log" 2>&1
+stamp "prove rc=$?"
+CUZK_KERNEL_DEFINES="${PROVE_DEFINES:-ACC_AFFINE=1}" CUZK_BENCH_PROVE="new,all pinned+overlap+resident+tails" \
+  timeout "${PROVE_TIMEOUT:-90}" python3 benchmarks/gpu_bench.py --quick --only prove --sizes 20 \
+  --json "$OUT/prove-defines.json" > "$OUT/prove-defines.log" 2>&1
+stamp "prove with ${PROVE_DEFINES:-ACC_AFFINE=1} rc=$?"
+grep -E "^\| |variants agree|equal" "$OUT/bench.log" | tail -40
+grep -E "^prove|^\| " "$OUT/prove.log" "$OUT/prove-defines.log" | tail -30
