@@ -183,17 +183,18 @@ def bench_msm(
 
             import cuzk_sim.gpu.msm as gmsm
 
-            saved = {k: getattr(gmsm, k) for k in MSM_OVERRIDES.get(variant, {})}
+            overrides = MSM_OVERRIDES.get(variant, {})  # (not `k`: that is the size)
+            saved = {name: getattr(gmsm, name) for name in overrides}
             with kernels(variant):
-                for k, v in MSM_OVERRIDES.get(variant, {}).items():
-                    setattr(gmsm, k, v)
+                for name, value in overrides.items():
+                    setattr(gmsm, name, value)
                 try:
                     ms = _timeit(run, reps)
                     phases: dict[str, float] = {}
                     results[variant] = run(phases=phases)
                 finally:
-                    for k, v in saved.items():
-                        setattr(gmsm, k, v)
+                    for name, value in saved.items():
+                        setattr(gmsm, name, value)
             row = {"what": f"msm_{group}", "variant": variant, "log2": k, "ms": ms}
             row |= {"points_gen_s": gen_s, "phases": phases}
             if table is not None:
