@@ -54,7 +54,9 @@ class Alloc:
     memory: `device` (VRAM, the default) or `host_pinned` (page-locked host memory,
     cudaHostAlloc / cudaHostRegister): charged to the host RAM budget, fails at once when
     the budget cannot hold it, and costs the profile's registration time; `allocator`
-    and `per_device` do not apply to it; `margin` is checked against the host's free bytes.
+    and `per_device` do not apply to it; `margin` is checked against the host's free bytes;
+    a persistent one belongs to the process: pinned once, shared by every worker (the
+    proving key, pinned once per key).
     """
 
     buffer: str

@@ -337,7 +337,10 @@ def partition(
         return d_a, d_bc
 
     if flags.key_pinned:  # held by the key cache across partitions (not freed here)
-        dev.pin_host("key_points.pinned", key_points_bytes(shape), note="key_pinned")
+        # one per key: partitions of one shape share a key (the pipeline's synthetic data
+        # does; two circuits of one shape would be two keys, not told apart here)
+        key_buffer = f"key_points.pinned.2^{shape.log_n}"
+        dev.pin_host(key_buffer, key_points_bytes(shape), note="key_pinned")
     with dev.critical_section():
         d_a, d_bc = (
             dev.attempt(PRESTAGE_DECLINED, prestage, in_lock) if flags.prestage else in_lock()

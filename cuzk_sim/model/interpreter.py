@@ -40,6 +40,7 @@ from cuzk_sim.plan import Alloc, Copy, Cpu, Kernel, Step
 from cuzk_sim.result import OomEvent, Span
 from cuzk_sim.units import format_size
 
+PROCESS_OWNER = "(process)"  # the owner of persistent pinned host buffers (alloc_host)
 FALLBACK_LEDGERS = 16  # fallback OOM events that keep a copy of the ledger (see alloc_failed)
 PANIC = -1  # what a handler returns instead of the next step when the worker panics
 
@@ -286,17 +287,20 @@ def free_device(m: Machine, w: Worker, s: Step, now: float, pc: int = -1) -> Non
 def alloc_host(
     m: Machine, w: Worker, s: Alloc, pc: int, cp: CompiledPlan, part: str, seconds: float
 ) -> int:
-    """A pinned host allocation at SimPy time: next step index, or PANIC."""
+    """A pinned host allocation at SimPy time: next step index, or PANIC. A persistent one
+    belongs to the process (PROCESS_OWNER): pinned once, the hit of every worker after (host
+    memory is the process's: a key pinned once per key serves all its workers)."""
     ram, now = m.ram, m.env.now
-    if (w.name, s.buffer) in ram.live:
+    owner = PROCESS_OWNER if s.persistent else w.name
+    if (owner, s.buffer) in ram.live:
         if s.persistent:
             return pc + 1
         m.leaks += 1
-        ram.rename(w.name, s.buffer, f"{s.buffer}#leak{m.leaks}")
+        ram.rename(owner, s.buffer, f"{s.buffer}#leak{m.leaks}")
     reason = ""
     if s.margin is not None and ram.free < s.bytes + s.margin:
         reason = "skip_ram"
-    elif not ram.try_pin(w.name, s.buffer, s.bytes, s.persistent):
+    elif not ram.try_pin(owner, s.buffer, s.bytes, s.persistent):
         reason = "alloc"
     if not reason:
         w.t_ready = now + seconds  # page-locking the buffer

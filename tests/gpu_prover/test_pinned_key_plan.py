@@ -251,3 +251,32 @@ def test_the_model_hides_the_overlapped_uploads_behind_the_msms(tmp_path):
     hidden = [96 * n, 96 * n, 192 * n, 96 * (n - 2)]
     saved = 2 * sum(0.1577e-3 + b / (46.9 * GIB) for b in hidden)
     assert seconds("") - seconds(", overlap_uploads = true") == pytest.approx(saved, rel=1e-6)
+
+
+def test_two_workers_share_the_pinned_key_as_one_process_does(tmp_path):
+    """Two workers, two proofs of two partitions each: the key is pinned once for the
+    process (the model's persistent pinned host buffers belong to it), not once per
+    worker: the host RAM peak grows by the key's bytes once, and the second worker pays
+    no page-locking."""
+    path = tmp_path / "two.toml"
+    profile = _linear_copies_profile(tmp_path)
+    results = {}
+    for flag in ("false", "true"):
+        path.write_text(
+            textwrap.dedent(f"""
+            profile = "{profile}"
+            [engine.gpus]
+            gpu_workers_per_device = 2
+            [engine.pce]
+            cached = ["porep"]
+            [plan]
+            gpu_prover = {{ domain_log2 = 10, key_pinned = {flag} }}
+            [[workload]]
+            kind = "porep"
+            count = 2
+            partitions = 2
+            """)
+        )
+        results[flag] = simulate(load_scenario(path))
+    on, off = results["true"], results["false"]
+    assert on.peak_host_bytes - off.peak_host_bytes == _key_bytes_by_hand(1 << 10)
