@@ -11,13 +11,7 @@ sizes=${1:-16,20,24}
 kexpr=${2:-not test_gpu_device or ntt_matches or proof_bytes}
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-[ -d .whl ] || ln -s ../.whl .whl
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
-  .whl/*.whl >"$OUT/pip.log" 2>&1 || { echo "wheel install failed"; tail "$OUT/pip.log"; }
-rm -rf /tmp/shim && mkdir -p /tmp/shim
-cp -r cuzk_sim /tmp/shim/ && cp -r reference /tmp/shim/cuzk_sim/reference \
-  && cp -r gpu /tmp/shim/cuzk_sim/gpu
-export PYTHONPATH=/tmp/shim:/tmp/site PYTHONUNBUFFERED=1 CUZK_HYPOTHESIS_PROFILE=${PROFILE:-dev}
+. benchmarks/device_env.sh  # the wheels, the cuzk_sim namespace, PYTHONPATH
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,driver_version --format=csv | tee "$OUT/gpu.txt"
 timeout ${TEST_TIMEOUT:-110} python3 -P -m pytest tests/gpu_prover/test_ntt_kernels.py \
   tests/gpu_prover/test_ntt_model.py tests/gpu_prover/test_kernels_compile.py \

@@ -18,12 +18,8 @@ W=/tmp/realrun
 mkdir -p "$OUT" "$W/logs"
 WHAT=${WHAT:-probe tests grid faults}  # also: bench (gpu_bench.py prove stages at 2^16, 2^18)
 WHL=${WHL:-../.whl}
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
-  "$WHL"/*.whl >"$W/logs/pip.log" 2>&1 || { echo "wheel install failed"; tail "$W/logs/pip.log"; }
-rm -rf /tmp/shim && mkdir -p /tmp/shim
-cp -r cuzk_sim /tmp/shim/ && cp -r reference /tmp/shim/cuzk_sim/reference \
-  && cp -r gpu /tmp/shim/cuzk_sim/gpu
-export PYTHONPATH=/tmp/shim:/tmp/site PYTHONUNBUFFERED=1 CUZK_HYPOTHESIS_PROFILE=dev
+PIP_LOG=$W/logs/pip.log
+. benchmarks/device_env.sh  # the wheels, the cuzk_sim namespace, PYTHONPATH
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$W/logs/gpu.txt" 2>&1
 nproc >> "$W/logs/gpu.txt"
 lscpu > "$W/logs/lscpu.txt" 2>&1
