@@ -108,22 +108,22 @@ def test_the_profile_prices_the_key_copies_at_its_pinned_rate(tmp_path):
     assert key_s == pytest.approx(5 * 0.1577e-3 + 603_979_488 / (46.9 * GIB))  # ~12.8 ms
 
 
-def _scenario(tmp_path, flags: str):
-    """One proof of two 2^10 partitions, one worker, our prover with `flags`."""
-    path = tmp_path / f"s{abs(hash(flags))}.toml"
+def _scenario(tmp_path, flags: str, workers: int = 1, proofs: int = 1):
+    """`proofs` proofs of two 2^10 partitions, `workers` workers, our prover with `flags`."""
+    path = tmp_path / f"s{abs(hash((flags, workers, proofs)))}.toml"
     profile = _linear_copies_profile(tmp_path)
     path.write_text(
         textwrap.dedent(f"""
         profile = "{profile}"
         [engine.gpus]
-        gpu_workers_per_device = 1
+        gpu_workers_per_device = {workers}
         [engine.pce]
         cached = ["porep"]
         [plan]
         gpu_prover = {{ domain_log2 = 10, {flags} }}
         [[workload]]
         kind = "porep"
-        count = 1
+        count = {proofs}
         partitions = 2
         """)
     )
@@ -256,27 +256,7 @@ def test_the_model_hides_the_overlapped_uploads_behind_the_msms(tmp_path):
 def test_two_workers_share_the_pinned_key_as_one_process_does(tmp_path):
     """Two workers, two proofs of two partitions each: the key is pinned once for the
     process (the model's persistent pinned host buffers belong to it), not once per
-    worker: the host RAM peak grows by the key's bytes once, and the second worker pays
-    no page-locking."""
-    path = tmp_path / "two.toml"
-    profile = _linear_copies_profile(tmp_path)
-    results = {}
-    for flag in ("false", "true"):
-        path.write_text(
-            textwrap.dedent(f"""
-            profile = "{profile}"
-            [engine.gpus]
-            gpu_workers_per_device = 2
-            [engine.pce]
-            cached = ["porep"]
-            [plan]
-            gpu_prover = {{ domain_log2 = 10, key_pinned = {flag} }}
-            [[workload]]
-            kind = "porep"
-            count = 2
-            partitions = 2
-            """)
-        )
-        results[flag] = simulate(load_scenario(path))
-    on, off = results["true"], results["false"]
+    worker: the host RAM peak grows by the key's bytes once."""
+    off = simulate(_scenario(tmp_path, "key_pinned = false", workers=2, proofs=2))
+    on = simulate(_scenario(tmp_path, "key_pinned = true", workers=2, proofs=2))
     assert on.peak_host_bytes - off.peak_host_bytes == _key_bytes_by_hand(1 << 10)
