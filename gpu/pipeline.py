@@ -94,7 +94,7 @@ def kind_work(plan: Plan, where: str) -> KindWork:
     )
     flags = ProverFlags(**m["flags"])
     # not in the real pipeline yet: a resident key would outlive a partition's Device, and
-    # the tails already run in the assembler process (cuzk-sim simulate models both)
+    # the tails already run in the assembler process (`cuzk-sim run` models both)
     for name in ("key_resident", "overlap_tails"):
         if getattr(flags, name):
             raise ValueError(

@@ -515,17 +515,20 @@ def msm_results(raw: dict[str, list[Any]]) -> dict[str, Any]:
     return out
 
 
-def scaled_results(raw: dict[str, list[Any]]) -> dict[str, Any]:
-    """Per stage that `partition(..., scale=)` scaled: the sum of its chunks' scaled
-    points (py_ecc)."""
+def scaled_points(raw: dict[str, list[Any]], res: Mapping[str, Any], r: int, s: int) -> dict:
+    """s a and r b_1 (py_ecc points, gpu/blinding.py): the sum of the scaled chunks the
+    tails returned (`partition(..., scale=)`), or, where a stage's results came back
+    finished (the unsigned MSM, the device tail), its sum `res[stage]` multiplied here."""
     out = {}
-    for stage, parts in raw.items():
-        done = [v.result() if isinstance(v, Future) else v for v in parts]
+    for stage, k in scales(r, s).items():
+        done = [v.result() if isinstance(v, Future) else v for v in raw.get(stage, [])]
         if done and all(isinstance(v, tuple) for v in done):
             acc = bls.Z1
             for _, p in done:
                 acc = bls.add(acc, p)
             out[stage] = acc
+        else:
+            out[stage] = scale_g1(res[stage], k)
     return out
 
 
@@ -557,7 +560,7 @@ def partition_proof(
         "assemble",
         "assemble",
         1,
-        lambda: assemble_blinded(ends, res, scaled_results(raw), blind.result()),
+        lambda: assemble_blinded(ends, res, scaled_points(raw, res, r, s), blind.result()),
     )
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import py_ecc.optimized_bls12_381 as bls
 import pytest
 from cuzk_sim.gpu.blinding import SCALED, assemble_blinded, blinding, scale_g1, scales
-from cuzk_sim.gpu.prover import HostKey, finish_tail, scaled_results
+from cuzk_sim.gpu.prover import HostKey, finish_tail, scaled_points
 from cuzk_sim.reference.field import R
 from cuzk_sim.reference.prove import assemble
 
@@ -54,7 +54,8 @@ def test_scales_are_s_for_a_and_r_for_b1():
 
 def test_a_tail_with_a_scalar_returns_the_point_and_its_multiple():
     """finish_tail(sums, k): the limbs as without k, and k P as py_ecc multiplies; chunks
-    of one stage add up in scaled_results (k P1 + k P2 = k (P1 + P2))."""
+    of one stage add up in scaled_points (k P1 + k P2 = k (P1 + P2)), and a stage whose
+    results came back finished is multiplied there."""
     from cuzk_sim.gpu import encoding, msm_tail
     from cuzk_sim.gpu.msm import WindowSums
 
@@ -73,6 +74,11 @@ def test_a_tail_with_a_scalar_returns_the_point_and_its_multiple():
     for p, (limbs, scaled) in zip(parts, done, strict=True):
         assert np.array_equal(limbs, finish_tail(p))
         assert bls.eq(scaled, bls.multiply(encoding.g1_from_limbs(limbs), k))
-    got = scaled_results({"msm_a": done, "msm_h": [finish_tail(parts[0])]})
-    assert set(got) == {"msm_a"}  # only the scaled stage
+    # msm_a from its scaled chunks; msm_b_g1 came back finished (the unsigned MSM): its
+    # sum is multiplied on the host
+    b1 = bls.multiply(bls.G1, 777)
+    raw = {"msm_a": done, "msm_b_g1": [np.zeros(24, np.uint32)]}
+    got = scaled_points(raw, {"msm_a": None, "msm_b_g1": b1}, r=k, s=k)
+    assert set(got) == {"msm_a", "msm_b_g1"}
     assert bls.eq(got["msm_a"], bls.multiply(bls.G1, total * k % R))
+    assert bls.eq(got["msm_b_g1"], bls.multiply(b1, k))
