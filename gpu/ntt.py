@@ -24,8 +24,9 @@ BITREV_TILE_LOG = 8  # fr_bitrev_tiled swaps tiles of 2^4 x 2^4 elements (log n 
 FR_BYTES = 32
 # stage-group kernels (kernels/ntt.cu): twiddles per block in shared memory and one
 # __syncthreads per stage (fr_ntt_group_tw, default); butterflies in registers, rounds of 3
-# stages between shared-memory exchanges, one warp per block (fr_ntt_reg8: its first form
-# measured slower on the H200, the second not yet measured: docs/benchmarks.md); one
+# stages between shared-memory exchanges, one warp per block (fr_ntt_reg8, opt-in: its
+# second form 0.54 against 0.64 ms at 2^20 and 9.12 against 9.20 at 2^24 on the H200,
+# e58bfb9, docs/benchmarks.md; not the default until proofs ran with it); one
 # two-table twiddle product per butterfly (the earlier kernel, kept for benchmarks);
 # fr_ntt_group_tw with two butterflies per thread and the product inlined (x2)
 NTT_KERNELS = ("fr_ntt_group_tw", "fr_ntt_reg8", "fr_ntt_group", "fr_ntt_group_x2")
