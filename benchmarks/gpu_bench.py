@@ -26,9 +26,9 @@ its build time and bytes reported), and the fr_ntt_group NTT. Prove: old and new
 flags, new with prestage + pinned (a/b/c and the witness staged through pinned memory per
 copy), new with `key_pinned` (the key's points in pinned host memory, pinned once before
 timing: its time reported), and `key+abc pinned` (that, plus prestage + pinned with the
-caller's a/b/c and witness already in pinned memory: every upload a DMA; before 2026-12-01
-12:00 UTC the witness was uploaded from pageable memory), and both of those with
-`overlap_uploads` (each MSM's points uploaded on a stream of their own beside the MSM
+caller's a/b/c and witness already in pinned memory: every upload a DMA; before commit
+8ee75b9, 2026-12-01 ~11:40 UTC, the witness was uploaded from pageable memory), and both
+of those with `overlap_uploads` (each MSM's points uploaded on a stream of their own beside the MSM
 before it). `overlap_tails` (each MSM's deferred Horner + point finished in a helper
 process while the GPU runs the next MSM), `tails in a thread` (the same in a thread: the
 GIL's cost), `key_resident` (the key's points kept on the device: the untimed first
@@ -38,8 +38,8 @@ and `all pinned+overlap+resident+tails` (that, plus prestage + pinned a/b/c).
 Synthetic data: points P_i = k_i G computed on the GPU, random scalars < 2^254; a full
 prove uses random a/b/c vectors (the NTT-H and MSM work is the same as for a real witness)
 and full-size blinding scalars r, s (seeded; the host assembly's scalar multiplications
-cost what a real proof's do: with r = 3, s = 4, as before 2026-12-01 12:00 UTC, they were
-~15 ms cheaper on a CI-class CPU).
+cost what a real proof's do: with r = 3, s = 4, as before commit 99a10d1, 2026-12-01
+~11:33 UTC, they were ~23 ms cheaper on a CI-class CPU).
 """
 
 from __future__ import annotations
