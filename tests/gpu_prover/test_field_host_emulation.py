@@ -7,14 +7,11 @@ when no C++ compiler is installed."""
 from __future__ import annotations
 
 import random
-import shutil
 import subprocess
 
 import pytest
-from cuzk_sim.gpu.module import KERNEL_DIR
 from cuzk_sim.reference.field import Q, R
-
-CXX = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+from host_cxx import build
 
 HARNESS = r"""
 #define FIELD_HOST_EMULATION 1
@@ -56,16 +53,7 @@ int main() {
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    if CXX is None:
-        pytest.skip("no C++ compiler (g++, c++, clang++) on PATH")
-    d = tmp_path_factory.mktemp("field_emu")
-    (d / "emu.cpp").write_text(HARNESS)
-    subprocess.run(
-        [CXX, "-O1", "-std=c++17", f"-I{KERNEL_DIR}", str(d / "emu.cpp"), "-o", str(d / "emu")],
-        check=True,
-        capture_output=True,
-    )
-    return d / "emu"
+    return build(tmp_path_factory.mktemp("field_emu"), HARNESS)
 
 
 def _limbs_hex(x: int, n: int) -> str:
@@ -153,18 +141,8 @@ int main() {
 def curve_harness(request, tmp_path_factory):
     """The curve harness built with the defaults and with the Fq2 squaring and the paired
     products on."""
-    if CXX is None:
-        pytest.skip("no C++ compiler (g++, c++, clang++) on PATH")
-    d = tmp_path_factory.mktemp("curve_emu")
-    (d / "emu.cpp").write_text(CURVE_HARNESS)
-    out = d / "emu"
-    subprocess.run(
-        [CXX, "-O1", "-std=c++17", *(f"-D{flag}" for flag in request.param.split())]
-        + [f"-I{KERNEL_DIR}", str(d / "emu.cpp"), "-o", str(out)],
-        check=True,
-        capture_output=True,
-    )
-    return out
+    flags = [f"-D{flag}" for flag in request.param.split()]
+    return build(tmp_path_factory.mktemp("curve_emu"), CURVE_HARNESS, flags)
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])

@@ -11,7 +11,6 @@ min_pairs. Skipped when no C++ compiler is installed."""
 from __future__ import annotations
 
 import random
-import shutil
 import subprocess
 
 import numpy as np
@@ -21,8 +20,7 @@ from cuzk_sim.gpu import encoding
 from cuzk_sim.gpu.module import KERNEL_DIR
 from cuzk_sim.gpu.msm import jacobian_to_affine
 from cuzk_sim.reference.field import R
-
-CXX = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+from host_cxx import build
 
 HARNESS = r"""
 #define FIELD_HOST_EMULATION 1
@@ -81,18 +79,7 @@ POISON = 0xDEADBEEF
 
 
 def _build(tmp_path_factory, flags: list[str]):
-    if CXX is None:
-        pytest.skip("no C++ compiler (g++, c++, clang++) on PATH")
-    d = tmp_path_factory.mktemp("acc_emu")
-    (d / "emu.cpp").write_text(HARNESS)
-    out = d / "emu"
-    subprocess.run(
-        [CXX, "-O1", "-std=c++17", "-w", *flags, f"-I{KERNEL_DIR}", str(d / "emu.cpp")]
-        + ["-o", str(out)],
-        check=True,
-        capture_output=True,
-    )
-    return out
+    return build(tmp_path_factory.mktemp("acc_emu"), HARNESS, ["-w", *flags])
 
 
 @pytest.fixture(scope="module", params=["ACC_AFFINE_INV=2", "ACC_AFFINE_INV=1", "ACC_AFFINE_INV=0"])

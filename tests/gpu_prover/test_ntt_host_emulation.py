@@ -8,7 +8,6 @@ Skipped when no C++ compiler is installed."""
 from __future__ import annotations
 
 import random
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -19,27 +18,19 @@ from cuzk_sim.gpu import ntt as gntt
 from cuzk_sim.gpu.module import KERNEL_DIR, MAX_BLOCKS
 from cuzk_sim.reference.domain import Domain
 from cuzk_sim.reference.field import R
-
-CXX = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+from host_cxx import build
 
 HARNESS = Path(__file__).with_name("ntt_host_harness.cpp")
 
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    if CXX is None:
-        pytest.skip("no C++ compiler (g++, c++, clang++) on PATH")
     d = tmp_path_factory.mktemp("ntt_emu")
     src = (KERNEL_DIR / "ntt.cu").read_text()
     # shared memory: one array per block (blocks run one after another), lanes share it
     src = src.replace("extern __shared__", "extern").replace("__shared__", "static")
     (d / "ntt_host.cu").write_text(src)
-    (d / "emu.cpp").write_text(HARNESS.read_text())
-    cmd = [CXX, "-O1", "-std=c++20", "-pthread", f"-I{d}", f"-I{KERNEL_DIR}"]
-    subprocess.run(
-        [*cmd, str(d / "emu.cpp"), "-o", str(d / "emu")], check=True, capture_output=True
-    )
-    return d / "emu"
+    return build(d, HARNESS.read_text(), ["-pthread"], std="c++20", include=[d])
 
 
 class _Recorder:
