@@ -375,7 +375,7 @@ def partition(
             return f"{stage}.points" if flags.key_resident else None
 
         def upload_ahead(i: int) -> None:
-            """Allocate stage i's points and start their upload on the upload stream, so
+            """Allocate stage i's points and start their upload on the key_upload stream, so
             that it runs beside the MSM issued next (the whole key, no chunks)."""
             stage, (group, count) = stages[i]
             nbytes = 4 * POINT_WORDS[group] * count
@@ -387,7 +387,7 @@ def partition(
                 host,
                 nbytes,
                 pinned=flags.key_pinned,
-                stream="upload",
+                stream="key_upload",
                 concurrent=True,
                 fills=fills(stage),
             )
@@ -398,7 +398,7 @@ def partition(
             words = POINT_WORDS[group]
             arrived = stage in ahead
             if arrived:
-                dev.sync("upload")
+                dev.sync("key_upload")
                 d_p = ahead.pop(stage)
             else:
                 d_p = points_buffer(stage, 4 * words * chunk)
@@ -636,9 +636,9 @@ def dry_run_plan(
         flags=flags.__dict__,
         # every kernel and copy goes to the calling thread's current CuPy stream, which
         # is CUDA's legacy default stream: the workers of one GPU share one queue; with
-        # overlap_uploads the key's uploads run on a stream of their own beside it (the
-        # model then lets every copy overlap kernels: it has no per-stream queue)
-        gpu_stream="legacy_default+upload" if flags.overlap_uploads else "legacy_default",
+        # overlap_uploads the key's uploads run on a stream of their own beside it
+        # (`key_upload`: the model runs its copies on the copy engines, the rest queued)
+        gpu_stream="legacy_default+key_upload" if flags.overlap_uploads else "legacy_default",
     )
 
 

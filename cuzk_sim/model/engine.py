@@ -154,13 +154,15 @@ class Simulation:
         for dev in {w.device.index: w.device for w in self.workers}.values():
             dev.memory.context = cfg.context_overhead  # one daemon process per device used
             dev.memory.peak_used = dev.memory.used
-        # a prover that puts all GPU work on CUDA's legacy default stream (ours: the
-        # plan's meta says so) serialises every worker's kernels and copies on a device
-        shared = any(
-            cp.plan.meta.get("gpu_stream") == "legacy_default" for cp in self.plans.values()
-        )
+        # a prover that puts its GPU work on CUDA's legacy default stream (ours: the plan's
+        # meta says so) serialises every worker's kernels and copies on a device, but for
+        # the streams of its own that the meta names after it ("legacy_default+key_upload")
+        streams = [str(cp.plan.meta.get("gpu_stream", "")).split("+") for cp in self.plans.values()]
+        shared = any(names[0] == "legacy_default" for names in streams)
+        concurrent = frozenset(n for names in streams for n in names[1:] if n)
         for dev in self.devices:
             dev.shared_stream = shared
+            dev.concurrent_streams = concurrent
         tl = self.timeline
         self.ram = HostMemory(
             env, cfg.host_ram_budget, samples=tl.host_sink() if tl else [] if self.record else None

@@ -32,6 +32,9 @@ class Device:
     # one in-order queue for every worker's kernels and copies (a prover on CUDA's legacy
     # default stream: plan meta gpu_stream = "legacy_default"); else copies overlap kernels
     shared_stream: bool = False
+    # with shared_stream: the streams of its own whose copies run on the copy engines,
+    # beside the queue (meta gpu_stream = "legacy_default+key_upload": the key's uploads)
+    concurrent_streams: frozenset[str] = frozenset()
 
     def run_compute(self, ready: float, seconds: float) -> tuple[float, float]:
         """Queue `seconds` of kernel work issued at `ready`; (start, end)."""
@@ -40,9 +43,12 @@ class Device:
         self.compute_busy_s += seconds
         return start, end
 
-    def run_copy(self, direction: str, ready: float, seconds: float) -> tuple[float, float]:
+    def run_copy(
+        self, direction: str, ready: float, seconds: float, stream: str = "compute"
+    ) -> tuple[float, float]:
         self.copy_busy_s[direction] += seconds
-        if self.shared_stream:  # behind every kernel and copy issued before it
+        if self.shared_stream and stream not in self.concurrent_streams:
+            # behind every kernel and copy issued before it
             start = ready if ready > self.compute_free_at else self.compute_free_at
             self.compute_free_at = end = start + seconds
             return start, end

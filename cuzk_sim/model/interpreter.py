@@ -104,7 +104,7 @@ def copy(m: Machine, w: Worker, s: Copy, seconds: float, parts: Parts | None = N
         w.t_ready = end
     else:
         ready = max(w.t_ready, w.streams.get(s.stream, 0.0))
-        start, end = dev.run_copy(s.direction, ready, seconds)
+        start, end = dev.run_copy(s.direction, ready, seconds, s.stream)
         w.streams[s.stream] = end
     if m.recorder.record:
         m.recorder.spans.append(Span(w.name, dev.index, s.name, "copy", start, end))

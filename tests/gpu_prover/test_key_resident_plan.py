@@ -86,7 +86,7 @@ def test_with_overlap_uploads_the_ahead_uploads_fill_the_resident_buffers():
     plan = dry_run_plan(PartitionShape.synthetic(12), flags)
     copies = [s for s in plan.steps if isinstance(s, Copy) and s.name in KEY_COPIES]
     assert [(c.stream, c.fills) for c in copies] == [("compute", "msm_h.points")] + [
-        ("upload", f"{s}.points") for s in STAGES[1:]
+        ("key_upload", f"{s}.points") for s in STAGES[1:]
     ]
     assert all(c.pinned for c in copies)
 

@@ -218,18 +218,19 @@ def _device_peak(plan) -> int:
 def test_overlap_uploads_each_next_key_upload_before_the_msm_it_runs_beside():
     flags = ProverFlags(key_pinned=True, overlap_uploads=True)
     plan = dry_run_plan(PartitionShape.synthetic(12), flags)
-    assert plan.meta["gpu_stream"] != "legacy_default"  # the model lets copies overlap
+    # the legacy default stream, and one stream of its own whose copies overlap kernels
+    assert plan.meta["gpu_stream"] == "legacy_default+key_upload"
     steps = list(plan.steps)
     at = {getattr(s, "name", None): i for i, s in enumerate(steps) if s.op in ("copy", "kernel")}
     stages = ["msm_h", "msm_a", "msm_b_g1", "msm_b_g2", "msm_l"]
     assert steps[at["upload_msm_h_points"]].stream == "compute"
     for prev, stage in zip(stages, stages[1:], strict=False):
         copy = steps[at[f"upload_{stage}_points"]]
-        assert copy.stream == "upload" and copy.pinned
+        assert copy.stream == "key_upload" and copy.pinned
         assert at[f"upload_{stage}_points"] < at[prev] < at[stage]  # issued before prev's MSM
         # the MSM waits for its points: a sync of the upload stream after the MSM before
         between = steps[at[prev] : at[stage]]
-        assert any(s.op == "sync" and s.stream == "upload" for s in between)
+        assert any(s.op == "sync" and s.stream == "key_upload" for s in between)
 
 
 def test_overlap_uploads_costs_one_more_points_buffer_at_2_27_by_hand():

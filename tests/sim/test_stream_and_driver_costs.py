@@ -37,6 +37,36 @@ def test_one_legacy_stream_serialises_every_workers_copies_and_kernels(fast):
     assert ends(r) == [19.0, 27.0]
 
 
+@pytest.mark.parametrize("fast", FAST, ids=["fast", "plain"])
+def test_a_stream_named_after_the_legacy_one_overlaps_it_and_the_rest_queue(fast):
+    """gpu_stream = "legacy_default+key_upload": copies on `key_upload` run on the copy
+    engine beside the queue; every other copy and kernel of every worker stays in it."""
+    from cuzk_sim.plan import Sync
+
+    steps = (
+        Copy("up", 3, "HtoD"),  # the legacy queue
+        Copy("key", 2, "HtoD", stream="key_upload"),  # a stream of its own
+        Kernel("k", "ntt", 5),
+        Sync("key_upload"),
+    )
+    plan = Plan("p", steps, meta={"gpu_stream": "legacy_default+key_upload"})
+    _, r = run_plan(plan, workers=2, partitions=2, record=True, fast=fast)
+    # w0 (issued first): up 11-14 in the queue, key 14-16 on the copy engine beside its
+    # kernel 14-19; w1's up queues behind that kernel, 19-22, its key 22-24 beside its
+    # kernel 22-27
+    assert ends(r) == [19.0, 27.0]
+    keys = sorted((s.start_s, s.end_s) for s in r.spans if s.name == "key")
+    assert keys == [(14.0, 16.0), (22.0, 24.0)]
+    # the key copy in the legacy queue too: 3 + 2 + 5 per worker, 11-21 and 21-31
+    legacy = Plan("p", steps, meta={"gpu_stream": "legacy_default"})
+    _, q = run_plan(legacy, workers=2, partitions=2, record=True, fast=fast)
+    assert ends(q) == [21.0, 31.0]
+    # no shared queue at all (copies overlap every kernel): w1's up 16-19 on the copy
+    # engine after w0's copies, its kernel 19-24
+    _, free = run_plan(Plan("p", steps), workers=2, partitions=2, record=True, fast=fast)
+    assert ends(free) == [19.0, 24.0]
+
+
 def priced(malloc: float, free: float):
     return dataclasses.replace(
         toy_profile(),
