@@ -92,7 +92,7 @@ if [[ " $WHAT " == *" grid "* ]]; then
 fi
 if [[ " $WHAT " == *" gputests "* ]]; then
   stamp gputests
-  CUZK_HYPOTHESIS_PROFILE=${GPUTEST_PROFILE:-ci} timeout ${GPUTEST_TIMEOUT:-240} python3 -P -m pytest tests/gpu_prover \
+  CUZK_HYPOTHESIS_PROFILE=${GPUTEST_PROFILE:-ci} timeout ${GPUTEST_TIMEOUT:-420} python3 -P -m pytest tests/gpu_prover \
     -q -p no:cacheprovider --durations=8 > "$W/logs/gputests.log" 2>&1; stamp "gputests rc=$?"
 fi
 if [[ " $WHAT " == *" asm "* ]]; then  # the host assembly: arithmetic vs the pool's round trip
