@@ -85,7 +85,11 @@ def test_a_second_worker_waits_for_the_key_another_is_still_pinning(fast):
     )
     profile = dataclasses.replace(toy_profile(), pin_rate=1e12, pin_fixed=2.0)
     _, r = run_plan(
-        Plan("p", steps, meta=LEGACY), workers=2, partitions=2, record=True, fast=fast,
+        Plan("p", steps, meta=LEGACY),
+        workers=2,
+        partitions=2,
+        record=True,
+        fast=fast,
         profile=profile,
     )
     assert ends(r) == pytest.approx([24.0, 25.0])
