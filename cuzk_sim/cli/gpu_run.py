@@ -35,6 +35,8 @@ def write_cuzk_log(path: Path, run: Any) -> None:
     with tmp.open("w") as out:
         log = emit.LogWriter(out)
         log.line(emit.engine_starting(log.when(0.0)))
+        for gpu, nbytes in sorted(getattr(run, "context_real", {}).items()):
+            log.line(emit.sim_context(gpu, nbytes))
         for name, i in workers.items():
             gpu = int(name.split("-")[0].removeprefix("gpu"))
             log.line(emit.gpu_worker_started(log.when(0.0), i, gpu, int(name.split("-w")[1])))

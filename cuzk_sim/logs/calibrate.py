@@ -506,17 +506,25 @@ def calibrated_profile(
     if prover is not None:
         raw["prover"] = prover
     gpu = raw["gpu"]
+    if a.context_bytes:  # our pipeline measured it at each run's start
+        ctx = a.context_bytes
+        mean = round(sum(ctx) / len(ctx))
+        gpu["context_overhead"] = f"{mean} B"
+        context = (
+            f"context overhead the mean of {len(ctx)} CUZK_SIM_CONTEXT lines of "
+            f"{', '.join(log_names)} ({min(ctx) / 2**20:.1f}-{max(ctx) / 2**20:.1f} MiB)"
+        )
+        fitted.add("gpu.context_overhead")
+    else:
+        context = f"context overhead kept from base {base.name}"
     if gpu_model is not None or vram is not None:
         gpu["model"] = gpu_model or gpu["model"]
         gpu["vram"] = vram or gpu["vram"]
-        gpu["source"] = (
-            f"the card of {', '.join(log_names)} as given to calibrate; context overhead "
-            f"kept from base {base.name}"
-        )
+        gpu["source"] = f"the card of {', '.join(log_names)} as given to calibrate; {context}"
     else:
         gpu["source"] = (
             f"kept from base {base.name} (the log does not name its card: calibrate "
-            f"--gpu-model/--vram): {gpu.get('source', '')}"
+            f"--gpu-model/--vram); {context}: {gpu.get('source', '')}"
         ).strip()
     today = dt.date.today().isoformat()
     raw["name"] = name

@@ -169,6 +169,15 @@ def sim_step(name: str, kind: str, size: int, nbytes: int, pinned: bool, us: int
     )
 
 
+def sim_context(gpu: int, nbytes: int) -> str:
+    """The device memory GPU `gpu` had in use before the run's first buffer (total - free
+    once the pools are empty: the CUDA context, CuPy, our kernels' modules and their local
+    memory). Ours too; `cuzk-sim calibrate` takes the profile's `context_overhead` from
+    these lines (the context moves with the kernels: +54 MiB between two commits of one
+    day on the H200, docs/validation.md)."""
+    return f"CUZK_SIM_CONTEXT: gpu={gpu} bytes={nbytes}"
+
+
 # --- tracing (tracing-subscriber fmt, cuzk-daemon main.rs) ---
 
 

@@ -167,6 +167,18 @@ def _sim_step(body: str, lineno: int, text: str) -> Record:
     return Record(lineno, "sim_step", text, fields)
 
 
+def _sim_context(body: str, lineno: int, text: str) -> Record:
+    """`CUZK_SIM_CONTEXT: gpu=<g> bytes=<n>` (our pipeline's, emit.sim_context)."""
+    r = _ints(body, lineno, text, "sim_context")
+    if r.kind == "sim_context":
+        missing = [k for k in ("gpu", "bytes") if k not in r.fields]
+        if missing:
+            return Record(lineno, "malformed", text, {"why": f"CUZK_SIM_CONTEXT without {missing}"})
+        if int(r.fields["bytes"]) <= 0:  # type: ignore[call-overload]
+            return Record(lineno, "malformed", text, {"why": "CUZK_SIM_CONTEXT bytes <= 0"})
+    return r
+
+
 def _timeline(line: str, lineno: int) -> Record:
     parts = line.split(",", 4)
     try:
@@ -342,6 +354,9 @@ class LogParser:
         i = line.find("CUZK_SIM_STEP:")
         if i >= 0:
             return _sim_step(line[i + 14 :], lineno, line)
+        i = line.find("CUZK_SIM_CONTEXT:")
+        if i >= 0:
+            return _sim_context(line[i + 17 :], lineno, line)
         i = line.find("CUZK_TIMING:")
         if i >= 0:
             return _timing(line[i + 12 :], lineno, line)

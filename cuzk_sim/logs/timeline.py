@@ -242,6 +242,8 @@ class Analyzer:
         self.run_offsets: dict[int, float] = {0: 0.0}  # run -> seconds after the first start
         # CUZK_SIM_STEP (our pipeline): (kind, size, bytes, pinned) -> ms per step
         self.step_stats: dict[tuple[str, int, int, bool], Stat] = {}
+        # CUZK_SIM_CONTEXT (our pipeline): the context measured at each run's start, bytes
+        self.context_bytes: list[int] = []
 
     # --- feeding ---
 
@@ -290,6 +292,8 @@ class Analyzer:
                     return
                 st = self.step_stats[key] = Stat()
             st.add(int(f["us"]) / 1000, r.lineno)  # type: ignore[call-overload]
+        elif k == "sim_context":
+            self.context_bytes.append(int(r.fields["bytes"]))  # type: ignore[call-overload]
         elif k == "pce_extracted":
             cid = str(r.fields.get("circuit_id", "?"))
             ms_ = _int(r.fields.get("extract_ms"))

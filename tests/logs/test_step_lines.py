@@ -199,3 +199,31 @@ def test_copy_points_out_of_order_name_the_figure(tmp_path):
     r = runner.invoke(app, ["profile", "show", str(path)])
     assert r.exit_code == 2 and "pageable_points" in r.output and "ascending" in r.output
     assert "Traceback" not in r.output
+
+
+def test_the_context_lines_set_the_profiles_context_overhead(tmp_path):
+    """Two runs measured 1400 and 1402 MiB at their start: the profile's context is the
+    mean, 1401 MiB, and says where it came from; without the lines it stays the base's."""
+    ctx = [emit.sim_context(0, 1400 * MIB), emit.sim_context(0, 1402 * MIB)]
+    recs = list(parse_lines([*ctx, "CUZK_SIM_CONTEXT: gpu=0", "CUZK_SIM_CONTEXT: gpu=0 bytes=x"]))
+    assert [r.kind for r in recs] == ["sim_context", "sim_context", "malformed", "malformed"]
+    assert recs[0].fields == {"gpu": 0, "bytes": 1400 * MIB}
+    out, _ = _calibrate(tmp_path, [*ctx, *step_lines()])
+    assert load_profile(str(out)).context_overhead == 1401 * MIB
+    assert "2 CUZK_SIM_CONTEXT lines" in out.read_text()
+    (tmp_path / "b").mkdir()
+    plain, _ = _calibrate(tmp_path / "b", step_lines())
+    assert load_profile(str(plain)).context_overhead == load_profile("h200").context_overhead
+
+
+def test_gpu_run_log_writes_the_context_it_measured(tmp_path):
+    from cuzk_sim.cli.gpu_run import write_cuzk_log
+
+    run = types.SimpleNamespace(events=[], context_real={0: 1517 * MIB, 1: 1519 * MIB})
+    path = tmp_path / "run.log"
+    write_cuzk_log(path, run)
+    recs = [r for r in parse_lines(path.read_text().splitlines()) if r.kind == "sim_context"]
+    assert [r.fields for r in recs] == [
+        {"gpu": 0, "bytes": 1517 * MIB},
+        {"gpu": 1, "bytes": 1519 * MIB},
+    ]
