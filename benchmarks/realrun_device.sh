@@ -68,8 +68,13 @@ if [[ " $WHAT " == *" calib "* ]]; then
       --log "$C/w2-16.log" --json > "$C/w2-16.json"
     python3 -P -m cuzk_sim gpu-run $B --set 'workload[0].count=4' \
       --log "$C/w1-18b.log" --json > "$C/w1-18b.json"
+    # the key's uploads from pageable memory at the sizes the grid's pageable runs make
+    # (25 and 50 MB: no other log has them; the driver's pageable rate moves with size)
+    python3 -P -m cuzk_sim gpu-run $B --set engine.gpus.gpu_workers_per_device=2 \
+      --set plan.gpu_prover.key_pinned=false --set 'workload[0].count=4' \
+      --log "$C/w2-18p.log" --json > "$C/w2-18p.json"
     python3 -P -m cuzk_sim calibrate "$C"/w1-16.log "$C"/w2-16.log "$C"/w1-18.log \
-      "$C"/w1-18b.log "$C"/b.log "$C"/w1-20.log "$C"/w1-24.log \
+      "$C"/w1-18b.log "$C"/b.log "$C"/w2-18p.log "$C"/w1-20.log "$C"/w1-24.log \
       --base h200 --gpu-model "NVIDIA H200" -o "$C/h200-pipeline.toml"
     python3 -P -m cuzk_sim calibrate "$C/w1-18.log" --base h200 --gpu-model "NVIDIA H200" \
       -o "$C/h200-from-18.toml"

@@ -45,8 +45,11 @@ class CompiledPlan:
 
 def compile_plan(plan: Plan, profile: Profile, merge: bool = True) -> CompiledPlan:
     """Price every step and resolve labels to indices (a jump goes to the step after the
-    label; labels are dropped). merge: fold runs of compute-stream kernels (see above)."""
+    label; labels are dropped). merge: fold runs of compute-stream kernels (see above);
+    never on one in-order queue (plan meta gpu_stream "legacy_default..."), where the host
+    pays each kernel's launch (model/interpreter.py ISSUE_S, LAUNCH_S)."""
     facts = plan.analysis()
+    merge = merge and not str(plan.meta.get("gpu_stream", "")).startswith("legacy_default")
     steps: list[Step] = []
     seconds: list[float] = []
     parts: list[Parts | None] = []

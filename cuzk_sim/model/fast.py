@@ -143,7 +143,7 @@ def execute(
         s = steps[pc]
         op = s.op
         if driver is not None and driver[pc]:
-            if op == "free" and w.t_ready > env.now:  # cudaFree sees what others queued
+            if (op == "free" or dev.shared_stream) and w.t_ready > env.now:  # sees others' work
                 m.events += 1
                 yield env.timeout(w.t_ready - env.now)
             it.driver_call(m, w, op, driver[pc])

@@ -143,7 +143,12 @@ def copy(m: Machine, w: Worker, s: Copy, seconds: float, parts: Parts | None = N
         start, end = dev.run_copy(s.direction, w.t_ready, seconds)
         if dev.shared_stream:
             w.queued_until = end
-        w.t_ready = w.t_ready + LAUNCH_S if dev.shared_stream and returns_at_once(s) else end
+        if not dev.shared_stream or s.direction == "DtoH":
+            w.t_ready = end
+        elif returns_at_once(s):
+            w.t_ready += LAUNCH_S
+        else:  # pageable: the host stages it while the queue drains, then goes on
+            w.t_ready += seconds
     else:
         ready = max(w.t_ready, w.streams.get(s.stream, 0.0))
         start, end = dev.run_copy(s.direction, ready, seconds, s.stream)
@@ -572,9 +577,12 @@ STEPS: dict[str, Handler] = {
 
 def driver_call(m: Machine, w: Worker, op: str, seconds: float) -> None:
     """The host time of a sync buffer's cudaMalloc (alloc) or cudaFree (free: it first
-    waits for the device to be idle), before the step acts on memory."""
+    waits for the device to be idle), before the step acts on memory. On a device whose
+    kernels run asynchronously to the host (`shared_stream`) cudaMalloc waits for the
+    device too: a device memory allocation is one of CUDA's implicit synchronizations (the
+    programming guide's list), which the host's own kernels reach nowhere else."""
     t = w.t_ready if w.t_ready > m.env.now else m.env.now
-    if op == "free":
+    if op == "free" or w.device.shared_stream:
         idle = w.device.idle_at()
         t = idle if idle > t else t
     w.t_ready = t + seconds
@@ -590,7 +598,7 @@ def run_plain(
     driver = cp.driver_s
     while pc < n:
         if driver is not None and driver[pc]:
-            if steps[pc].op == "free":  # cudaFree sees what the others queued by then
+            if steps[pc].op == "free" or w.device.shared_stream:  # sees what others queued
                 yield from meet(m, w)
             driver_call(m, w, steps[pc].op, driver[pc])
         pc = yield from STEPS[steps[pc].op](m, w, cp, pc, seconds[pc], part)
