@@ -75,6 +75,7 @@ VARIANTS = {
     "affine+sqr": ("ACC_AFFINE=1 FQ2_SQR=1", None),
     "affine-fermat": ("ACC_AFFINE=1 ACC_AFFINE_INV=0", None),  # the batch's inverse by Fermat
     "affine-b512": ("ACC_AFFINE=1", None),  # batches of 512 (MSM_OVERRIDES)
+    "precomputed": ("", None),  # MSM rows: signed over fixed-base tables (also in --extra)
 }
 # gpu/msm.py constants a variant changes for its MSM rows (module attribute -> value)
 MSM_OVERRIDES = {"affine-b512": {"AFFINE_BATCH": 512}}
@@ -159,8 +160,9 @@ def bench_msm(
     gen_s = time.perf_counter() - t0
     variants = ["old", "new", "flush", "occupancy", "device-tail", "xyzz+sqr", "pairs", "sqr"]
     variants += ["affine", "affine+sqr", "affine-binary", "affine-fermat", "affine-b512"]
-    variants = [v for v in variants if v not in SKIP]
-    variants += ["unsigned", "precomputed"] if extra else []
+    variants += ["precomputed"]
+    variants = [v for v in variants if v not in SKIP or (extra and v == "precomputed")]
+    variants += ["unsigned"] if extra else []
     rows = []
     for k in logs:
         n = 1 << k
@@ -446,6 +448,13 @@ def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
                 replace(all_flags, overlap_tails=True),
                 all_pinned,
             ),
+            # + each MSM over precomputed tables kept on the device (key_tables): the first,
+            # untimed partition builds them as it fills the resident key
+            "resident+tables": (ProverFlags(key_resident=True, key_tables=True), data),
+            "all pinned+overlap+resident+tails+tables": (
+                replace(all_flags, key_resident=True, overlap_tails=True, key_tables=True),
+                all_pinned,
+            ),
         }
         variants = {k: v for k, v in variants.items() if k not in SKIP}
         if only:  # $CUZK_BENCH_PROVE: these prove columns alone
@@ -456,12 +465,16 @@ def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
             if flags.overlap_tails:
                 tails = tail_thread if tag.endswith("in a thread") else tail_pool()
             with kernels(tag):
-                for _ in range(reps + 1):
+                for j in range(reps + 1):
                     t0 = time.perf_counter()
-                    dev = Device("real", allocator=flags.allocator)
+                    # key_tables: the untimed first partition traced (its table builds timed)
+                    mode = "traced" if j == 0 and flags.key_tables else "real"
+                    dev = Device(mode, allocator=flags.allocator)
                     # with tails: the assembly's products beside the GPU (gpu/blinding.py)
                     proof = partition_proof(dev, shape, flags, host, key, *PROVE_RS, tails)
                     walls.append(1000 * (time.perf_counter() - t0))
+                    if j == 0:
+                        first_dev = dev
                 traced = Device("traced", allocator=flags.allocator)
                 msm_results(partition(traced, shape, flags, host, tails))  # tails awaited
             proofs[tag] = proof
@@ -475,10 +488,22 @@ def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
                 row |= {"key_pin_ms": pin_ms, "key_bytes": key_bytes}
             if flags.key_resident:  # the untimed first partition, which uploads the key
                 row |= {"first_partition_ms": walls[0]}
+            if flags.key_tables:  # and builds the tables (traced)
+                timed = first_dev.timings_ms
+                built = sum(v for name, v in timed if name.endswith(".table.build"))
+                kept = [a for a in first_dev.steps if getattr(a, "note", "").startswith("key_t")]
+                row |= {"table_build_ms": built, "table_bytes": sum(a.bytes for a in kept)}
             rows.append(row)
             print(
                 f"prove 2^{k} [{tag}]: {ms:.1f} ms  stages(ms): "
-                + ", ".join(f"{s}={v:.1f}" for s, v in stages.items()),
+                + ", ".join(f"{s}={v:.1f}" for s, v in stages.items())
+                + (f"  first partition {walls[0]:.0f} ms" if flags.key_resident else "")
+                + (
+                    f" (table builds {row['table_build_ms']:.0f} ms, tables "
+                    f"{row['table_bytes'] / 2**30:.2f} GiB)"
+                    if flags.key_tables
+                    else ""
+                ),
                 flush=True,
             )
         first = next(iter(proofs.values()))  # old's, unless $CUZK_BENCH_PROVE leaves it out

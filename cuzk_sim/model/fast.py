@@ -194,7 +194,7 @@ def execute(
             it.free_device(m, w, s, w.t_ready, pc)
             pc += 1
             continue
-        if inline and op == "kernel" and s.stream == "compute":
+        if inline and op == "kernel" and s.stream == "compute" and s.fills is None:
             start = w.t_ready if w.t_ready > dev.compute_free_at else dev.compute_free_at
             w.t_ready = dev.compute_free_at = start + seconds[pc]
             dev.compute_busy_s += seconds[pc]  # utilization (metrics.py), as run_compute

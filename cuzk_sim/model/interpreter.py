@@ -55,11 +55,13 @@ class Worker:
     t_ready: float = 0.0
     streams: dict[str, float | simpy.Event] = field(default_factory=dict)
     held: list[tuple[str, Mutex, float]] = field(default_factory=list)
+    partitions: int = 0  # partitions begun (tells this partition from the worker's others)
 
     def begin(self, now: float) -> None:
         """A new partition: the worker's clock is now; its streams are idle."""
         self.t_ready = now
         self.streams = {}
+        self.partitions += 1
 
 
 # --- time steps: (machine, worker, step, seconds, parts) -> None, no yield ---
@@ -67,6 +69,8 @@ class Worker:
 
 def kernel(m: Machine, w: Worker, s: Kernel, seconds: float, parts: Parts | None = None) -> None:
     dev = w.device
+    if s.fills is not None and already_filled(w, s.fills):
+        return  # built on the device by an earlier partition: not run again
     if s.stream == "compute":
         start, end = dev.run_compute(w.t_ready, seconds)
         w.t_ready = end
@@ -97,7 +101,7 @@ def _kernel_spans(
 
 def copy(m: Machine, w: Worker, s: Copy, seconds: float, parts: Parts | None = None) -> None:
     dev = w.device
-    if s.fills is not None and already_filled(dev, s.fills):
+    if s.fills is not None and already_filled(w, s.fills):
         return  # the data is on the device since an earlier partition: no copy
     if s.stream == "compute":
         start, end = dev.run_copy(s.direction, w.t_ready, seconds)
@@ -110,17 +114,20 @@ def copy(m: Machine, w: Worker, s: Copy, seconds: float, parts: Parts | None = N
         m.recorder.spans.append(Span(w.name, dev.index, s.name, "copy", start, end))
 
 
-def already_filled(dev: Device, buffer: str) -> bool:
-    """Whether persistent per-device `buffer` was filled by an earlier copy on this device
-    (so a `copy` with `fills` is skipped); if not, it is filled now. A buffer that is not
-    live (its allocation fell back) is not filled: the copy is charged."""
+def already_filled(w: Worker, buffer: str) -> bool:
+    """Whether persistent per-device `buffer` of the worker's device was filled by an
+    earlier partition (so a `copy` or `kernel` with `fills` is skipped); if not, this
+    partition fills it now, and its later steps that fill the same buffer run too (a copy,
+    then the kernel that builds on it). A buffer that is not live (its allocation fell
+    back) is not filled: the step is charged."""
+    dev = w.device
     buf = dev.memory.live.get((f"gpu{dev.index}", buffer))
     if buf is None:
         return False
-    if buf.filled:
-        return True
-    buf.filled = True
-    return False
+    by = (w.name, w.partitions)
+    if buf.filled_by is None:
+        buf.filled_by = by
+    return buf.filled_by != by
 
 
 def cpu(m: Machine, w: Worker, s: Cpu, seconds: float, parts: Parts | None = None) -> None:
