@@ -20,9 +20,9 @@ two also as prove rows), `sqr` (FQ2_SQR=1), `affine` (ACC_AFFINE=1: affine batch
 accumulation, divsteps inverse), `affine+sqr`, `affine-binary` (ACC_AFFINE_INV=1),
 `affine-fermat` (ACC_AFFINE_INV=0), `affine-b512` (batches of 512, MSM_OVERRIDES); NTT
 `tw-inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2), `reg-direct` (fr_ntt_reg8 with
-NTT_REG_DIRECT_LOAD=1). --extra
-adds the unsigned MSM and the signed MSM over precomputed bases (table built before timing;
-its build time and bytes reported), and the fr_ntt_group NTT. Prove: old and new default
+NTT_REG_DIRECT_LOAD=1), MSM `precomputed` (the signed MSM over precomputed bases, table
+built before timing: its build time and bytes reported). --extra adds the unsigned MSM,
+the precomputed one and the fr_ntt_group NTT. Prove: old and new default
 flags, new with prestage + pinned (a/b/c and the witness staged through pinned memory per
 copy), new with `key_pinned` (the key's points in pinned host memory, pinned once before
 timing: its time reported), and `key+abc pinned` (that, plus prestage + pinned with the
@@ -34,7 +34,11 @@ process while the GPU runs the next MSM), `tails in a thread` (the same in a thr
 GIL's cost), `key_resident` (the key's points kept on the device: the untimed first
 partition uploads them, its time reported as first_partition_ms), and the combinations
 `pinned+overlap+resident+tails` (key_pinned, overlap_uploads, key_resident, overlap_tails)
-and `all pinned+overlap+resident+tails` (that, plus prestage + pinned a/b/c).
+and `all pinned+overlap+resident+tails` (that, plus prestage + pinned a/b/c), and with
+`key_tables` (each MSM over precomputed tables kept on the device; the untimed first
+partition, traced, builds them: first_partition_ms, table_build_ms, table_bytes)
+`resident+tables` (key_resident + key_tables alone) and
+`all pinned+overlap+resident+tails+tables`.
 Synthetic data: points P_i = k_i G computed on the GPU, random scalars < 2^254; a full
 prove uses random a/b/c vectors (the NTT-H and MSM work is the same as for a real witness)
 and full-size blinding scalars r, s (seeded; the host assembly's scalar multiplications

@@ -276,11 +276,12 @@ def default_tail() -> MsmTail:
     return tail  # type: ignore[return-value]
 
 
-# the table build's kernel step is priced as an MSM of this many x n points: measured on the
-# H200 (docs/benchmarks.md, 2026-12-01): G1 2^20 0.59 s, G2 2^20 0.95 s, against the h200
-# profile's MSM line (G1 7.49 ms + 1.49e-5 ms/point, G2 24.3 ms + 5.12e-5 ms/point); the
-# build is (windows - 1) x (c doublings + one inversion) per point, far more than one MSM
-TABLE_BUILD_MSM_POINTS = {"g1": 37, "g2": 17}
+# the table build's kernel step is priced as an MSM of this many x n points: the builds
+# measured on the H200 (docs/benchmarks.md, 2026-12-01, branch `tables`: G1 2^20 0.39 s,
+# G2 2^20 0.66 s) read back through the h200 profile's MSM points (G1 35 x 2^20 points:
+# 0.385 s; G2 18 x 2^20: 0.646 s). The build is (windows - 1) x (c doublings + one
+# inversion) per point, ~25 MSMs' worth; the profile has no kind of its own for it
+TABLE_BUILD_MSM_POINTS = {"g1": 35, "g2": 18}
 
 
 def precompute_table(dev: Device, name: str, group: Group, points: Buffer, n: int) -> Buffer:

@@ -94,9 +94,9 @@ def test_the_provers_tables_are_uploaded_and_built_once_per_device(fast):
     )
     ends, r = _ends(plan, partitions=3, fast=fast, vram=1000 * MIB)
     g1 = (n - 1) + n + n + (n - 2)  # h, a, b_g1, l
-    uploads, builds = 96 * g1 + 192 * n, 37 * g1 + 17 * n
-    assert (uploads, builds) == (8928, 2529)
-    assert TABLE_BUILD_MSM_POINTS == {"g1": 37, "g2": 17}  # the prices the line above uses
+    uploads, builds = 96 * g1 + 192 * n, 35 * g1 + 18 * n
+    assert (uploads, builds) == (8928, 2423)
+    assert TABLE_BUILD_MSM_POINTS == {"g1": 35, "g2": 18}  # the prices the line above uses
     first, steady = ends[0] - 11.0, ends[1] - ends[0]
     assert ends[2] - ends[1] == steady
     assert first - steady == uploads + builds
