@@ -63,7 +63,7 @@ import numpy as np
 
 # variant -> (kernel defines appended to $CUZK_KERNEL_DEFINES, $CUZK_MSM_TAIL or None)
 VARIANTS = {
-    "old": ("FIELD_MUL_WIDE=0", "device"),  # the defaults of commit 6c50516
+    "old": ("FIELD_MUL_WIDE=0 FQ2_SQR=0", "device"),  # the defaults of commit 6c50516
     "new": ("", None),
     "flush": ("ACC_FLUSH_SLOTS=1", None),  # boundary pieces stored at once (fewer registers)
     "device-tail": ("", "device"),  # new kernels, Horner in one GPU thread
@@ -73,7 +73,8 @@ VARIANTS = {
     "xyzz+sqr": ("ACC_XYZZ=1 FQ2_SQR=1", None),  # XYZZ accumulation, 2-product Fq2 squares
     "pairs": ("ACC_XYZZ=1 FQ2_SQR=1 FIELD_MUL_PAIRS=1", None),  # + two products per call
     "occupancy": ("ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3", None),  # G1 acc <= 170 registers
-    "sqr": ("FQ2_SQR=1", None),  # 2-product Fq2 squares alone (Jacobian accumulation)
+    "sqr": ("FQ2_SQR=1", None),  # 2-product Fq2 squares alone (the default since c5c4210+)
+    "nosqr": ("FQ2_SQR=0", None),  # Fq2 squares as products (the default before)
     "affine": ("ACC_AFFINE=1", None),  # affine batch accumulation, divsteps inverse
     "affine-binary": ("ACC_AFFINE=1 ACC_AFFINE_INV=1", None),  # Kaliski's binary inverse
     "affine+sqr": ("ACC_AFFINE=1 FQ2_SQR=1", None),

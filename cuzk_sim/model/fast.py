@@ -194,7 +194,11 @@ def execute(
             it.free_device(m, w, s, w.t_ready, pc)
             pc += 1
             continue
-        if inline and op == "kernel" and s.stream == "compute" and s.fills is None:
+        if dev.shared_stream and it.queues_in_order(dev, s):
+            if w.t_ready > env.now:  # into the one queue in the order of issue
+                m.events += 1
+                yield env.timeout(w.t_ready - env.now)
+        elif inline and op == "kernel" and s.stream == "compute" and s.fills is None:
             start = w.t_ready if w.t_ready > dev.compute_free_at else dev.compute_free_at
             w.t_ready = dev.compute_free_at = start + seconds[pc]
             dev.compute_busy_s += seconds[pc]  # utilization (metrics.py), as run_compute
@@ -212,6 +216,8 @@ def execute(
             ready = w.streams.get(s.stream, 0.0)
             if ready > w.t_ready:
                 w.t_ready = ready
+            if s.stream == "compute":
+                w.drain()
             if not mem.syncs_matter:
                 pc += 1
                 continue
@@ -290,6 +296,7 @@ def execute(
             pc += 1
         else:  # pragma: no cover - Plan.from_dict rejects unknown ops
             raise RuntimeError(f"unknown step op {op!r}")
+    w.drain()  # the partition is done when its queued GPU work is
     if w.t_ready > env.now:
         m.events += 1
         yield env.timeout(w.t_ready - env.now)

@@ -56,15 +56,51 @@ class Worker:
     streams: dict[str, float | simpy.Event] = field(default_factory=dict)
     held: list[tuple[str, Mutex, float]] = field(default_factory=list)
     partitions: int = 0  # partitions begun (tells this partition from the worker's others)
+    # on a device with one in-order queue: when the last work this worker queued ends (its
+    # host runs ahead of it; a sync on its stream, or the partition's end, waits for it)
+    queued_until: float = 0.0
 
     def begin(self, now: float) -> None:
         """A new partition: the worker's clock is now; its streams are idle."""
         self.t_ready = now
         self.streams = {}
         self.partitions += 1
+        self.queued_until = now
+
+    def drain(self) -> None:
+        """Wait (on the worker's clock) for the work it queued (a sync, the partition end)."""
+        if self.queued_until > self.t_ready:
+            self.t_ready = self.queued_until
 
 
 # --- time steps: (machine, worker, step, seconds, parts) -> None, no yield ---
+
+
+# Issuing into one in-order queue (a device with `shared_stream`: our prover on CUDA's
+# legacy default stream). A kernel launch, and a copy from page-locked memory
+# (cudaMemcpyAsync), return to the host at once: the worker goes on after the host time of
+# issuing them (ISSUE_S: an MSM is ~20 launches and a scan, 0.25-0.35 ms of idle stream
+# before each MSM in the 1-worker logs, docs/validation.md; one launch ~20 us) while the
+# work waits its turn. A copy to the host (CuPy's get() synchronizes the stream) or from
+# pageable memory (staged by the driver) returns when it is done. The worker meets the
+# others before it queues anything (`queues_in_order`), so the queue takes work in the
+# order it was issued: two workers issuing at once interleave, and each one's result copy
+# waits behind the other's kernels -- why two workers without a mutex fall into phase.
+ISSUE_S = {"msm_g1": 3.0e-4, "msm_g2": 3.0e-4}
+LAUNCH_S = 2.0e-5  # any other kernel step, a page-locked upload
+
+
+def queues_in_order(dev: Device, s: Step) -> bool:
+    """Whether step `s` goes into `dev`'s one in-order queue (the worker meets the others
+    first, so that the queue sees the workers' work in the order it was issued)."""
+    if not dev.shared_stream:
+        return False
+    return s.op == "kernel" or (s.op == "copy" and s.stream not in dev.concurrent_streams)
+
+
+def returns_at_once(s: Copy) -> bool:
+    """A copy the host does not wait for: page-locked to device, or device to device."""
+    return s.direction == "DtoD" or (s.direction == "HtoD" and s.pinned)
 
 
 def kernel(m: Machine, w: Worker, s: Kernel, seconds: float, parts: Parts | None = None) -> None:
@@ -73,7 +109,11 @@ def kernel(m: Machine, w: Worker, s: Kernel, seconds: float, parts: Parts | None
         return  # built on the device by an earlier partition: not run again
     if s.stream == "compute":
         start, end = dev.run_compute(w.t_ready, seconds)
-        w.t_ready = end
+        if dev.shared_stream:
+            w.queued_until = end
+            w.t_ready += ISSUE_S.get(s.kind, LAUNCH_S)
+        else:
+            w.t_ready = end
     else:
         ready = max(w.t_ready, w.streams.get(s.stream, 0.0))
         start, end = dev.run_compute(ready, seconds)
@@ -105,7 +145,9 @@ def copy(m: Machine, w: Worker, s: Copy, seconds: float, parts: Parts | None = N
         return  # the data is on the device since an earlier partition: no copy
     if s.stream == "compute":
         start, end = dev.run_copy(s.direction, w.t_ready, seconds)
-        w.t_ready = end
+        if dev.shared_stream:
+            w.queued_until = end
+        w.t_ready = w.t_ready + LAUNCH_S if dev.shared_stream and returns_at_once(s) else end
     else:
         ready = max(w.t_ready, w.streams.get(s.stream, 0.0))
         start, end = dev.run_copy(s.direction, ready, seconds, s.stream)
@@ -300,7 +342,9 @@ def alloc_host(
     ram, now = m.ram, m.env.now
     owner = PROCESS_OWNER if s.persistent else w.name
     if (owner, s.buffer) in ram.live:
-        if s.persistent:
+        if s.persistent:  # the process's: usable once its pinning has ended
+            ready = m.pinned_at.get(s.buffer, now)
+            w.t_ready = ready if ready > now else now
             return pc + 1
         m.leaks += 1
         ram.rename(owner, s.buffer, f"{s.buffer}#leak{m.leaks}")
@@ -311,6 +355,8 @@ def alloc_host(
         reason = "alloc"
     if not reason:
         w.t_ready = now + seconds  # page-locking the buffer
+        if s.persistent:
+            m.pinned_at[s.buffer] = w.t_ready
         return pc + 1
     panic = (
         f"out of host memory pinning {s.buffer} "
@@ -431,6 +477,8 @@ def _join(m: Machine, w: Worker, stream: str) -> Generator[simpy.Event, object, 
 def step_kernel(m, w, cp, pc, seconds, part):
     s = cp.steps[pc]
     yield from _join(m, w, s.stream)
+    if queues_in_order(w.device, s):
+        yield from meet(m, w)
     kernel(m, w, s, seconds, cp.parts[pc] if cp.parts else None)
     return pc + 1
 
@@ -438,6 +486,8 @@ def step_kernel(m, w, cp, pc, seconds, part):
 def step_copy(m, w, cp, pc, seconds, part):
     s = cp.steps[pc]
     yield from _join(m, w, s.stream)
+    if queues_in_order(w.device, s):
+        yield from meet(m, w)
     copy(m, w, s, seconds)
     return pc + 1
 
@@ -457,6 +507,8 @@ def step_sync(m, w, cp, pc, seconds, part):
     ready = w.streams.get(s.stream, 0.0)
     if ready > w.t_ready:
         w.t_ready = ready
+    if s.stream == "compute":
+        w.drain()
     mem = w.device.memory
     if mem.syncs_matter:  # a pool that gives bytes back at a sync point: meet the others
         yield from meet(m, w)
@@ -553,5 +605,6 @@ def run_plain(
             yield from meet(m, w)  # a panic is seen by the others at its own time
             panic(m, w)
             return False
+    w.drain()  # the partition is done when its queued GPU work is
     yield from meet(m, w)
     return True

@@ -53,6 +53,9 @@ class Machine:
     events: int = 0  # SimPy wake-ups of workers (for benchmarks)
     fallback_ledgers: int = 0  # fallback OOM events that kept a ledger copy (interpreter.py)
     leaks: int = 0  # live buffers allocated again (each renamed `<buffer>#leak<n>`)
+    # when each persistent pinned host buffer (the process's) is page-locked: a worker that
+    # finds it live while another is still pinning it waits for that (interpreter.alloc_host)
+    pinned_at: dict[str, float] = field(default_factory=dict)
 
     def log(self, line: str, t: float | None = None) -> None:
         self.recorder.lines.append((self.env.now if t is None else t, line))

@@ -33,8 +33,11 @@ def test_copies_overlap_other_workers_kernels_on_separate_streams(fast):
 def test_one_legacy_stream_serialises_every_workers_copies_and_kernels(fast):
     plan = Plan("p", COPY_THEN_KERNEL, meta={"gpu_stream": "legacy_default"})
     _, r = run_plan(plan, workers=2, partitions=2, record=True, fast=fast)
-    # 3 + 5 + 3 + 5 seconds of work in one queue from 11: the last ends at 27
-    assert ends(r) == [19.0, 27.0]
+    # 3 + 5 + 3 + 5 seconds of work in one queue from 11, in the order it was issued: both
+    # copies at 11 (pageable: each host waits for its copy), w0's up 11-14, w1's 14-17;
+    # w0's kernel, issued at 14, queues behind w1's copy: 17-22; w1's 22-27. A partition
+    # ends when its queued work does.
+    assert ends(r) == [22.0, 27.0]
 
 
 @pytest.mark.parametrize("fast", FAST, ids=["fast", "plain"])
@@ -51,16 +54,17 @@ def test_a_stream_named_after_the_legacy_one_overlaps_it_and_the_rest_queue(fast
     )
     plan = Plan("p", steps, meta={"gpu_stream": "legacy_default+key_upload"})
     _, r = run_plan(plan, workers=2, partitions=2, record=True, fast=fast)
-    # w0 (issued first): up 11-14 in the queue, key 14-16 on the copy engine beside its
-    # kernel 14-19; w1's up queues behind that kernel, 19-22, its key 22-24 beside its
-    # kernel 22-27
-    assert ends(r) == [19.0, 27.0]
+    # both ups issued at 11: w0's 11-14, w1's 14-17 (each host waits for its pageable
+    # copy); w0 at 14: its key 14-16 on the copy engine, its kernel behind w1's up, 17-22;
+    # w1 at 17: its key 17-19 on the copy engine, its kernel 22-27
+    assert ends(r) == [22.0, 27.0]
     keys = sorted((s.start_s, s.end_s) for s in r.spans if s.name == "key")
-    assert keys == [(14.0, 16.0), (22.0, 24.0)]
-    # the key copy in the legacy queue too: 3 + 2 + 5 per worker, 11-21 and 21-31
+    assert keys == [(14.0, 16.0), (17.0, 19.0)]
+    # the key copy in the legacy queue too: ups 11-14, 14-17; w0 at 14 queues its key
+    # 17-19 and its kernel 19-24; w1 at 17 its key 24-26 and its kernel 26-31
     legacy = Plan("p", steps, meta={"gpu_stream": "legacy_default"})
     _, q = run_plan(legacy, workers=2, partitions=2, record=True, fast=fast)
-    assert ends(q) == [21.0, 31.0]
+    assert ends(q) == [24.0, 31.0]
     # no shared queue at all (copies overlap every kernel): w1's up 16-19 on the copy
     # engine after w0's copies, its kernel 19-24
     _, free = run_plan(Plan("p", steps), workers=2, partitions=2, record=True, fast=fast)

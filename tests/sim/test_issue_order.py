@@ -1,0 +1,95 @@
+"""Issuing into one in-order queue (our prover on CUDA's legacy default stream, plan meta
+gpu_stream = "legacy_default"; cuzk_sim/model/interpreter.py `queues_in_order`): kernels
+and page-locked uploads return to the host at once, a copy to the host returns when it
+is done, and the queue takes work in the order the workers issued it. What the real
+no-mutex pair showed (docs/validation.md, "What the model gets wrong" 2): a worker
+allocates its next MSM's buffers while its page-locked upload waits in the queue, and two
+workers issuing at once fall into phase. Expected times are worked out by hand on the
+toy profile (every kernel `size` seconds, copies 1 B/s, no latency; both workers start at
+11 s, when the toy synthesis ends)."""
+
+import dataclasses
+
+import pytest
+from sim_toys import MIB, run_plan, toy_profile
+
+from cuzk_sim.model.fast import FastPaths
+from cuzk_sim.model.interpreter import ISSUE_S, LAUNCH_S
+from cuzk_sim.plan import Alloc, Copy, Free, Kernel, Plan
+
+FAST = [FastPaths(), FastPaths.none()]
+LEGACY = {"gpu_stream": "legacy_default"}
+MSM_THEN_RESULT = (Kernel("m", "msm_g1", 5), Copy("r", 1, "DtoH"))
+
+
+def ends(result) -> list[float]:
+    return sorted(round(s.end_s, 9) for s in result.spans if s.cat == "partition")
+
+
+@pytest.mark.parametrize("fast", FAST, ids=["fast", "plain"])
+def test_two_workers_issuing_at_once_fall_into_phase(fast):
+    # both issue their MSM at 11: w0's runs 11-16, w1's 16-21; w0 reads its result
+    # ISSUE_S later, when w1's MSM is already queued: its copy waits behind it (21-22),
+    # w1's follows (22-23). Both come back at the same time: in phase.
+    plan = Plan("p", MSM_THEN_RESULT, meta=LEGACY)
+    _, r = run_plan(plan, workers=2, partitions=2, record=True, fast=fast)
+    assert ends(r) == [22.0, 23.0]
+    # on separate engines each result copy follows its own kernel: 16-17, and 21-22
+    _, apart = run_plan(Plan("p", MSM_THEN_RESULT), workers=2, partitions=2, record=True)
+    assert ends(apart) == [17.0, 22.0]
+
+
+def _alloc_time(result, nbytes: int) -> float:
+    """When the device's used bytes first reached `nbytes`."""
+    return min(t for t, _, used in result.vram_samples if used >= nbytes)
+
+
+@pytest.mark.parametrize("fast", FAST, ids=["fast", "plain"])
+def test_the_host_goes_on_while_a_page_locked_upload_waits_in_the_queue(fast):
+    def plan(pinned: bool) -> Plan:
+        steps = (
+            Copy("key", 4, "HtoD", pinned=pinned),  # 11-15 at 1 B/s
+            Alloc("scratch", MIB),
+            Kernel("k", "ntt", 2),  # behind the copy: 15-17
+            Copy("r", 1, "DtoH"),  # 17-18
+            Free("scratch"),
+        )
+        return Plan("p", steps, meta=LEGACY)
+
+    _, pinned = run_plan(plan(True), record=True, fast=fast)
+    assert _alloc_time(pinned, MIB) == pytest.approx(11 + LAUNCH_S)  # at once
+    assert ends(pinned) == [18.0]
+    _, pageable = run_plan(plan(False), record=True, fast=fast)
+    assert _alloc_time(pageable, MIB) == pytest.approx(15.0)  # after the staged copy
+    assert ends(pageable) == [18.0]
+
+
+@pytest.mark.parametrize("fast", FAST, ids=["fast", "plain"])
+def test_a_partition_ends_when_its_queued_work_does(fast):
+    # one MSM with no result copy after it: the host is done at 11 + ISSUE_S, the
+    # partition when the kernel is (16)
+    plan = Plan("p", (Kernel("m", "msm_g1", 5),), meta=LEGACY)
+    _, r = run_plan(plan, record=True, fast=fast)
+    assert ends(r) == [16.0]
+    assert ISSUE_S["msm_g1"] < 5
+
+
+@pytest.mark.parametrize("fast", FAST, ids=["fast", "plain"])
+def test_a_second_worker_waits_for_the_key_another_is_still_pinning(fast):
+    # the process's key (persistent page-locked): w0 pins it 11-13 (pin_fixed 2 s); w1
+    # finds it live at 11 but can use it only at 13. Then both queue an MSM of 5 s at
+    # 13: 13-18 and 18-23, and fall into phase (each result 1 s): ends 24 and 25.
+    steps = (
+        Alloc("key", 4, memory="host_pinned", persistent=True),
+        *MSM_THEN_RESULT,
+    )
+    profile = dataclasses.replace(toy_profile(), pin_rate=1e12, pin_fixed=2.0)
+    _, r = run_plan(
+        Plan("p", steps, meta=LEGACY),
+        workers=2,
+        partitions=2,
+        record=True,
+        fast=fast,
+        profile=profile,
+    )
+    assert ends(r) == pytest.approx([24.0, 25.0])
