@@ -20,9 +20,9 @@ two also as prove rows), `sqr` (FQ2_SQR=1), `affine` (ACC_AFFINE=1: affine batch
 accumulation, divsteps inverse), `affine+sqr`, `affine-binary` (ACC_AFFINE_INV=1),
 `affine-fermat` (ACC_AFFINE_INV=0), `affine-b512` (batches of 512, MSM_OVERRIDES); NTT
 `tw-inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2), `reg-direct` (fr_ntt_reg8 with
-NTT_REG_DIRECT_LOAD=1). --extra
-adds the unsigned MSM and the signed MSM over precomputed bases (table built before timing;
-its build time and bytes reported), and the fr_ntt_group NTT. Prove: old and new default
+NTT_REG_DIRECT_LOAD=1), MSM `precomputed` (the signed MSM over precomputed bases, table
+built before timing: its build time and bytes reported). --extra adds the unsigned MSM,
+the precomputed one and the fr_ntt_group NTT. Prove: old and new default
 flags, new with prestage + pinned (a/b/c and the witness staged through pinned memory per
 copy), new with `key_pinned` (the key's points in pinned host memory, pinned once before
 timing: its time reported), and `key+abc pinned` (that, plus prestage + pinned with the
@@ -34,7 +34,11 @@ process while the GPU runs the next MSM), `tails in a thread` (the same in a thr
 GIL's cost), `key_resident` (the key's points kept on the device: the untimed first
 partition uploads them, its time reported as first_partition_ms), and the combinations
 `pinned+overlap+resident+tails` (key_pinned, overlap_uploads, key_resident, overlap_tails)
-and `all pinned+overlap+resident+tails` (that, plus prestage + pinned a/b/c).
+and `all pinned+overlap+resident+tails` (that, plus prestage + pinned a/b/c), and with
+`key_tables` (each MSM over precomputed tables kept on the device; the untimed first
+partition, traced, builds them: first_partition_ms, table_build_ms, table_bytes)
+`resident+tables` (key_resident + key_tables alone) and
+`all pinned+overlap+resident+tails+tables`.
 Synthetic data: points P_i = k_i G computed on the GPU, random scalars < 2^254; a full
 prove uses random a/b/c vectors (the NTT-H and MSM work is the same as for a real witness)
 and full-size blinding scalars r, s (seeded; the host assembly's scalar multiplications
@@ -76,6 +80,7 @@ VARIANTS = {
     "affine+sqr": ("ACC_AFFINE=1 FQ2_SQR=1", None),
     "affine-fermat": ("ACC_AFFINE=1 ACC_AFFINE_INV=0", None),  # the batch's inverse by Fermat
     "affine-b512": ("ACC_AFFINE=1", None),  # batches of 512 (MSM_OVERRIDES)
+    "precomputed": ("", None),  # MSM rows: signed over fixed-base tables (also in --extra)
 }
 # gpu/msm.py constants a variant changes for its MSM rows (module attribute -> value)
 MSM_OVERRIDES = {"affine-b512": {"AFFINE_BATCH": 512}}
@@ -160,8 +165,9 @@ def bench_msm(
     gen_s = time.perf_counter() - t0
     variants = ["old", "new", "flush", "occupancy", "device-tail", "xyzz+sqr", "pairs", "sqr"]
     variants += ["affine", "affine+sqr", "affine-binary", "affine-fermat", "affine-b512"]
-    variants = [v for v in variants if v not in SKIP]
-    variants += ["unsigned", "precomputed"] if extra else []
+    variants += ["precomputed"]
+    variants = [v for v in variants if v not in SKIP or (extra and v == "precomputed")]
+    variants += ["unsigned"] if extra else []
     rows = []
     for k in logs:
         n = 1 << k
@@ -447,6 +453,13 @@ def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
                 replace(all_flags, overlap_tails=True),
                 all_pinned,
             ),
+            # + each MSM over precomputed tables kept on the device (key_tables): the first,
+            # untimed partition builds them as it fills the resident key
+            "resident+tables": (ProverFlags(key_resident=True, key_tables=True), data),
+            "all pinned+overlap+resident+tails+tables": (
+                replace(all_flags, key_resident=True, overlap_tails=True, key_tables=True),
+                all_pinned,
+            ),
         }
         variants = {k: v for k, v in variants.items() if k not in SKIP}
         if only:  # $CUZK_BENCH_PROVE: these prove columns alone
@@ -457,12 +470,16 @@ def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
             if flags.overlap_tails:
                 tails = tail_thread if tag.endswith("in a thread") else tail_pool()
             with kernels(tag):
-                for _ in range(reps + 1):
+                for j in range(reps + 1):
                     t0 = time.perf_counter()
-                    dev = Device("real", allocator=flags.allocator)
+                    # key_tables: the untimed first partition traced (its table builds timed)
+                    mode = "traced" if j == 0 and flags.key_tables else "real"
+                    dev = Device(mode, allocator=flags.allocator)
                     # with tails: the assembly's products beside the GPU (gpu/blinding.py)
                     proof = partition_proof(dev, shape, flags, host, key, *PROVE_RS, tails)
                     walls.append(1000 * (time.perf_counter() - t0))
+                    if j == 0:
+                        first_dev = dev
                 traced = Device("traced", allocator=flags.allocator)
                 msm_results(partition(traced, shape, flags, host, tails))  # tails awaited
             proofs[tag] = proof
@@ -476,10 +493,22 @@ def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
                 row |= {"key_pin_ms": pin_ms, "key_bytes": key_bytes}
             if flags.key_resident:  # the untimed first partition, which uploads the key
                 row |= {"first_partition_ms": walls[0]}
+            if flags.key_tables:  # and builds the tables (traced)
+                timed = first_dev.timings_ms
+                built = sum(v for name, v in timed if name.endswith(".table.build"))
+                kept = [a for a in first_dev.steps if getattr(a, "note", "").startswith("key_t")]
+                row |= {"table_build_ms": built, "table_bytes": sum(a.bytes for a in kept)}
             rows.append(row)
             print(
                 f"prove 2^{k} [{tag}]: {ms:.1f} ms  stages(ms): "
-                + ", ".join(f"{s}={v:.1f}" for s, v in stages.items()),
+                + ", ".join(f"{s}={v:.1f}" for s, v in stages.items())
+                + (f"  first partition {walls[0]:.0f} ms" if flags.key_resident else "")
+                + (
+                    f" (table builds {row['table_build_ms']:.0f} ms, tables "
+                    f"{row['table_bytes'] / 2**30:.2f} GiB)"
+                    if flags.key_tables
+                    else ""
+                ),
                 flush=True,
             )
         first = next(iter(proofs.values()))  # old's, unless $CUZK_BENCH_PROVE leaves it out

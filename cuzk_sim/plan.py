@@ -90,7 +90,9 @@ class Copy:
     fills: the persistent per-device buffer (an earlier `alloc`, persistent and per_device)
     this HtoD copy fills, e.g. a proving key kept on the device across partitions: it is
     charged only while that buffer has not been filled on this device yet (the first copy
-    after the buffer is created); later partitions find it filled and skip the copy."""
+    after the buffer is created); later partitions find it filled and skip the copy.
+    Several steps may fill one buffer (a copy, then a `kernel` with `fills` that builds
+    on it): the partition that reaches the first of them runs them all."""
 
     name: str
     bytes: int
@@ -104,12 +106,16 @@ class Copy:
 @dataclass(frozen=True)
 class Kernel:
     """Device work. kind selects the cost model of the calibration profile (`ntt`,
-    `msm_g1`, `msm_g2`, `batch_add_g1`, `pointwise`, ...); size is elements or points."""
+    `msm_g1`, `msm_g2`, `batch_add_g1`, `pointwise`, ...); size is elements or points.
+    fills: as `Copy.fills`, the persistent per-device buffer this kernel fills (e.g. the
+    precomputed tables built from a resident key): charged by the partition that fills
+    the buffer on its device, skipped by the later ones there."""
 
     name: str
     kind: str
     size: int
     stream: str = "compute"
+    fills: str | None = None
     op: Literal["kernel"] = "kernel"
 
 

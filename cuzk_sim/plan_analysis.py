@@ -89,11 +89,11 @@ def analyze(plan: Plan) -> PlanAnalysis:
         problems += _field_problems(i, s)
         if s.op == "alloc" and s.persistent and s.per_device and s.memory == "device":
             caches.add(s.buffer)
-        fills = getattr(s, "fills", None) if s.op == "copy" else None
-        if fills is not None and (s.direction != "HtoD" or fills not in caches):
+        fills = getattr(s, "fills", None) if s.op in ("copy", "kernel") else None
+        if fills is not None and (getattr(s, "direction", "HtoD") != "HtoD" or fills not in caches):
             problems.append(
-                f"steps[{i}] (copy).fills names {fills!r}, which is no persistent per-device "
-                "buffer allocated before it (or the copy is not HtoD)"
+                f"steps[{i}] ({s.op}).fills names {fills!r}, which is no persistent "
+                "per-device buffer allocated before it (or the copy is not HtoD)"
             )
         target = jump_target(s)
         if target is None:
@@ -223,7 +223,8 @@ def _cpu_demand(steps: tuple) -> float:
 
 def _mergeable(steps: tuple) -> tuple[bool, ...]:
     """Kernel i may fold into the kernel run before it: both on the compute stream, and no
-    label lies between (nothing can jump into the middle of the run)."""
+    label lies between (nothing can jump into the middle of the run); a kernel that
+    `fills` a buffer stays alone (whether it is charged is decided when it runs)."""
     out = []
     for i, s in enumerate(steps):
         prev = steps[i - 1] if i else None
@@ -233,5 +234,7 @@ def _mergeable(steps: tuple) -> tuple[bool, ...]:
             and prev is not None
             and prev.op == "kernel"
             and prev.stream == "compute"
+            and s.fills is None
+            and prev.fills is None
         )
     return tuple(out)

@@ -84,6 +84,7 @@ class KernelIn(_Step):
     kind: Name
     size: WorkSize
     stream: Name = "compute"
+    fills: Name | None = None
 
 
 class CpuIn(_Step):

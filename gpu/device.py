@@ -153,6 +153,7 @@ class Device:
     _fallback: str | None = None  # the label margin allocations fall back to (both_branches)
     _side_streams: dict[str, Any] = field(default_factory=dict)  # concurrent copies' streams
     _resident: dict[str, Resident] = field(default_factory=dict)  # `resident` buffers used
+    _filling: set[str] = field(default_factory=set)  # the `resident` buffers this one filled
     _in_flight: dict[str, list[Any]] = field(default_factory=dict)  # their host arrays
 
     def __post_init__(self) -> None:
@@ -370,13 +371,24 @@ class Device:
         buffer of that name; a run skips the copy when an earlier partition filled it
         (the plan records the copy either way: the model charges it once per device)."""
         self.steps.append(Copy(name, nbytes, "HtoD", pinned=pinned, stream=stream, fills=fills))
-        res = self._resident[fills] if fills is not None else None
-        if res is not None and res.filled:
+        if self._found_filled(fills):
             return
         if self.runs and nbytes:
             self._issue_htod(name, dst, host, nbytes, pinned, stream, concurrent)
-        if res is not None and self.runs:
+
+    def _found_filled(self, fills: str | None) -> bool:
+        """Whether the step that `fills` resident buffer `fills` is skipped: an earlier
+        Device (partition) filled it. Else, in a run, it is marked filled by this one, whose
+        later steps filling it (a copy, then the kernel building on it) all run."""
+        if fills is None:
+            return False
+        res = self._resident[fills]
+        if res.filled and fills not in self._filling:
+            return True
+        if self.runs:
             res.filled = True  # queued on the stream its users are ordered after
+            self._filling.add(fills)
+        return False
 
     def _issue_htod(
         self,
@@ -422,9 +434,14 @@ class Device:
             return None
         return self._timed(name, lambda: src.array[:words].get())
 
-    def kernel(self, name: str, kind: str, size: int, fn: Callable[[], Any]) -> Any:
-        self.steps.append(Kernel(name, kind, size))
-        if not self.runs:
+    def kernel(
+        self, name: str, kind: str, size: int, fn: Callable[[], Any], fills: str | None = None
+    ) -> Any:
+        """Record (and in a run launch) kernel work `fn`. `fills`: it fills the `resident`
+        buffer of that name, and a run skips it when an earlier partition did (the plan
+        records it either way: the model charges it once per device, as `copy_htod`)."""
+        self.steps.append(Kernel(name, kind, size, fills=fills))
+        if not self.runs or self._found_filled(fills):
             return None
         return self._timed(name, fn)
 

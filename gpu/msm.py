@@ -123,8 +123,9 @@ class SignedShape:
     ) -> SignedShape:
         affine = affine_accumulation() if affine is None else affine
         bits = n.bit_length()
-        # one bucket set (precomputed): wider windows cost 2^(c-1) buckets once, not per window
-        c = max(4, min(20, bits - 1)) if precomputed else max(4, min(16, bits - 4))
+        # one bucket set (precomputed): wider windows cost 2^(c-1) buckets once, not per
+        # window; c = ceil(log2 n) up to 20 (2^20 - 1 points too: 13 tables, not 14 at c = 19)
+        c = max(4, min(20, (n - 1).bit_length())) if precomputed else max(4, min(16, bits - 4))
         windows = -(-SIGNED_BITS // c)
         if precomputed and n * windows >= 1 << 31:
             raise ValueError(f"precomputed MSM of {n} points x {windows} tables: index > 2^31")
@@ -275,12 +276,38 @@ def default_tail() -> MsmTail:
     return tail  # type: ignore[return-value]
 
 
+# the table build's kernel step is priced as an MSM of this many x n points: the builds
+# measured on the H200 (docs/benchmarks.md, 2026-12-01, branch `tables`: G1 2^20 0.39 s,
+# G2 2^20 0.66 s) read back through the h200 profile's MSM points (G1 35 x 2^20 points:
+# 0.385 s; G2 18 x 2^20: 0.646 s). The build is (windows - 1) x (c doublings + one
+# inversion) per point, ~25 MSMs' worth; the profile has no kind of its own for it
+TABLE_BUILD_MSM_POINTS = {"g1": 35, "g2": 18}
+
+
 def precompute_table(dev: Device, name: str, group: Group, points: Buffer, n: int) -> Buffer:
     """Fixed bases for a precomputed signed MSM of these n points: a device buffer `name`
     holding 2^(t c) P_i for every window t (SignedShape.table_bytes). Built once per key:
     n x 256 doublings and one inversion per entry, far more than one MSM."""
     shape = SignedShape.of(group, n, precomputed=True)
     table = dev.alloc(name, shape.table_bytes(), persistent=True)
+    build_table(dev, f"{name}.build", group, points, table, n)
+    return table
+
+
+def build_table(
+    dev: Device,
+    name: str,
+    group: Group,
+    points: Buffer,
+    table: Buffer,
+    n: int,
+    fills: str | None = None,
+) -> None:
+    """Kernel `name`: table t of `table` (t = 0..windows - 1, n points each) := 2^(t c) P_i.
+    `points` may be `table` itself, holding P_i in its first n entries (table 0 is the
+    points: each thread reads its point before it writes), so a resident key needs no
+    separate points buffer. `fills`: the resident buffer the build fills (Device.kernel)."""
+    shape = SignedShape.of(group, n, precomputed=True)
 
     def run() -> None:
         from .module import launch
@@ -297,8 +324,8 @@ def precompute_table(dev: Device, name: str, group: Group, points: Buffer, n: in
             threads=64,
         )
 
-    dev.kernel(f"{name}.build", f"msm_{group}", n, run)
-    return table
+    size = TABLE_BUILD_MSM_POINTS[group] * n
+    dev.kernel(name, f"msm_{group}", size, run, fills=fills)
 
 
 def msm(

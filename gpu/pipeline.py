@@ -93,9 +93,10 @@ def kind_work(plan: Plan, where: str) -> KindWork:
         m["domain_size"], m["num_vars"], m["num_public"], m["h_len"], m["reduction"]
     )
     flags = ProverFlags(**m["flags"])
-    # not in the real pipeline yet: a resident key would outlive a partition's Device, and
-    # the tails already run in the assembler process (`cuzk-sim run` models both)
-    for name in ("key_resident", "overlap_tails"):
+    # not in the real pipeline yet: a resident key (and its tables) would outlive a
+    # partition's Device, and the tails already run in the assembler process (`cuzk-sim
+    # run` models them)
+    for name in ("key_tables", "key_resident", "overlap_tails"):  # the most specific first
         if getattr(flags, name):
             raise ValueError(
                 f"{where}: plan.gpu_prover.{name} = true is not supported by gpu-run "

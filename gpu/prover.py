@@ -32,7 +32,7 @@ from cuzk_sim.reference.types import Proof, ProvingKey
 from . import encoding
 from .blinding import assemble_blinded, blinding, scale_g1, scales
 from .device import AllocatorName, Device, Mode
-from .msm import MSM_ALGOS, POINT_WORDS, MsmAlgo, WindowSums, msm
+from .msm import MSM_ALGOS, POINT_WORDS, MsmAlgo, SignedShape, WindowSums, build_table, msm
 from .ntt import DeviceTables, domain_tables, tables_bytes
 
 FR_BYTES = 32
@@ -70,10 +70,15 @@ class ProverFlags:
     # helper process while the GPU runs the next MSMs, not after all of them (prove path;
     # the plan is unchanged: the tails are host work outside it, as without the flag)
     overlap_tails: bool = False
+    # each MSM over fixed-base tables 2^(t c) P_i (gpu/msm.py precompute: one bucket set, no
+    # Horner doublings) kept on the device across partitions (needs key_resident): the
+    # points go up into table 0 of a resident `<stage>.table` (13-14 x the points; no
+    # separate points buffer) and `<stage>.table.build` fills the rest, both once per device
+    key_tables: bool = False
 
     def __post_init__(self) -> None:
         bools = ("prestage", "pinned", "free_bc_early", "memory_aware", "key_pinned")
-        for name in (*bools, "overlap_uploads", "key_resident", "overlap_tails"):
+        for name in (*bools, "overlap_uploads", "key_resident", "overlap_tails", "key_tables"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(
                     f"ProverFlags.{name} must be true or false, got {getattr(self, name)!r}"
@@ -100,6 +105,16 @@ class ProverFlags:
             raise ValueError(
                 "ProverFlags.key_resident does not combine with msm_chunk (a resident key is "
                 "held whole; chunks stream it through one small buffer)"
+            )
+        if self.key_tables and not self.key_resident:
+            raise ValueError(
+                "ProverFlags.key_tables needs key_resident=True (the tables are built once "
+                "from the resident key and kept on the device across partitions)"
+            )
+        if self.key_tables and self.msm_algo != "signed":
+            raise ValueError(
+                f"ProverFlags.key_tables needs msm_algo='signed', got {self.msm_algo!r} "
+                "(precomputed bases are a signed-digit MSM)"
             )
         if self.margin_bytes < 0:
             raise ValueError(f"ProverFlags.margin_bytes must be >= 0, got {self.margin_bytes}")
@@ -365,14 +380,21 @@ def partition(
 
         def points_buffer(stage: str, nbytes: int) -> Any:
             """Stage's points buffer: a fresh one, or with key_resident the one kept on this
-            GPU across partitions for this key (whose upload then `fills` it once)."""
+            GPU across partitions for this key (whose upload then `fills` it once); with
+            key_tables the stage's resident tables, whose table 0 the points go to."""
             if not flags.key_resident:
                 return dev.alloc(f"{stage}.points", nbytes)
             owner = data.key_points[stage] if data else None
+            if flags.key_tables:
+                group, count = shape.msm_sizes()[stage]
+                table = SignedShape.of(group, count, precomputed=True).table_bytes()
+                return dev.resident(f"{stage}.table", table, owner, note=f"key_tables.{stage}")
             return dev.resident(f"{stage}.points", nbytes, owner, note=f"key_resident.{stage}")
 
         def fills(stage: str) -> str | None:
-            return f"{stage}.points" if flags.key_resident else None
+            if not flags.key_resident:
+                return None
+            return f"{stage}.table" if flags.key_tables else f"{stage}.points"
 
         def upload_ahead(i: int) -> None:
             """Allocate stage i's points and start their upload on the key_upload stream, so
@@ -418,6 +440,8 @@ def partition(
                         pinned=flags.key_pinned,
                         fills=fills(stage),
                     )
+                if flags.key_tables:  # tables 1.. from table 0, once per device
+                    build_table(dev, f"{stage}.table.build", group, d_p, d_p, m, fills(stage))
                 if flags.overlap_uploads and i + 1 < len(stages):
                     upload_ahead(i + 1)
                 part = msm(
@@ -429,6 +453,7 @@ def partition(
                     m,
                     offset + 8 * start,
                     algo=flags.msm_algo,
+                    table=d_p if flags.key_tables else None,
                     defer=True,
                 )
                 if tails is not None and isinstance(part, WindowSums):

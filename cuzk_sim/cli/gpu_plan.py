@@ -35,6 +35,12 @@ def register(app: typer.Typer) -> None:
             help="The key's points kept on the device across partitions (uploaded once "
             "per device).",
         ),
+        key_tables: bool = typer.Option(
+            False,
+            help="Each MSM over precomputed bases 2^(t c) P_i kept on the device across "
+            "partitions (13 x its points at c = 20; built once per device; needs "
+            "--key-resident).",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
     ) -> None:
         """Print the allocation/copy/kernel plan of one partition (dry run, no GPU)."""
@@ -64,16 +70,22 @@ def register(app: typer.Typer) -> None:
                 key_pinned=key_pinned,
                 overlap_uploads=overlap_uploads,
                 key_resident=key_resident,
+                key_tables=key_tables,
             )
         except ValueError as e:  # the flags that do not combine (the others checked above)
-            hint = "--key-resident" if "key_resident" in str(e) else "--overlap-uploads"
+            hint = "--overlap-uploads"
+            for flag in ("key_tables", "key_resident"):  # the flag the message is about
+                if f"ProverFlags.{flag}" in str(e):
+                    hint = f"--{flag.replace('_', '-')}"
+                    break
             raise typer.BadParameter(str(e), param_hint=hint) from None
         try:
             plan = dry_run_plan(
                 PartitionShape.synthetic(domain_log2, reduction), flags, assume_free_bytes
             )
-        except ValueError as e:
-            raise typer.BadParameter(str(e), param_hint="--msm-chunk") from None
+        except ValueError as e:  # too many chunks, or tables too large to index
+            hint = "--key-tables" if "precomputed" in str(e) else "--msm-chunk"
+            raise typer.BadParameter(str(e), param_hint=hint) from None
         if as_json:
             typer.echo(plan.to_json())
             return
@@ -93,4 +105,11 @@ def register(app: typer.Typer) -> None:
                 f"of which kept on the device across partitions (persistent, per device): "
                 f"{kept} ({kept / 2**30:.2f} GiB); a card needs at least that much beside "
                 "one partition's working memory"
+            )
+        tables = [s for s in plan.steps if s.op == "alloc" and s.note.startswith("key_tables.")]
+        for s in tables:  # key_tables: each MSM's precomputed bases, in place of its points
+            pts = next(c.bytes for c in plan.steps if c.op == "copy" and c.fills == s.buffer)
+            typer.echo(
+                f"precomputed tables {s.buffer}: {s.bytes // max(pts, 1)} x its points "
+                f"({pts / 2**30:.2f} GiB) = {s.bytes} ({s.bytes / 2**30:.2f} GiB)"
             )

@@ -314,7 +314,8 @@ class LiveBuffer:
     allocator: AllocatorName
     persistent: bool = False
     chunk: object = None  # the allocator's handle (caching pool: (segment, offset))
-    filled: bool = False  # a persistent buffer's data copied in (plan `copy.fills`)
+    # a persistent buffer's data put in: by which (worker, partition) (plan `fills`)
+    filled_by: tuple[str, int] | None = None
 
 
 class DeviceMemory:

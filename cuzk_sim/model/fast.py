@@ -198,7 +198,7 @@ def execute(
             if w.t_ready > env.now:  # into the one queue in the order of issue
                 m.events += 1
                 yield env.timeout(w.t_ready - env.now)
-        elif inline and op == "kernel" and s.stream == "compute":
+        elif inline and op == "kernel" and s.stream == "compute" and s.fills is None:
             start = w.t_ready if w.t_ready > dev.compute_free_at else dev.compute_free_at
             w.t_ready = dev.compute_free_at = start + seconds[pc]
             dev.compute_busy_s += seconds[pc]  # utilization (metrics.py), as run_compute

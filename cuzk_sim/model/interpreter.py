@@ -55,6 +55,7 @@ class Worker:
     t_ready: float = 0.0
     streams: dict[str, float | simpy.Event] = field(default_factory=dict)
     held: list[tuple[str, Mutex, float]] = field(default_factory=list)
+    partitions: int = 0  # partitions begun (tells this partition from the worker's others)
     # on a device with one in-order queue: when the last work this worker queued ends (its
     # host runs ahead of it; a sync on its stream, or the partition's end, waits for it)
     queued_until: float = 0.0
@@ -63,6 +64,7 @@ class Worker:
         """A new partition: the worker's clock is now; its streams are idle."""
         self.t_ready = now
         self.streams = {}
+        self.partitions += 1
         self.queued_until = now
 
     def drain(self) -> None:
@@ -103,6 +105,8 @@ def returns_at_once(s: Copy) -> bool:
 
 def kernel(m: Machine, w: Worker, s: Kernel, seconds: float, parts: Parts | None = None) -> None:
     dev = w.device
+    if s.fills is not None and already_filled(w, s.fills):
+        return  # built on the device by an earlier partition: not run again
     if s.stream == "compute":
         start, end = dev.run_compute(w.t_ready, seconds)
         if dev.shared_stream:
@@ -137,7 +141,7 @@ def _kernel_spans(
 
 def copy(m: Machine, w: Worker, s: Copy, seconds: float, parts: Parts | None = None) -> None:
     dev = w.device
-    if s.fills is not None and already_filled(dev, s.fills):
+    if s.fills is not None and already_filled(w, s.fills):
         return  # the data is on the device since an earlier partition: no copy
     if s.stream == "compute":
         start, end = dev.run_copy(s.direction, w.t_ready, seconds)
@@ -157,17 +161,20 @@ def copy(m: Machine, w: Worker, s: Copy, seconds: float, parts: Parts | None = N
         m.recorder.spans.append(Span(w.name, dev.index, s.name, "copy", start, end))
 
 
-def already_filled(dev: Device, buffer: str) -> bool:
-    """Whether persistent per-device `buffer` was filled by an earlier copy on this device
-    (so a `copy` with `fills` is skipped); if not, it is filled now. A buffer that is not
-    live (its allocation fell back) is not filled: the copy is charged."""
+def already_filled(w: Worker, buffer: str) -> bool:
+    """Whether persistent per-device `buffer` of the worker's device was filled by an
+    earlier partition (so a `copy` or `kernel` with `fills` is skipped); if not, this
+    partition fills it now, and its later steps that fill the same buffer run too (a copy,
+    then the kernel that builds on it). A buffer that is not live (its allocation fell
+    back) is not filled: the step is charged."""
+    dev = w.device
     buf = dev.memory.live.get((f"gpu{dev.index}", buffer))
     if buf is None:
         return False
-    if buf.filled:
-        return True
-    buf.filled = True
-    return False
+    by = (w.name, w.partitions)
+    if buf.filled_by is None:
+        buf.filled_by = by
+    return buf.filled_by != by
 
 
 def cpu(m: Machine, w: Worker, s: Cpu, seconds: float, parts: Parts | None = None) -> None:
