@@ -163,7 +163,17 @@ def bench_msm(
     pts = _points(cp, group, 1 << max(logs))
     cp.cuda.Device().synchronize()
     gen_s = time.perf_counter() - t0
-    variants = ["old", "new", "flush", "occupancy", "device-tail", "xyzz+sqr", "pairs", "sqr"]
+    variants = [
+        "old",
+        "new",
+        "flush",
+        "occupancy",
+        "device-tail",
+        "xyzz+sqr",
+        "pairs",
+        "sqr",
+        "nosqr",
+    ]
     variants += ["affine", "affine+sqr", "affine-binary", "affine-fermat", "affine-b512"]
     variants += ["precomputed"]
     variants = [v for v in variants if v not in SKIP or (extra and v == "precomputed")]

@@ -5,7 +5,8 @@
 # Logs in $OUT. Usage (device machine, repo root, .whl present):
 #   bash benchmarks/issue12_device_call.sh
 # env: TEST_TIMEOUT (420: the whole folder took >200 s on the H200 at e58bfb9), BENCH_TIMEOUT (150), PROVE_TIMEOUT (90), MSM_VARIANTS,
-#   PROVE_COLUMNS, PROVE_DEFINES (the second prove run's kernel switches)
+#   PROVE_COLUMNS, PROVE_DEFINES (the second prove run's kernel switches; "-": no second
+#   run), MSM_SIZES / NTT_SIZES / PROVE_SIZES (default 18,20,24 / 18,20,24 / 18,20)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -18,16 +19,23 @@ timeout "${TEST_TIMEOUT:-420}" python3 -P -m pytest tests/gpu_prover -q -p no:ca
   --durations=10 > "$OUT/gputests.log" 2>&1
 stamp "tests rc=$?"; tail -4 "$OUT/gputests.log"
 MSM_VARIANTS=${MSM_VARIANTS:-affine,affine-b512,sqr}
-timeout "${BENCH_TIMEOUT:-150}" python3 benchmarks/gpu_bench.py --quick --only msm_g1,msm_g2,ntt \
-  --sizes 18,20,24 --variants "$MSM_VARIANTS" --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1
-stamp "bench rc=$?"
+timeout "${BENCH_TIMEOUT:-150}" python3 benchmarks/gpu_bench.py --quick --only msm_g1,msm_g2 \
+  --sizes "${MSM_SIZES:-18,20,24}" --variants "$MSM_VARIANTS" --json "$OUT/bench.json" \
+  > "$OUT/bench.log" 2>&1
+stamp "bench msm rc=$?"
+timeout "${BENCH_TIMEOUT:-150}" python3 benchmarks/gpu_bench.py --quick --only ntt \
+  --sizes "${NTT_SIZES:-18,20,24}" --json "$OUT/bench-ntt.json" >> "$OUT/bench.log" 2>&1
+stamp "bench ntt rc=$?"
 P=${PROVE_COLUMNS:-new,all pinned+overlap,all pinned+overlap+tails,all pinned+overlap+resident,all pinned+overlap+resident+tails}
 CUZK_BENCH_PROVE="old,$P" timeout "${PROVE_TIMEOUT:-90}" python3 benchmarks/gpu_bench.py \
-  --quick --only prove --sizes 18,20 --json "$OUT/prove.json" > "$OUT/prove.log" 2>&1
+  --quick --only prove --sizes "${PROVE_SIZES:-18,20}" --json "$OUT/prove.json" > "$OUT/prove.log" 2>&1
 stamp "prove rc=$?"
-CUZK_KERNEL_DEFINES="${PROVE_DEFINES:-ACC_AFFINE=1}" CUZK_BENCH_PROVE="new,all pinned+overlap+resident+tails" \
-  timeout "${PROVE_TIMEOUT:-90}" python3 benchmarks/gpu_bench.py --quick --only prove --sizes 20 \
-  --json "$OUT/prove-defines.json" > "$OUT/prove-defines.log" 2>&1
-stamp "prove with ${PROVE_DEFINES:-ACC_AFFINE=1} rc=$?"
+touch "$OUT/prove-defines.log"
+if [ "${PROVE_DEFINES:-}" != "-" ]; then
+  CUZK_KERNEL_DEFINES="${PROVE_DEFINES:-ACC_AFFINE=1}" CUZK_BENCH_PROVE="new,all pinned+overlap+resident+tails" \
+    timeout "${PROVE_TIMEOUT:-90}" python3 benchmarks/gpu_bench.py --quick --only prove --sizes 20 \
+    --json "$OUT/prove-defines.json" > "$OUT/prove-defines.log" 2>&1
+  stamp "prove with ${PROVE_DEFINES:-ACC_AFFINE=1} rc=$?"
+fi
 grep -E "^\| |variants agree|equal" "$OUT/bench.log" | tail -40
 grep -E "^prove|^\| " "$OUT/prove.log" "$OUT/prove-defines.log" | tail -30
