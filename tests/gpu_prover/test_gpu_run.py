@@ -82,10 +82,16 @@ def test_fits_and_pools_return_to_their_start(tmp_path):
     assert res.seconds_per_proof is not None and res.seconds_per_proof > 0
 
 
+def _tight_card() -> str:
+    """The h200 profile's CUDA context + 5.2 MiB (+ < 2 MiB of ballast rounding): a 2^16
+    partition needs more (its MSM buckets alone are 12 MiB)."""
+    from cuzk_sim.calibration import load_profile
+
+    return f"{load_profile('h200').context_overhead / 2**20 + 5.2:.1f} MiB"
+
+
 def test_must_oom_continue(tmp_path):
-    # the 1392.8 MiB context + 5.2 MiB (+ < 2 MiB of ballast rounding): a 2^16 partition
-    # needs more (its MSM buckets alone are 12 MiB)
-    run, res = _run(_scenario(tmp_path, "1398 MiB", 16, 1, "continue", 2, 2))
+    run, res = _run(_scenario(tmp_path, _tight_card(), 16, 1, "continue", 2, 2))
     assert res.oom and not res.stopped_at_oom
     assert res.proofs_failed == 2 and res.partitions_failed == 2
     assert [e.partition for e in res.fatal_ooms] == ["porep-0/0", "porep-1/0"]
@@ -93,7 +99,7 @@ def test_must_oom_continue(tmp_path):
 
 
 def test_must_oom_stop(tmp_path):
-    run, res = _run(_scenario(tmp_path, "1398 MiB", 16, 2, "stop", 2, 2))
+    run, res = _run(_scenario(tmp_path, _tight_card(), 16, 2, "stop", 2, 2))
     assert res.oom and res.stopped_at_oom and res.partitions_failed == 1
     assert res.proofs_completed == 0 and run.details()["jobs_lost"] == 0
 

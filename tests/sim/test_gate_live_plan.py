@@ -12,6 +12,7 @@ import cuzk_sim.gpu.prover as prover  # no CuPy needed: the dry run is plain Pyt
 import pytest
 from typer.testing import CliRunner
 
+from cuzk_sim.calibration import load_profile
 from cuzk_sim.cli import app
 from cuzk_sim.input_errors import InputError
 from cuzk_sim.plan import Alloc, Cpu, Free, Lock, Plan
@@ -21,7 +22,7 @@ from cuzk_sim.scenario import load_scenario
 runner = CliRunner()
 GATE = Path(__file__).resolve().parents[2] / "scenarios" / "gate"
 MIB, GIB = 2**20, 2**30
-CONTEXT = 1460469760  # the h200 profile's context (1392.8125 MiB, measured)
+CONTEXT = load_profile("h200").context_overhead  # measured by the real pipeline
 
 
 def scenario(tmp_path: Path, plan_table: str, extra: str = "") -> Path:

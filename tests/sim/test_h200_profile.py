@@ -1,20 +1,21 @@
 """The h200 profile (calibrated from the real pipeline's step timings, device call of
-2026-12-01 ~11:28 UTC, commit 5661ba7, the key pinned, one- and two-worker logs) against
+2026-12-01 ~13:02 UTC, commit deb8e14, the key pinned, one- and two-worker logs) against
 two measurements it was not fitted to, copied here by hand:
 
 - the kernel benchmark of the same kernels on a quiet GPU (docs/benchmarks.md, GPU prover
-  (H200), `gpu_bench.py --quick`, device call of ~08:40 UTC at 43bbd30, column `new`):
-  in the pipeline each kernel also waits for Python to issue it, so the profile may be a
-  little slower than the benchmark, never much faster. The benchmark's MSM includes the
-  host Horner over the window sums, which the pipeline runs later in its assembler
-  process (gpu/msm.py `defer`): its MSM step is the benchmark less that tail, taken as
-  the phase "tree + host Horner" of the same benchmark at 2^20 (G1 2.96 ms, G2 6.72 ms,
-  docs/benchmarks.md; the same doublings at every size), a bound from below since the
-  tree stays on the GPU;
+  (H200), `gpu_bench.py --quick`, column `new`: the 2^20 MSMs and the NTTs of the call of
+  ~13:12 UTC at e4c4b26, whose gpu/ is deb8e14's; the 2^18 MSMs of the call at e58bfb9,
+  G2 from its `sqr` column, FQ2_SQR=1 being today's default): in the pipeline each kernel
+  also waits for Python to issue it, so the profile may be a little slower than the
+  benchmark, never much faster. The benchmark's MSM includes the host Horner over the
+  window sums, which the pipeline runs later in its assembler process (gpu/msm.py
+  `defer`): its MSM step is the benchmark less that tail, taken as the phase "tree +
+  tail" of the same benchmark at 2^20 (G1 2.31 ms, G2 8.11 ms at e4c4b26; the same
+  doublings at every size), a bound from below since the tree stays on the GPU;
 - the wall time per partition of the calibration runs themselves (`gpu-run` of one
-  worker, the key pinned, docs/validation/h200-2026-12-01-5661ba7/calib/w1-*.json:
+  worker, the key pinned, docs/validation/h200-2026-12-01-deb8e14/calib/w1-*.json:
   sim_time_s / partitions, start-up included; 2^18: the mean of the two processes w1-18
-  and w1-18b, 66.8 and 67.8 ms), which the sum of the plan's step prices must reproduce
+  and w1-18b, 65.1 and 61.1 ms), which the sum of the plan's step prices must reproduce
   within 10 %: what the steps do not time (allocations, bookkeeping) is small, and the
   prices are means over one- and two-worker logs (two workers lengthen the short steps)."""
 
@@ -23,20 +24,18 @@ import pytest
 from cuzk_sim.calibration import load_profile
 
 BENCH_MS = [  # kind, size, quiet-GPU kernel benchmark (ms)
-    ("ntt", 2**16, 0.08),
-    ("ntt", 2**20, 0.70),
-    ("ntt", 2**24, 10.40),
-    ("msm_g1", 2**16, 5.92),
-    ("msm_g1", 2**18, 7.84),
-    ("msm_g1", 2**20, 15.81),
-    ("msm_g2", 2**16, 15.92),
-    ("msm_g2", 2**18, 23.75),
-    ("msm_g2", 2**20, 50.25),
+    ("ntt", 2**18, 0.21),
+    ("ntt", 2**20, 0.69),
+    ("ntt", 2**24, 9.17),
+    ("msm_g1", 2**18, 8.26),
+    ("msm_g1", 2**20, 15.97),
+    ("msm_g2", 2**18, 26.29),
+    ("msm_g2", 2**20, 51.67),
 ]
-PARTITION_MS = {16: 44.1, 18: 67.3, 20: 151.7, 24: 1888.5}  # gpu-run, one worker
+PARTITION_MS = {16: 40.5, 18: 63.1, 20: 149.5, 24: 1889.7}  # gpu-run, one worker
 
 
-HOST_TAIL_MS = {"ntt": 0.0, "msm_g1": 2.96, "msm_g2": 6.72}  # tree + host Horner, 2^20
+HOST_TAIL_MS = {"ntt": 0.0, "msm_g1": 2.31, "msm_g2": 8.11}  # tree + host tail, 2^20
 
 
 @pytest.mark.parametrize("kind, size, ms", BENCH_MS)
@@ -54,7 +53,9 @@ def test_in_the_pipeline_a_kernel_costs_its_benchmark_or_a_little_more(kind, siz
 def test_card_and_allocator_are_the_measured_ones():
     profile = load_profile("h200")
     assert profile.vram == 143771 * 2**20  # nvidia-smi on the device machine
-    assert profile.context_overhead == 1460469760  # measured by the real pipeline
+    # measured by the real pipeline: the mean of the calibration logs' CUZK_SIM_CONTEXT
+    # lines (1446.8 MiB in seven, 1470.8 MiB at 2^24)
+    assert profile.context_overhead == (7 * 1517092864 + 1542258688) // 8
     abc = 3 * 2**20 * 32  # a, b, c at 2^20: the benchmark uploads them in 3.9 + 7.9 ms
     assert profile.copy_seconds(abc, pinned=False) >= 0.95 * 11.8e-3
 

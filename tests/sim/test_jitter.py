@@ -128,9 +128,11 @@ def test_run_replicas_applies_set_to_every_replica(tmp_path):
 
     from typer.testing import CliRunner
 
+    from cuzk_sim.calibration import load_profile
     from cuzk_sim.cli import app
 
     base = Path(__file__).resolve().parents[2] / "scenarios/validation/base.toml"
+    ctx_mib = load_profile("h200").context_overhead / 2**20
     cli = CliRunner()
     fits = json.loads(cli.invoke(app, ["run", str(base), "--replicas", "3", "--jitter", "5%",
                                        "--json"]).stdout)  # fmt: skip
@@ -138,7 +140,7 @@ def test_run_replicas_applies_set_to_every_replica(tmp_path):
     small = cli.invoke(
         app,
         ["run", str(base), "--replicas", "3", "--jitter", "5%", "--json",
-         "--set", "hardware.vram=1393.8 MiB"],
+         "--set", f"hardware.vram={ctx_mib + 1:.1f} MiB"],
     )  # fmt: skip
     assert json.loads(small.stdout)["oom_probability"] == 1.0
     log = cli.invoke(app, ["run", str(base), "--jitter", "5%", "--log", str(tmp_path / "l")])

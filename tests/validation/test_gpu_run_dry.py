@@ -11,6 +11,7 @@ from cuzk_sim.gpu.pipeline import Fault, FaultPlan, LedgerBackend, RealRun, RunS
 from typer.testing import CliRunner
 from validation_fixtures import DATA
 
+from cuzk_sim.calibration import load_profile
 from cuzk_sim.cli import app
 from cuzk_sim.input_errors import InputError
 from cuzk_sim.scenario import load_scenario
@@ -26,13 +27,16 @@ def _keys(d: object) -> object:
     return type(d).__name__ if d is not None else None
 
 
+TIGHT = f"{load_profile('h200').context_overhead / 2**20 + 1.2:.1f} MiB"  # context + 1.2 MiB
+
+
 def _schema(d: dict) -> dict:
     return {k: (_keys(v) if k == "oom_events" else None) for k, v in d.items()}
 
 
-@pytest.mark.parametrize("vram", ["140 GiB", "1394 MiB"])
+@pytest.mark.parametrize("vram", ["140 GiB", "tight"])
 def test_json_schema_equals_run_json(scenario_file, vram):
-    path = scenario_file(vram=vram)
+    path = scenario_file(vram=TIGHT if vram == "tight" else vram)
     real = runner.invoke(app, ["gpu-run", str(path), "--json", "--device", "dry-run"])
     model = runner.invoke(app, ["run", str(path), "--json"])
     assert real.exit_code == model.exit_code, real.output
@@ -50,10 +54,10 @@ def _run(path: Path, faults: FaultPlan | None = None) -> RealRun:
 
 
 def test_on_oom_continue_fails_each_proof_and_the_workers_go_on(scenario_file):
-    # 1394 MiB: the 1392.8 MiB context + 1.2 MiB, less than one 2^10 partition needs (2 MiB
-    # granules) -> every first
-    # partition OOMs; its proof fails, the proof's 3 other partitions are dropped
-    run = _run(scenario_file(vram="1394 MiB", workers=1, on_oom="continue"))
+    # TIGHT: the h200 profile's context + 1.2 MiB, less than one 2^10 partition needs (2 MiB
+    # granules) -> every first partition OOMs; its proof fails, the proof's 3 other
+    # partitions are dropped
+    run = _run(scenario_file(vram=TIGHT, workers=1, on_oom="continue"))
     res = run.result
     assert res.oom and not res.stopped_at_oom
     assert (res.proofs_failed, res.partitions_failed, res.proofs_completed) == (2, 2, 0)
@@ -63,7 +67,7 @@ def test_on_oom_continue_fails_each_proof_and_the_workers_go_on(scenario_file):
 
 
 def test_on_oom_stop_stops_the_run(scenario_file):
-    run = _run(scenario_file(vram="1394 MiB", workers=1, on_oom="stop"))
+    run = _run(scenario_file(vram=TIGHT, workers=1, on_oom="stop"))
     res = run.result
     assert res.oom and res.stopped_at_oom
     assert res.partitions_failed == 1 and res.partitions_completed == 0
