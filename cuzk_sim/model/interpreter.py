@@ -81,8 +81,9 @@ class Worker:
 # (cudaMemcpyAsync), return to the host at once: the worker goes on after the host time of
 # issuing them (ISSUE_S: an MSM is ~20 launches and a scan, 0.25-0.35 ms of idle stream
 # before each MSM in the 1-worker logs, docs/validation.md; one launch ~20 us) while the
-# work waits its turn. A copy to the host (CuPy's get() synchronizes the stream) or from
-# pageable memory (staged by the driver) returns when it is done. The worker meets the
+# work waits its turn. A copy from pageable memory returns once the host has staged it
+# (its own duration from the moment it is issued, while the queue drains); a copy to the
+# host (CuPy's get() synchronizes the stream) returns when it is done. The worker meets the
 # others before it queues anything (`queues_in_order`), so the queue takes work in the
 # order it was issued: two workers issuing at once interleave, and each one's result copy
 # waits behind the other's kernels -- why two workers without a mutex fall into phase.
