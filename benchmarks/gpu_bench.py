@@ -21,11 +21,20 @@ accumulation, divsteps inverse), `affine+sqr`, `affine-binary` (ACC_AFFINE_INV=1
 `affine-fermat` (ACC_AFFINE_INV=0), `affine-b512` (batches of 512, MSM_OVERRIDES); NTT
 `tw-inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2), `reg-direct` (fr_ntt_reg8 with
 NTT_REG_DIRECT_LOAD=1), MSM `precomputed` (the signed MSM over precomputed bases, table
-built before timing: its build time and bytes reported). --extra adds the unsigned MSM,
-the precomputed one and the fr_ntt_group NTT. Prove: old and new default
-flags, new with prestage + pinned (a/b/c and the witness staged through pinned memory per
-copy), new with `key_pinned` (the key's points in pinned host memory, pinned once before
-timing: its time reported), and `key+abc pinned` (that, plus prestage + pinned with the
+built before timing: its build time and bytes reported), `e4c4b26` (the MSM as at commit
+e4c4b26: FIELD_SQR=0 FIELD_LAZY=0, tree fan-in 8, a one-set sum through the host tail; old
+gets that tree and tail too, in its MSM rows), `nolazy` (FIELD_LAZY=0), and the
+precomputed MSM with one switch changed: `precomputed-e4c4b26` (all four as at e4c4b26),
+`precomputed-nolazy` (FIELD_LAZY=0), `precomputed-nosqr` (FIELD_SQR=0),
+`precomputed-fan8`, `precomputed-fan4` (TREE_FAN_IN), `precomputed-hosttail`
+(ONE_SET_ON_DEVICE=False), `precomputed-seg8`, `precomputed-seg32` (SEGMENT_LEN),
+`precomputed-level4` (LEVEL_FAN_IN), `precomputed-acc304k` (MAX_ACC_THREADS = 9 whole
+waves), `precomputed-occupancy` (as `occupancy`), `precomputed-occupancy-acc304k`.
+--extra adds the unsigned MSM, the precomputed one and the fr_ntt_group NTT. Prove: old
+and new default flags (old: its kernels, the tree and tail of gpu/msm.py as they are), new
+with prestage + pinned (a/b/c and the witness staged through pinned memory per copy), new
+with `key_pinned` (the key's points in pinned host memory, pinned once before timing: its
+time reported), and `key+abc pinned` (that, plus prestage + pinned with the
 caller's a/b/c and witness already in pinned memory: every upload a DMA; before commit
 8ee75b9, 2026-12-01 ~11:40 UTC, the witness was uploaded from pageable memory), and both
 of those with `overlap_uploads` (each MSM's points uploaded on a stream of their own beside the MSM
@@ -81,9 +90,43 @@ VARIANTS = {
     "affine-fermat": ("ACC_AFFINE=1 ACC_AFFINE_INV=0", None),  # the batch's inverse by Fermat
     "affine-b512": ("ACC_AFFINE=1", None),  # batches of 512 (MSM_OVERRIDES)
     "precomputed": ("", None),  # MSM rows: signed over fixed-base tables (also in --extra)
+    # the MSM as at commit e4c4b26 (FIELD_SQR=0 FIELD_LAZY=0, TREE_FAN_IN 8, one set's sum
+    # via the host)
+    "e4c4b26": ("FIELD_SQR=0 FIELD_LAZY=0", None),
+    "nolazy": ("FIELD_LAZY=0", None),  # every Fq value reduced below q
+    # precomputed-*: the precomputed MSM with one switch changed (with --variants)
+    "precomputed-e4c4b26": ("FIELD_SQR=0 FIELD_LAZY=0", None),  # all four as at e4c4b26
+    "precomputed-nolazy": ("FIELD_LAZY=0", None),  # every Fq value reduced below q
+    "precomputed-nosqr": ("FIELD_SQR=0", None),  # Fq squares as products
+    "precomputed-fan8": ("", None),  # tree fan-in 8
+    "precomputed-fan4": ("", None),  # tree fan-in 4
+    "precomputed-hosttail": ("", None),  # the one set's sum through the host tail
+    "precomputed-seg8": ("", None),  # segments of 8 buckets in the reduction (twice as many)
+    "precomputed-seg32": ("", None),  # segments of 32 buckets (half as many)
+    "precomputed-level4": ("", None),  # slots per thread in the accumulation's levels: 4
+    "precomputed-acc304k": ("", None),  # 304128 accumulation threads (whole waves)
+    "precomputed-occupancy": ("ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3", None),
+    "precomputed-occupancy-acc304k": ("ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3", None),
 }
-# gpu/msm.py constants a variant changes for its MSM rows (module attribute -> value)
-MSM_OVERRIDES = {"affine-b512": {"AFFINE_BATCH": 512}}
+# gpu/msm.py constants a variant changes for its MSM rows (module attribute -> value); old
+# and e4c4b26 get the tree and tail of their commits. 304128 accumulation threads = 2376
+# blocks of 128 = 9 whole waves of the H200 at 2 blocks per SM (132 SMs) and 6 at 3
+_E4C4B26 = {"TREE_FAN_IN": 8, "ONE_SET_ON_DEVICE": False}
+_WAVES = {"MAX_ACC_THREADS": 304128}
+MSM_OVERRIDES = {
+    "affine-b512": {"AFFINE_BATCH": 512},
+    "old": _E4C4B26,
+    "e4c4b26": _E4C4B26,
+    "precomputed-e4c4b26": _E4C4B26,
+    "precomputed-fan8": {"TREE_FAN_IN": 8},
+    "precomputed-fan4": {"TREE_FAN_IN": 4},
+    "precomputed-hosttail": {"ONE_SET_ON_DEVICE": False},
+    "precomputed-seg8": {"SEGMENT_LEN": 8},
+    "precomputed-seg32": {"SEGMENT_LEN": 32},
+    "precomputed-level4": {"LEVEL_FAN_IN": 4},
+    "precomputed-acc304k": _WAVES,
+    "precomputed-occupancy-acc304k": _WAVES,
+}
 
 
 SKIP: set[str] = set()  # variants not asked for (main() fills it from --variants)
@@ -175,7 +218,8 @@ def bench_msm(
         "nosqr",
     ]
     variants += ["affine", "affine+sqr", "affine-binary", "affine-fermat", "affine-b512"]
-    variants += ["precomputed"]
+    variants += ["e4c4b26", "nolazy", "precomputed"]
+    variants += [v for v in VARIANTS if v.startswith("precomputed-")]
     variants = [v for v in variants if v not in SKIP or (extra and v == "precomputed")]
     variants += ["unsigned"] if extra else []
     rows = []
@@ -188,7 +232,7 @@ def bench_msm(
         for variant in variants:
             dev = Device("real")
             table, build_s = None, 0.0
-            if variant == "precomputed":
+            if variant.startswith("precomputed"):
                 t0 = time.perf_counter()
                 table = precompute_table(dev, f"msm_{group}.table", group, p, n)
                 cp.cuda.Device().synchronize()

@@ -8,7 +8,8 @@ Two algorithms, selectable (`algo`), so benchmarks run them side by side:
   points, pieces of buckets that cross threads summed after), segmented reduction, tree,
   Horner over the windows (on the host by default, gpu/msm_tail.py; $CUZK_MSM_TAIL=device
   runs the one-thread kernel); optionally over precomputed bases 2^(w c) P_i (`table`), which
-  leaves one bucket set and no doublings. With ACC_AFFINE=1 in $CUZK_KERNEL_DEFINES (off by
+  leaves one bucket set and no doublings (its sum copied to the result on the device:
+  ONE_SET_ON_DEVICE). With ACC_AFFINE=1 in $CUZK_KERNEL_DEFINES (off by
   default) the accumulation's first level adds affine points in batches sharing one
   inversion (kernels/msm_affine.cuh): fewer, longer thread ranges (AFFINE_THREADS) and a
   scratch buffer `<stage>.affine_batch` (AFFINE_LAUNCH threads x AFFINE_BATCH points).
@@ -37,7 +38,13 @@ LEVEL_FAN_IN = 16  # slots per thread in each level that sums the pieces of cros
 SCALAR_BITS = 255
 POINT_WORDS = {"g1": 24, "g2": 48}  # affine x | y, u32 words
 SEGMENT_LEN = 16  # buckets per thread in the bucket reduction
-TREE_FAN_IN = 8  # points summed per thread in each level of the tree (short serial chains)
+# points summed per thread in each level of the tree: 2, so the serial chain is log2(segments)
+# dependent additions (15 for one set of 2^19 buckets), one per level, not 5 levels x 7 at 8:
+# the few threads of the last levels leave the GPU idle, so each addition costs its latency
+TREE_FAN_IN = 2
+# one bucket set (precomputed bases): the tree's sum is the result, copied on the device;
+# False runs the host tail as for several sets (window sums to the host, Horner, back)
+ONE_SET_ON_DEVICE = True
 AFFINE_BATCH = 256  # sorted entries per affine batch (ACC_AFFINE=1): the pairs of a pass
 # accumulation threads with ACC_AFFINE=1: one wave of the H200 at 255 registers (132 SMs x 256),
 # so ranges are entries / 2^15 (>= MIN_ACC_CHUNK): 512 at 2^20 points (two batches), 144 at
@@ -496,7 +503,9 @@ def _msm_signed(
         )
         mark("bucket_reduce")
         _tree(group, bufs, shape.sets, shape.segments, "sum_groups")
-        if tail == "host" and not defer:  # same result in the same buffer: same plan
+        if shape.sets == 1 and ONE_SET_ON_DEVICE and not defer:  # no Horner: no host trip
+            bufs["result"].array[:] = bufs["windows"].array[: bufs["result"].array.size]
+        elif tail == "host" and not defer:  # same result in the same buffer: same plan
             from .msm_tail import horner
 
             window_sums = bufs["windows"].array.get()

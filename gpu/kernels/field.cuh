@@ -14,6 +14,16 @@
 // docs/benchmarks.md); 0 keeps fq2_mul.
 // FIELD_MUL_PAIRS (default 0) 1: fq2_mul / fq2_sqr run their 3 / 2 Fq products in one
 // body, and mul_pair / sqr_pair (the XYZZ addition) two at once (off until measured).
+// FIELD_SQR (default 1) 1: Fq squares (sqr(), the G1 formulas' squarings) by
+// mont_sqr_wide, each cross product once (78 + 144 partial products instead of 288); 0:
+// the product a * a. Only with the wide product (FIELD_MUL_WIDE=1, FIELD_MUL_PTX=0); Fr and
+// Fq2 squares are unchanged. (Measured on the H200: docs/benchmarks.md.)
+// FIELD_LAZY (default 1) 1: Fq values in registers lie in [0, 2m) (lazy reduction): the
+// wide product and square skip their final conditional subtraction (inputs < 2m give an
+// output < 2m since 4m < 2^384), additions and subtractions reduce against 2m, is_zero and
+// == compare mod m, and store() writes the canonical value (< m), so memory, and every
+// result, is as before. 0: every value < m. Only with the wide product (FIELD_MUL_WIDE=1,
+// FIELD_MUL_PTX=0); Fr is canonical either way.
 // FIELD_HOST_EMULATION: compile with a host C++ compiler (tests/gpu_prover/
 // test_field_host_emulation.py): the CUDA qualifiers become plain C++ and the PTX carry
 // operations are emulated with an explicit carry flag.
@@ -43,6 +53,12 @@
 #endif
 #ifndef FIELD_MUL_PAIRS
 #define FIELD_MUL_PAIRS 0
+#endif
+#ifndef FIELD_SQR
+#define FIELD_SQR 1
+#endif
+#ifndef FIELD_LAZY
+#define FIELD_LAZY 1
 #endif
 #if FIELD_MUL_INLINE
 #define FIELD_MUL_ATTR __forceinline__
@@ -85,6 +101,23 @@ struct FqTraits {
     __device__ static __forceinline__ u32 r2(int i) { return FQ_R2[i]; }
 };
 
+// Lazy reduction (FIELD_LAZY): which fields hold values in [0, 2m) between operations and
+// `bound`, the limbs of the multiple of m that additions and subtractions reduce against
+// (2m lazy, m otherwise). Fq only (4m < 2^384 leaves the room); Fr stays canonical.
+__constant__ u32 FQ_P2[12] = {0xffff5556u, 0x73fdffffu, 0x62a7ffffu, 0x3d57fffdu,
+                              0xed61ec48u, 0xce61a541u, 0xe70a257eu, 0xc8ee9709u,
+                              0x869759aeu, 0x96374f6cu, 0x72ffcd34u, 0x340223d4u};
+template <class T>
+struct Lazy {
+    static const bool on = false;
+    __device__ static __forceinline__ u32 bound(int i) { return T::mod(i); }
+};
+template <>
+struct Lazy<FqTraits> {
+    static const bool on = FIELD_LAZY && FIELD_MUL_WIDE && !FIELD_MUL_PTX;
+    __device__ static __forceinline__ u32 bound(int i) { return on ? FQ_P2[i] : FQ_P[i]; }
+};
+
 template <class T>
 struct Fp {
     static const int N = T::N;
@@ -108,20 +141,33 @@ struct Fp {
         for (int i = 0; i < N; i++) r.v[i] = p[i];
         return r;
     }
+    // memory holds canonical values (< m), whatever the registers hold (FIELD_LAZY)
     __device__ __forceinline__ void store(u32* p) const {
+        const Fp c = canonical();
 #pragma unroll
-        for (int i = 0; i < N; i++) p[i] = v[i];
+        for (int i = 0; i < N; i++) p[i] = c.v[i];
     }
+    // the value < m (lazy: one conditional subtraction of m; else itself)
+    __device__ __forceinline__ Fp canonical() const {
+        Fp c = *this;
+        if (Lazy<T>::on) c.reduce_once(0);
+        return c;
+    }
+    // = 0 mod m (lazy: 0 or m)
     __device__ __forceinline__ bool is_zero() const {
-        u32 acc = 0;
+        u32 acc = 0, accm = 0;
 #pragma unroll
-        for (int i = 0; i < N; i++) acc |= v[i];
-        return acc == 0;
+        for (int i = 0; i < N; i++) {
+            acc |= v[i];
+            if (Lazy<T>::on) accm |= v[i] ^ T::mod(i);
+        }
+        return acc == 0 || (Lazy<T>::on && accm == 0);
     }
     __device__ __forceinline__ bool operator==(const Fp& b) const {
+        const Fp x = canonical(), y = b.canonical();
         u32 acc = 0;
 #pragma unroll
-        for (int i = 0; i < N; i++) acc |= v[i] ^ b.v[i];
+        for (int i = 0; i < N; i++) acc |= x.v[i] ^ y.v[i];
         return acc == 0;
     }
     // x <- x - m when x >= m, for x < 2m with `extra` the bit above the top limb: compute
@@ -140,9 +186,23 @@ struct Fp {
 #pragma unroll
         for (int i = 0; i < N; i++) v[i] = (d[i] & keep) | (v[i] & ~keep);
     }
+    // x <- x - B when x >= B (B = Lazy<T>::bound: 2m lazy, else m), for x < 2B
+    __device__ __forceinline__ void reduce_bound(u32 extra) {
+        u32 d[T::N];
+        u64 borrow = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            u64 t = (u64)v[i] - Lazy<T>::bound(i) - borrow;
+            d[i] = (u32)t;
+            borrow = (t >> 32) & 1;
+        }
+        u32 keep = 0u - (u32)((extra != 0) | (borrow == 0));
+#pragma unroll
+        for (int i = 0; i < N; i++) v[i] = (d[i] & keep) | (v[i] & ~keep);
+    }
 };
 
-// a + b mod m
+// a + b mod m (lazy Fq: inputs and output < 2m, else < m)
 template <class T>
 __device__ __forceinline__ Fp<T> operator+(const Fp<T>& a, const Fp<T>& b) {
     Fp<T> r;
@@ -153,11 +213,11 @@ __device__ __forceinline__ Fp<T> operator+(const Fp<T>& a, const Fp<T>& b) {
         r.v[i] = (u32)s;
         carry = s >> 32;
     }
-    r.reduce_once((u32)carry);
+    r.reduce_bound((u32)carry);
     return r;
 }
 
-// a - b mod m
+// a - b mod m (lazy Fq: inputs and output < 2m, else < m)
 template <class T>
 __device__ __forceinline__ Fp<T> operator-(const Fp<T>& a, const Fp<T>& b) {
     Fp<T> r;
@@ -168,11 +228,11 @@ __device__ __forceinline__ Fp<T> operator-(const Fp<T>& a, const Fp<T>& b) {
         r.v[i] = (u32)d;
         borrow = (d >> 32) & 1;
     }
-    u32 mask = 0u - (u32)borrow;  // add m back when a < b, branch-free
+    u32 mask = 0u - (u32)borrow;  // add the bound (m, lazy 2m) back when a < b, branch-free
     u64 carry = 0;
 #pragma unroll
     for (int i = 0; i < T::N; i++) {
-        u64 s = (u64)r.v[i] + (T::mod(i) & mask) + carry;
+        u64 s = (u64)r.v[i] + (Lazy<T>::bound(i) & mask) + carry;
         r.v[i] = (u32)s;
         carry = s >> 32;
     }
@@ -256,7 +316,9 @@ __device__ __forceinline__ void addc(u32& d, u32 a, u32 b) {
 // So each partial product is one 64-bit multiply-add in one carry chain, and no chain has
 // to carry the other's halves. Bounds: t + a b_i + u m < 2m 2^32 <= 2^(32 (N + 1)) (2m <=
 // 2^(32 N)), so ev fits in N + 1 words, od in N (its chain's last carry is 0) and the new t
-// in N. Needs N even; inputs < m, output < m.
+// in N. Needs N even; inputs < m, output < m -- or, lazy (Lazy<T>::on, 4m <= 2^(32 N)),
+// inputs < 2m: then t + a b_i + u m < 3m 2^32 + 2m, t stays < 3m, and the output
+// (a b + U m) / 2^(32 N) < 4m^2 / 2^(32 N) + m < 2m is returned as it is.
 template <class T>
 __device__ __forceinline__ Fp<T> mont_mul_wide_body(const Fp<T>& a, const Fp<T>& b) {
     const int N = T::N;
@@ -302,13 +364,86 @@ __device__ __forceinline__ Fp<T> mont_mul_wide_body(const Fp<T>& a, const Fp<T>&
     Fp<T> r;
 #pragma unroll
     for (int i = 0; i < N; i++) r.v[i] = ev[i];
-    r.reduce_once(0);
+    if (!Lazy<T>::on) r.reduce_once(0);  // lazy: t < 2m is the output
     return r;
 }
 
 template <class T>
 __device__ FIELD_MUL_ATTR Fp<T> mont_mul_wide(const Fp<T> a, const Fp<T> b) {
     return mont_mul_wide_body(a, b);
+}
+
+// Montgomery square a^2 2^(-32N) mod m: the rounds of mont_mul_wide_body with b = a, but
+// each cross product a_i a_j (i < j) computed once. Round i adds a_i e instead of a b_i,
+// where e_j = 0 (j < i), e_i = a_i, e_j = limb j of 2 sum_{k > i} a_k 2^(32 k) (j > i: the
+// limbs of 2a, except that limb i + 1 is a_{i+1} << 1 without a_i's top bit); over all
+// rounds the rows sum to a^2, so the result is (a^2 + U m) / 2^(32 N) < 2m as in the
+// product. N (N + 1) / 2 products a_i e_j instead of N^2 (Fq: 78 instead of 144; the N^2 of
+// u m stay). Bounds, for a < 2m (lazy) and m < 2^(32 N - 2): 2a < 4m fits N limbs, e_j <
+// 2^32, and in round i, a_i e < 4m 2^32: the running t stays < 5m < 2^(32 N) (ev fits N + 1
+// words); od's top pair holds a_i e_(N-1) + u m_(N-1) < 2^64 (top limbs: 2a < 2^31, m <
+// 2^29); the output < 2m (reduced to < m unless lazy). Needs N even and m < 2^(32 N - 2):
+// Fq (2^381), not Fr (2^254.9).
+template <class T>
+__device__ __forceinline__ Fp<T> mont_sqr_wide_body(const Fp<T>& a) {
+    const int N = T::N;
+    u32 two[T::N], ev[T::N + 1], od[T::N];
+    two[0] = a.v[0] << 1;
+#pragma unroll
+    for (int j = 1; j < N; j++) two[j] = (a.v[j] << 1) | (a.v[j - 1] >> 31);
+    ev[N] = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        const u32 ai = a.v[i];
+#define SQR_E(j) ((j) == i ? ai : (j) == i + 1 ? a.v[(j)] << 1 : two[(j)])
+        if (i == 0) {
+#pragma unroll
+            for (int j = 0; j < N; j += 2) {
+                u64 e = (u64)SQR_E(j) * ai;
+                ev[j] = (u32)e;
+                ev[j + 1] = (u32)(e >> 32);
+            }
+        } else {
+            const int j0 = (i + 1) & ~1;  // the first even j >= i
+            if (j0 < N) {
+                madw_first(ev[j0], ev[j0 + 1], SQR_E(j0), ai);
+#pragma unroll
+                for (int j = j0 + 2; j < N; j += 2) madw_cc(ev[j], ev[j + 1], SQR_E(j), ai);
+                add_carry(ev[N]);
+            }
+        }
+#pragma unroll
+        for (int j = 1; j < N; j += 2) {
+            u64 o = j < i ? 0 : (u64)SQR_E(j) * ai;
+            od[j - 1] = (u32)o;
+            od[j] = (u32)(o >> 32);
+        }
+#undef SQR_E
+        const u32 u = ev[0] * T::INV;
+        madw_first(ev[0], ev[1], T::mod(0), u);
+#pragma unroll
+        for (int j = 2; j < N; j += 2) madw_cc(ev[j], ev[j + 1], T::mod(j), u);
+        add_carry(ev[N]);
+        madw_first(od[0], od[1], T::mod(1), u);
+#pragma unroll
+        for (int j = 3; j < N - 1; j += 2) madw_cc(od[j - 1], od[j], T::mod(j), u);
+        madw_last(od[N - 2], od[N - 1], T::mod(N - 1), u);
+        add_cc(ev[0], od[0], ev[1]);
+#pragma unroll
+        for (int k = 1; k < N - 1; k++) addc_cc(ev[k], od[k], ev[k + 1]);
+        addc(ev[N - 1], od[N - 1], ev[N]);
+        ev[N] = 0;
+    }
+    Fp<T> r;
+#pragma unroll
+    for (int i = 0; i < N; i++) r.v[i] = ev[i];
+    if (!Lazy<T>::on) r.reduce_once(0);  // lazy: t < 2m is the output
+    return r;
+}
+
+template <class T>
+__device__ FIELD_MUL_ATTR Fp<T> mont_sqr_wide(const Fp<T> a) {
+    return mont_sqr_wide_body(a);
 }
 
 // The product inlined into its caller (the NTT's butterflies: short kernels with registers
@@ -513,8 +648,9 @@ __device__ __forceinline__ void limbs_shl1(u32* a) {
 }
 
 template <class T>
-__device__ __noinline__ Fp<T> inverse_binary(const Fp<T> a) {
+__device__ __noinline__ Fp<T> inverse_binary(const Fp<T> a0) {
     const int N = T::N;
+    const Fp<T> a = a0.canonical();  // the steps below need a < m
     if (a.is_zero()) return a;
     u32 u[T::N], v[T::N], r[T::N], s[T::N], t[T::N];
 #pragma unroll
@@ -633,9 +769,10 @@ __device__ __forceinline__ void limbs30_update(int* x, int* y, const int* m, int
 }
 
 template <class T>
-__device__ __noinline__ Fp<T> inverse_safegcd(const Fp<T> a) {
+__device__ __noinline__ Fp<T> inverse_safegcd(const Fp<T> a0) {
     const int N = T::N;
     const int L = (32 * T::N + 29) / 30;
+    const Fp<T> a = a0.canonical();  // the limbs below need a < m
     if (a.is_zero()) return a;
     u32 mw[T::N];
 #pragma unroll
@@ -811,11 +948,15 @@ __device__ __noinline__ Fq2 fq2_sqr(const Fq2 a) {
 #endif
 }
 
-// x^2: the curve formulas square through this (Fq2: 2 products; Fp: the product)
+// x^2: the curve formulas square through this (Fq2: 2 products; Fq: the dedicated square
+// with FIELD_SQR=1, else the product; Fr: the product)
 template <class T>
 __device__ __forceinline__ Fp<T> sqr(const Fp<T>& a) {
     return a * a;
 }
+#if FIELD_SQR && FIELD_MUL_WIDE && !FIELD_MUL_PTX
+__device__ __forceinline__ Fq sqr(const Fq& a) { return mont_sqr_wide(a); }
+#endif
 __device__ __forceinline__ Fq2 sqr(const Fq2& a) {
 #if FQ2_SQR
     return fq2_sqr(a);

@@ -308,13 +308,15 @@ def test_the_signed_msm_buffers_at_2_27_by_hand():
     assert sizes["msm_b_g2.slot_keys"] == 2 * 2**18 * 8
     assert sizes["msm_b_g2.slots2"] == 2**16 * 288 == 18 << 20
     assert sizes["msm_b_g2.result"] == 288  # Jacobian; made affine on the host
+    assert sizes["msm_b_g2.tree"] == 16 * 1024 * 288  # 2048 segments per set, fan-in 2
     assert not any(name.endswith(".table") for name in sizes)  # no precomputed bases
     assert sizes["msm_a.slots"] == 2 * 2**18 * 144  # G1 Jacobian = 144 B
     # peak during msm_b_g2: d_a, d_witness 4 GiB each, points 24 GiB, order 8 GiB, then the
     # scratch: counts, starts, buckets, slots, slot keys, slots2, their keys, segments
-    # (16 x 2048 x 288 B), tree (16 x 256 x 288 B), windows, result
+    # (16 x 2048 x 288 B), tree (its first level, fan-in 2: 16 x 1024 x 288 B), windows,
+    # result
     scratch = 2 * 4 * (2**19 + 1) + 2 * (144 << 20) + (4 << 20) + (18 << 20) + (1 << 19)
-    scratch += 16 * 2048 * 288 + 16 * 256 * 288 + 16 * 288 + 288
+    scratch += 16 * 2048 * 288 + 16 * 1024 * 288 + 16 * 288 + 288
     assert _peak(plan) == (40 << 30) + scratch
 
 

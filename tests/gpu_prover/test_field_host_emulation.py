@@ -1,24 +1,31 @@
 """kernels/field.cuh compiled by the host C++ compiler (FIELD_HOST_EMULATION: the PTX carry
 steps emulated with an explicit carry flag), run in CI without a GPU: the wide-chain
 Montgomery product (the default) and the 64-bit C product against Python ints, a b 2^(-32N)
-mod m, for Fr and Fq, edges included; the three inverses (divsteps, binary, Fermat). Skipped
-when no C++ compiler is installed."""
+mod m, for Fr and Fq, edges included; the dedicated Fq square (mont_sqr_wide, FIELD_SQR)
+against a^2 2^(-32N) mod m; the three inverses (divsteps, binary, Fermat). Skipped when no C++
+compiler is installed."""
 
 from __future__ import annotations
 
 import random
 import subprocess
+from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from cuzk_sim.reference.field import Q, R
 from host_cxx import build
+from hypothesis import given
+from hypothesis import strategies as st
 
 HARNESS = r"""
 #define FIELD_HOST_EMULATION 1
 #include "field.cuh"
 #include <cstdio>
 // stdin: "r|q a_0 .. a_{N-1} b_0 .. b_{N-1}" (hex limbs); stdout: wide product, C product;
-// "i|j a_0 .. a_{N-1}" (Fr | Fq): the divsteps, binary and Fermat inverses of a
+// "i|j a_0 .. a_{N-1}" (Fr | Fq): the divsteps, binary and Fermat inverses of a;
+// "t a_0 .. a_11": the Fq square mont_sqr_wide(a), then sqr(a) (what the curve code calls);
+// "o a b" (Fq, limbs < 2q): a + b, a - b, -a, a.canonical(), a stored, is_zero(a), a == b
 template <class F> void put(const F& x) {
     for (int i = F::N - 1; i >= 0; i--) printf("%08x", x.v[i]);
     printf(" ");
@@ -30,6 +37,26 @@ template <class F> void one() {
     put(mont_mul_wide(a, b));
     put(mont_mul(a, b));
     printf("\n");
+}
+template <class F> void square() {
+    F a;
+    for (int i = 0; i < F::N; i++) if (scanf("%x", &a.v[i]) != 1) return;
+    put(mont_sqr_wide(a));
+    put(sqr(a));
+    printf("\n");
+}
+template <class F> void ops() {
+    F a, b;
+    for (int i = 0; i < F::N; i++) if (scanf("%x", &a.v[i]) != 1) return;
+    for (int i = 0; i < F::N; i++) if (scanf("%x", &b.v[i]) != 1) return;
+    F stored;
+    a.store(stored.v);
+    put(a + b);
+    put(a - b);
+    put(-a);
+    put(a.canonical());
+    put(stored);
+    printf("%d %d\n", (int)a.is_zero(), (int)(a == b));
 }
 template <class F> void inv() {
     F a;
@@ -45,15 +72,40 @@ int main() {
         if (f[0] == 'r') one<Fr>();
         else if (f[0] == 'q') one<Fq>();
         else if (f[0] == 'i') inv<Fr>();
+        else if (f[0] == 't') square<Fq>();
+        else if (f[0] == 'o') ops<Fq>();
         else inv<Fq>();
     }
 }
 """
 
 
-@pytest.fixture(scope="module")
-def harness(tmp_path_factory):
-    return build(tmp_path_factory.mktemp("field_emu"), HARNESS)
+@pytest.fixture(scope="module", params=["", "FIELD_LAZY=0"])
+def harness(request, tmp_path_factory):
+    """The field harness with the defaults (lazy Fq) and with FIELD_LAZY=0; `.lazy` says
+    whether Fq values may come out in [q, 2q)."""
+    flags = [f"-D{flag}" for flag in request.param.split()]
+    path = build(tmp_path_factory.mktemp("field_emu"), HARNESS, flags)
+    return Harness(path, "FIELD_LAZY=0" not in request.param)
+
+
+class Harness(NamedTuple):
+    path: Path
+    lazy: bool
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+def _check(got: int, want: int, m: int, lazy: bool, what: str) -> None:
+    """got is want (< m), or, lazy, any value < 2m congruent to it"""
+    if lazy:
+        assert got < 2 * m and got % m == want, what
+    else:
+        assert got == want, what
 
 
 def _limbs_hex(x: int, n: int) -> str:
@@ -68,34 +120,106 @@ def test_products_match_python_ints(harness, name, m, n):
     pairs += [(rng.randrange(m), rng.randrange(m)) for _ in range(3000)]
     # operands with all-ones / all-zero limbs (the carry chains' worst cases), reduced mod m
     pairs += [((2 ** (32 * k) - 1) % m, rng.randrange(m)) for k in range(1, n + 1)]
+    lazy = harness.lazy and name == "q"
+    if lazy:  # lazy Fq operands lie in [0, 2q): the same pairs plus q on either side
+        pairs += [(a + m, b) for a, b in pairs[:500]] + [(a + m, b + m) for a, b in pairs[:500]]
+        pairs += [(2 * m - 1, 2 * m - 1), (m, m), (2 * m - 1, 1)]
     stdin = "".join(f"{name} {_limbs_hex(a, n)} {_limbs_hex(b, n)}\n" for a, b in pairs)
     out = subprocess.run([str(harness)], input=stdin, capture_output=True, text=True, check=True)
     lines = out.stdout.split()
     assert len(lines) == 2 * len(pairs)
     inv = pow(2 ** (32 * n), -1, m)
     for k, (a, b) in enumerate(pairs):
-        expected = a * b * inv % m
-        assert int(lines[2 * k], 16) == expected, f"wide product of {a}, {b}"
-        assert int(lines[2 * k + 1], 16) == expected, f"C product of {a}, {b}"
+        want = a * b * inv % m
+        wide, c = (int(x, 16) for x in lines[2 * k : 2 * k + 2])
+        _check(wide, want, m, lazy, f"wide product of {a}, {b}")
+        assert c == want, f"C product of {a}, {b}"  # the C product reduces canonically
+
+
+def _squares(harness, name: str, n: int, values: list[int]) -> list[list[int]]:
+    stdin = "".join(f"{name} {_limbs_hex(a, n)}\n" for a in values)
+    out = subprocess.run([str(harness)], input=stdin, capture_output=True, text=True, check=True)
+    words = [int(x, 16) for x in out.stdout.split()]
+    assert len(words) == 2 * len(values)
+    return [words[2 * k : 2 * k + 2] for k in range(len(values))]
+
+
+def test_fq_squares_match_python_ints(harness):
+    """mont_sqr_wide(a) = a^2 2^-384 mod q, and so does sqr(a) (the dedicated square under
+    the default FIELD_SQR=1), for edges (0, 1, q - 1, limbs of all ones, values near the top
+    bit of q, top bits of limbs that the doubled limbs carry up) and random values. (Fq
+    only: the square needs m < 2^(32 N - 2), which r, at 2^254.9, is not.)"""
+    name, m, n = "t", Q, 12
+    rng = random.Random(n + 7)
+    top = m.bit_length()
+    edges = [0, 1, 2, m - 1, m - 2, (m - 1) // 2, (m + 1) // 2, 2 ** (32 * n) % m]
+    edges += [2 ** (top - 1), 2 ** (top - 1) - 1, 2 ** (top - 1) + 1, m - 2 ** (top - 2)]
+    edges += [(2 ** (32 * k) - 1) % m for k in range(1, n + 1)]  # all-ones limbs
+    edges += [2 ** (32 * k - 1) for k in range(1, n)]  # a top bit that 2a carries up
+    edges += [sum(0x80000000 << (32 * k) for k in range(n)) % m]  # every limb's top bit
+    values = edges + [rng.randrange(m) for _ in range(3000)]
+    if harness.lazy:  # inputs up to 2q - 1
+        values += [a + m for a in values[:600]] + [2 * m - 1, m]
+    inv = pow(2 ** (32 * n), -1, m)
+    for a, got in zip(values, _squares(harness, name, n, values), strict=True):
+        for g in got:
+            _check(g, a * a * inv % m, m, harness.lazy, f"mont_sqr_wide, sqr of {a}")
+
+
+@given(st.lists(st.integers(0, 2 * Q - 1), min_size=1, max_size=40))
+def test_fq_squares_match_python_ints_for_any_values(harness, values):
+    values = [a if harness.lazy else a % Q for a in values]
+    inv = pow(2**384, -1, Q)
+    for a, got in zip(values, _squares(harness, "t", 12, values), strict=True):
+        for g in got:
+            _check(g, a * a * inv % Q, Q, harness.lazy, f"mont_sqr_wide, sqr of {a}")
+
+
+def test_fq_additions_and_zero_tests_on_lazy_values(harness):
+    """a + b, a - b, -a (outputs < 2q lazy, < q otherwise), the canonical value and the
+    stored one (< q, always), is_zero and == mod q, for operands anywhere in [0, 2q) under
+    lazy reduction ([0, q) otherwise): 0 and q are both zero."""
+    rng = random.Random(3)
+    top = 2 * Q if harness.lazy else Q
+    edges = [0, 1, Q - 1, top - 1] + ([Q, Q + 1, 2 * Q - 1] if harness.lazy else [])
+    pairs = [(a, b) for a in edges for b in edges]
+    pairs += [(rng.randrange(top), rng.randrange(top)) for _ in range(2000)]
+    pairs += [(a, a % Q + Q) for a, _ in pairs[:300] if harness.lazy and a % Q + Q < top]
+    stdin = "".join(f"o {_limbs_hex(a, 12)} {_limbs_hex(b, 12)}\n" for a, b in pairs)
+    out = subprocess.run([str(harness)], input=stdin, capture_output=True, text=True, check=True)
+    lines = out.stdout.splitlines()
+    assert len(lines) == len(pairs)
+    for (a, b), line in zip(pairs, lines, strict=True):
+        f = line.split()
+        add, sub, neg, canon, stored = (int(x, 16) for x in f[:5])
+        _check(add, (a + b) % Q, Q, harness.lazy, f"{a} + {b}")
+        _check(sub, (a - b) % Q, Q, harness.lazy, f"{a} - {b}")
+        _check(neg, -a % Q, Q, harness.lazy, f"-{a}")
+        assert canon == a % Q and stored == a % Q, f"canonical, stored {a}"
+        assert f[5:] == [str(int(a % Q == 0)), str(int(a % Q == b % Q))], f"zero, == of {a}, {b}"
 
 
 @pytest.mark.parametrize("name, m, n", [("i", R, 8), ("j", Q, 12)])
 def test_inverses_match_python_ints(harness, name, m, n):
     """inverse_safegcd (divsteps), inverse_binary (Kaliski) and inverse (Fermat) of a
-    Montgomery a R give the Montgomery form of a^-1, (a R)^-1 R^2 mod m; 0 gives 0."""
+    Montgomery a R give the Montgomery form of a^-1, (a R)^-1 R^2 mod m; 0 gives 0 (lazy
+    Fq: for inputs and outputs anywhere in [0, 2q))."""
     rng = random.Random(n + 1)
     edges = [0, 1, 2, 3, m - 1, m - 2, (m - 1) // 2, (m + 1) // 2, 2 ** (32 * n) % m]
     edges += [2**k for k in (29, 30, 31, 32, 60, 61, 200, m.bit_length() - 1)]
     values = edges + [rng.randrange(1, m) for _ in range(400)]
+    lazy = harness.lazy and name == "j"
+    if lazy:  # lazy Fq inputs in [q, 2q) too (q itself is 0)
+        values += [a + m for a in values[:100]]
     stdin = "".join(f"{name} {_limbs_hex(a, n)}\n" for a in values)
     out = subprocess.run([str(harness)], input=stdin, capture_output=True, text=True, check=True)
     lines = out.stdout.split()
     assert len(lines) == 3 * len(values)
     mont = 2 ** (32 * n)
     for k, a in enumerate(values):
-        want = pow(a, -1, m) * mont * mont % m if a else 0
-        got = [int(x, 16) for x in lines[3 * k : 3 * k + 3]]
-        assert got == [want] * 3, f"inverses of {a}: divsteps, binary, Fermat"
+        want = pow(a, -1, m) * mont * mont % m if a % m else 0
+        for what, g in zip(("divsteps", "binary", "Fermat"), lines[3 * k : 3 * k + 3], strict=True):
+            _check(int(g, 16), want, m, lazy, f"{what} inverse of {a}")
 
 
 CURVE_HARNESS = r"""
@@ -136,11 +260,17 @@ int main() {
 
 @pytest.fixture(
     scope="module",
-    params=["FQ2_SQR=0", "FQ2_SQR=1", "FIELD_MUL_PAIRS=1", "FQ2_SQR=1 FIELD_MUL_PAIRS=1"],
+    params=[
+        "FQ2_SQR=0",
+        "FQ2_SQR=1",
+        "FIELD_MUL_PAIRS=1",
+        "FQ2_SQR=1 FIELD_MUL_PAIRS=1",
+        "FIELD_SQR=0",
+    ],
 )
 def curve_harness(request, tmp_path_factory):
-    """The curve harness built with the defaults and with the Fq2 squaring and the paired
-    products on."""
+    """The curve harness built with the Fq2 squaring and the paired products on, and with
+    the dedicated Fq square (on by default) off."""
     flags = [f"-D{flag}" for flag in request.param.split()]
     return build(tmp_path_factory.mktemp("curve_emu"), CURVE_HARNESS, flags)
 

@@ -1,6 +1,7 @@
 """The kernel switches that gpu_bench.py compares (old = FIELD_MUL_WIDE=0 FQ2_SQR=0 and the
-one-thread Horner, CUZK_MSM_TAIL=device; new = the defaults; the new kernels with the device Horner;
-every off-by-default switch together; the affine batch accumulation, ACC_AFFINE=1, with
+one-thread Horner, CUZK_MSM_TAIL=device; new = the defaults; those with the Fq square
+or the lazy reduction off; the new kernels with the device Horner; every off-by-default
+switch together; the affine batch accumulation, ACC_AFFINE=1, with
 the divsteps or the binary inverse): each gives the MSM that py_ecc computes. GPU tests
 (marker `gpu`) except the option check. Each switch alone is checked on the host
 (test_field_host_emulation.py)."""
@@ -18,6 +19,8 @@ ALL_OPT_IN = "ACC_XYZZ=1 FQ2_SQR=1 FIELD_MUL_PAIRS=1 ACC_FLUSH_SLOTS=1 G1_ACC_MI
 SWITCHES = [  # compiled modules of msm_signed.cu (NVRTC takes seconds each)
     ("", "host"),  # the defaults
     ("FQ2_SQR=0", "host"),  # Fq2 squares as products (the default until FQ2_SQR=1)
+    ("FIELD_SQR=0", "host"),  # Fq squares as products (the default until FIELD_SQR=1)
+    ("FIELD_LAZY=0", "host"),  # every Fq value below q (the default until FIELD_LAZY=1)
     ("FIELD_MUL_WIDE=0 FQ2_SQR=0", "device"),  # the kernels of 2026-12-01 06:33 UTC
     ("", "device"),
     (ALL_OPT_IN, "host"),  # every off-by-default switch at once (each alone: host tests)
