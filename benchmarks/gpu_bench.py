@@ -5,31 +5,31 @@ per row).
 Prints a table (median of CUDA-event timings after a warm-up) and writes JSON.
 Usage: python3 benchmarks/gpu_bench.py [--quick] [--json out.json] [--only msm_g1,ntt,...]
        [--sizes 16,20] [--max-log2 24] [--variants pairs,x2 | all] [--extra]
-old = the kernels of 2026-12-01 06:33 UTC (commit 6c50516): the 64-bit C Montgomery
-product (FIELD_MUL_WIDE=0) and the MSM's Horner in one GPU thread (CUZK_MSM_TAIL=device);
-new = the defaults (wide carry-chain product, Horner on the host). Both run the signed MSM
-and the fr_ntt_group_tw NTT. NTT rows: old = the NTT of commit 43bbd30 (fr_bitrev, then
-fr_ntt_group_tw), new = the default (fr_bitrev_tiled, then fr_ntt_group_tw), column reg8 =
-fr_ntt_reg8 (registers, one warp per block); each row also times every launch of one
-transform (bit reversal, each stage group), and an fr_mul_rate row gives the Fr product's
-throughput (the NTT's arithmetic ceiling).
-Other columns (VARIANTS, with --variants): MSM `flush` (ACC_FLUSH_SLOTS=1),
-`occupancy` (ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3), `device-tail` (new kernels, Horner on
-the GPU), `xyzz+sqr` (ACC_XYZZ=1 FQ2_SQR=1), `pairs` (those and FIELD_MUL_PAIRS=1; these
-two also as prove rows), `sqr` (FQ2_SQR=1), `affine` (ACC_AFFINE=1: affine batch
-accumulation, divsteps inverse), `affine+sqr`, `affine-binary` (ACC_AFFINE_INV=1),
-`affine-fermat` (ACC_AFFINE_INV=0), `affine-b512` (batches of 512, MSM_OVERRIDES); NTT
-`tw-inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2), `reg-direct` (fr_ntt_reg8 with
-NTT_REG_DIRECT_LOAD=1), MSM `precomputed` (the signed MSM over precomputed bases, table
-built before timing: its build time and bytes reported), `e4c4b26` (the MSM as at commit
-e4c4b26: FIELD_SQR=0 FIELD_LAZY=0, tree fan-in 8, a one-set sum through the host tail; old
-gets that tree and tail too, in its MSM rows), `nolazy` (FIELD_LAZY=0), and the
-precomputed MSM with one switch changed: `precomputed-e4c4b26` (all four as at e4c4b26),
-`precomputed-nolazy` (FIELD_LAZY=0), `precomputed-nosqr` (FIELD_SQR=0),
-`precomputed-fan8`, `precomputed-fan4` (TREE_FAN_IN), `precomputed-hosttail`
-(ONE_SET_ON_DEVICE=False), `precomputed-seg8`, `precomputed-seg32` (SEGMENT_LEN),
-`precomputed-level4` (LEVEL_FAN_IN), `precomputed-acc304k` (MAX_ACC_THREADS = 9 whole
-waves), `precomputed-occupancy` (as `occupancy`), `precomputed-occupancy-acc304k`.
+old = the kernels of 2026-12-01 06:33 UTC (commit 6c50516): the 64-bit C Montgomery product
+(FIELD_MUL_WIDE=0, ACC_FLUSH_SLOTS=0) and the MSM's Horner in one GPU thread
+(CUZK_MSM_TAIL=device); new = the defaults (wide carry-chain product, Horner on the host).
+Both run the signed MSM and the fr_ntt_group_tw NTT. NTT rows: old = the NTT of commit
+43bbd30 (fr_bitrev, then fr_ntt_group_tw), new = the default (fr_bitrev_tiled, then
+fr_ntt_group_tw), column reg8 = fr_ntt_reg8 (registers, one warp per block); each row also
+times every launch of one transform (bit reversal, each stage group), and an fr_mul_rate row
+gives the Fr product's throughput (the NTT's arithmetic ceiling).
+Other columns (VARIANTS, with --variants): MSM `flush` (ACC_FLUSH_SLOTS=1, the default since
+the `msm` helper's call), `occupancy` (ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3), `device-tail`
+(new kernels, Horner on the GPU), `xyzz+sqr` (ACC_XYZZ=1 FQ2_SQR=1), `pairs` (those and
+FIELD_MUL_PAIRS=1; these two also as prove rows), `sqr` (FQ2_SQR=1), `affine` (ACC_AFFINE=1:
+affine batch accumulation, divsteps inverse), `affine+sqr`, `affine-binary`
+(ACC_AFFINE_INV=1), `affine-fermat` (ACC_AFFINE_INV=0), `affine-b512` (batches of 512,
+MSM_OVERRIDES); NTT `tw-inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2), `reg-direct`
+(fr_ntt_reg8 with NTT_REG_DIRECT_LOAD=1), MSM `precomputed` (the signed MSM over precomputed
+bases, table built before timing: its build time and bytes reported), `e4c4b26` (the MSM as
+at commit e4c4b26: FIELD_LAZY=0 ACC_FLUSH_SLOTS=0, tree fan-in 8, a one-set sum through the
+host tail; old gets that tree and tail too, in its MSM rows), `nolazy` (FIELD_LAZY=0), and
+the precomputed MSM with one switch changed: `precomputed-e4c4b26` (all as at e4c4b26),
+`precomputed-nolazy` (FIELD_LAZY=0), `precomputed-sqr` (FIELD_SQR=1), `precomputed-noflush`
+(ACC_FLUSH_SLOTS=0), `precomputed-fan8`, `precomputed-fan4` (TREE_FAN_IN),
+`precomputed-hosttail` (ONE_SET_ON_DEVICE=False), `precomputed-seg8`, `precomputed-seg32`
+(SEGMENT_LEN), `precomputed-level4` (LEVEL_FAN_IN), `precomputed-acc304k` (MAX_ACC_THREADS =
+9 whole waves), `precomputed-occupancy` (as `occupancy`), `precomputed-occupancy-acc304k`.
 --extra adds the unsigned MSM, the precomputed one and the fr_ntt_group NTT. Prove: old
 and new default flags (old: its kernels, the tree and tail of gpu/msm.py as they are), new
 with prestage + pinned (a/b/c and the witness staged through pinned memory per copy), new
@@ -72,7 +72,7 @@ import numpy as np
 
 # variant -> (kernel defines appended to $CUZK_KERNEL_DEFINES, $CUZK_MSM_TAIL or None)
 VARIANTS = {
-    "old": ("FIELD_MUL_WIDE=0 FQ2_SQR=0", "device"),  # the defaults of commit 6c50516
+    "old": ("FIELD_MUL_WIDE=0 FQ2_SQR=0 ACC_FLUSH_SLOTS=0", "device"),  # commit 6c50516
     "new": ("", None),
     "flush": ("ACC_FLUSH_SLOTS=1", None),  # boundary pieces stored at once (fewer registers)
     "device-tail": ("", "device"),  # new kernels, Horner in one GPU thread
@@ -92,12 +92,13 @@ VARIANTS = {
     "precomputed": ("", None),  # MSM rows: signed over fixed-base tables (also in --extra)
     # the MSM as at commit e4c4b26 (FIELD_SQR=0 FIELD_LAZY=0, TREE_FAN_IN 8, one set's sum
     # via the host)
-    "e4c4b26": ("FIELD_SQR=0 FIELD_LAZY=0", None),
+    "e4c4b26": ("FIELD_SQR=0 FIELD_LAZY=0 ACC_FLUSH_SLOTS=0", None),
     "nolazy": ("FIELD_LAZY=0", None),  # every Fq value reduced below q
     # precomputed-*: the precomputed MSM with one switch changed (with --variants)
-    "precomputed-e4c4b26": ("FIELD_SQR=0 FIELD_LAZY=0", None),  # all four as at e4c4b26
+    "precomputed-e4c4b26": ("FIELD_SQR=0 FIELD_LAZY=0 ACC_FLUSH_SLOTS=0", None),  # e4c4b26's
     "precomputed-nolazy": ("FIELD_LAZY=0", None),  # every Fq value reduced below q
-    "precomputed-nosqr": ("FIELD_SQR=0", None),  # Fq squares as products
+    "precomputed-sqr": ("FIELD_SQR=1", None),  # the dedicated Fq square
+    "precomputed-noflush": ("ACC_FLUSH_SLOTS=0", None),  # boundary pieces held in registers
     "precomputed-fan8": ("", None),  # tree fan-in 8
     "precomputed-fan4": ("", None),  # tree fan-in 4
     "precomputed-hosttail": ("", None),  # the one set's sum through the host tail

@@ -4,7 +4,8 @@
 # kernels (default switches, FIELD_SQR=0, FIELD_LAZY=0), the precomputed tables, the MSM oracles and
 # the proofs, then gpu_bench's MSM rows with VARIANTS (every variant's result must equal
 # old's, or gpu_bench exits). Logs under $OUT: gpu.txt, tests.log, bench.log, bench.json.
-# Usage: bash benchmarks/msm_call.sh VARIANTS [SIZES]   (SIZES: log2, default 20)
+# Usage: bash benchmarks/msm_call.sh VARIANTS [SIZES]   (SIZES: log2, default 20; TESTS=skip:
+# the benchmark alone)
 set -uo pipefail
 variants=${1:?usage: msm_call.sh VARIANTS [SIZES]}
 sizes=${2:-20}
@@ -17,7 +18,7 @@ sw=tests/gpu_prover/test_msm_kernel_switches.py::test_msm_matches_py_ecc_under_e
 kt=tests/gpu_prover/test_key_tables_gpu.py
 proofs=test_proofs_over_the_tables_equal_the_reference_partition_after_partition
 dv=tests/gpu_prover/test_gpu_device.py
-timeout "${TEST_TIMEOUT:-170}" python3 -P -m pytest -q -p no:cacheprovider --durations=6 \
+[ "${TESTS:-run}" = skip ] || timeout "${TEST_TIMEOUT:-170}" python3 -P -m pytest -q -p no:cacheprovider --durations=6 \
   "$sw[g1-300--host]" "$sw[g1-300-FIELD_SQR=0-host]" "$sw[g1-300-FIELD_LAZY=0-host]" \
   "$sw[g1-300--device]" "$sw[g2-40--host]" "$sw[g2-40-FIELD_SQR=0-host]" \
   "$sw[g2-40-FIELD_LAZY=0-host]" \

@@ -14,10 +14,12 @@
 // docs/benchmarks.md); 0 keeps fq2_mul.
 // FIELD_MUL_PAIRS (default 0) 1: fq2_mul / fq2_sqr run their 3 / 2 Fq products in one
 // body, and mul_pair / sqr_pair (the XYZZ addition) two at once (off until measured).
-// FIELD_SQR (default 1) 1: Fq squares (sqr(), the G1 formulas' squarings) by
-// mont_sqr_wide, each cross product once (78 + 144 partial products instead of 288); 0:
-// the product a * a. Only with the wide product (FIELD_MUL_WIDE=1, FIELD_MUL_PTX=0); Fr and
-// Fq2 squares are unchanged. (Measured on the H200: docs/benchmarks.md.)
+// FIELD_SQR (default 0) 1: Fq squares (sqr(), the G1 formulas' squarings) by
+// mont_sqr_wide, each cross product once (78 + 144 partial products instead of 288: 7-9 %
+// fewer SASS instructions); 0: the product a * a. Measured slower on the H200 (G1
+// precomputed 2^20 accumulation +2.5 %, docs/benchmarks.md): a second function body beside
+// the product's in the kernels' calls. Only with the wide product (FIELD_MUL_WIDE=1,
+// FIELD_MUL_PTX=0); Fr and Fq2 squares are unchanged.
 // FIELD_LAZY (default 1) 1: Fq values in registers lie in [0, 2m) (lazy reduction): the
 // wide product and square skip their final conditional subtraction (inputs < 2m give an
 // output < 2m since 4m < 2^384), additions and subtractions reduce against 2m, is_zero and
@@ -55,7 +57,7 @@
 #define FIELD_MUL_PAIRS 0
 #endif
 #ifndef FIELD_SQR
-#define FIELD_SQR 1
+#define FIELD_SQR 0
 #endif
 #ifndef FIELD_LAZY
 #define FIELD_LAZY 1
@@ -143,9 +145,14 @@ struct Fp {
     }
     // memory holds canonical values (< m), whatever the registers hold (FIELD_LAZY)
     __device__ __forceinline__ void store(u32* p) const {
-        const Fp c = canonical();
+        if (Lazy<T>::on) {
+            const Fp c = canonical();
 #pragma unroll
-        for (int i = 0; i < N; i++) p[i] = c.v[i];
+            for (int i = 0; i < N; i++) p[i] = c.v[i];
+        } else {
+#pragma unroll
+            for (int i = 0; i < N; i++) p[i] = v[i];
+        }
     }
     // the value < m (lazy: one conditional subtraction of m; else itself)
     __device__ __forceinline__ Fp canonical() const {
@@ -155,19 +162,25 @@ struct Fp {
     }
     // = 0 mod m (lazy: 0 or m)
     __device__ __forceinline__ bool is_zero() const {
-        u32 acc = 0, accm = 0;
-#pragma unroll
-        for (int i = 0; i < N; i++) {
-            acc |= v[i];
-            if (Lazy<T>::on) accm |= v[i] ^ T::mod(i);
-        }
-        return acc == 0 || (Lazy<T>::on && accm == 0);
-    }
-    __device__ __forceinline__ bool operator==(const Fp& b) const {
-        const Fp x = canonical(), y = b.canonical();
         u32 acc = 0;
 #pragma unroll
-        for (int i = 0; i < N; i++) acc |= x.v[i] ^ y.v[i];
+        for (int i = 0; i < N; i++) acc |= v[i];
+        if (!Lazy<T>::on) return acc == 0;
+        u32 accm = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) accm |= v[i] ^ T::mod(i);
+        return acc == 0 || accm == 0;
+    }
+    __device__ __forceinline__ bool operator==(const Fp& b) const {
+        u32 acc = 0;
+        if (Lazy<T>::on) {
+            const Fp x = canonical(), y = b.canonical();
+#pragma unroll
+            for (int i = 0; i < N; i++) acc |= x.v[i] ^ y.v[i];
+        } else {
+#pragma unroll
+            for (int i = 0; i < N; i++) acc |= v[i] ^ b.v[i];
+        }
         return acc == 0;
     }
     // x <- x - m when x >= m, for x < 2m with `extra` the bit above the top limb: compute

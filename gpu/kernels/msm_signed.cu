@@ -24,8 +24,9 @@
 // 4. *_sum_groups (tree over segments) + *_combine (Horner over the g sets, c-bit shifts;
 //    Jacobian result, made affine on the host).
 // Macros: G1_ACC_MIN_BLOCKS (default 1), the launch bound of g1_acc_balanced (128 threads);
-// ACC_FLUSH_SLOTS (default 0) 1 stores a boundary piece when its run ends instead of
-// holding it in registers to the end of the thread (fewer registers; benchmark switch).
+// ACC_FLUSH_SLOTS (default 1) 1 stores a boundary piece when its run ends instead of
+// holding it in registers to the end of the thread (fewer registers: G2 precomputed 2^20
+// 8.6 % faster on the H200, G1 unchanged; docs/benchmarks.md); 0 holds them.
 // ACC_XYZZ (default 0) 1: level 0 keeps its running sum in XYZZ coordinates (10 products per
 // mixed addition instead of 11) and stores it as Jacobian; 0: Jacobian throughout. (Off
 // until measured on the device: docs/benchmarks.md.)
@@ -34,7 +35,7 @@
 // *_acc_balanced when $CUZK_KERNEL_DEFINES sets ACC_AFFINE=1; its scratch is a named buffer).
 #include "curve.cuh"
 #ifndef ACC_FLUSH_SLOTS
-#define ACC_FLUSH_SLOTS 0
+#define ACC_FLUSH_SLOTS 1
 #endif
 #ifndef ACC_XYZZ
 #define ACC_XYZZ 0

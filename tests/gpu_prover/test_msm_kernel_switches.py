@@ -1,10 +1,10 @@
-"""The kernel switches that gpu_bench.py compares (old = FIELD_MUL_WIDE=0 FQ2_SQR=0 and the
-one-thread Horner, CUZK_MSM_TAIL=device; new = the defaults; those with the Fq square
-or the lazy reduction off; the new kernels with the device Horner; every off-by-default
-switch together; the affine batch accumulation, ACC_AFFINE=1, with
-the divsteps or the binary inverse): each gives the MSM that py_ecc computes. GPU tests
-(marker `gpu`) except the option check. Each switch alone is checked on the host
-(test_field_host_emulation.py)."""
+"""The kernel switches that gpu_bench.py compares (old = FIELD_MUL_WIDE=0 FQ2_SQR=0
+ACC_FLUSH_SLOTS=0 and the one-thread Horner, CUZK_MSM_TAIL=device; new = the defaults; those
+with the Fq square on, the lazy reduction off, or both it and the slot flush off (e4c4b26);
+the new kernels with the device Horner; every off-by-default switch together; the affine
+batch accumulation, ACC_AFFINE=1, with the divsteps or the binary inverse): each gives the
+MSM that py_ecc computes. GPU tests (marker `gpu`) except the option check. Each switch
+alone is checked on the host (test_field_host_emulation.py)."""
 
 from __future__ import annotations
 
@@ -19,9 +19,10 @@ ALL_OPT_IN = "ACC_XYZZ=1 FQ2_SQR=1 FIELD_MUL_PAIRS=1 ACC_FLUSH_SLOTS=1 G1_ACC_MI
 SWITCHES = [  # compiled modules of msm_signed.cu (NVRTC takes seconds each)
     ("", "host"),  # the defaults
     ("FQ2_SQR=0", "host"),  # Fq2 squares as products (the default until FQ2_SQR=1)
-    ("FIELD_SQR=0", "host"),  # Fq squares as products (the default until FIELD_SQR=1)
+    ("FIELD_SQR=1", "host"),  # the dedicated Fq square (measured slower: off)
     ("FIELD_LAZY=0", "host"),  # every Fq value below q (the default until FIELD_LAZY=1)
-    ("FIELD_MUL_WIDE=0 FQ2_SQR=0", "device"),  # the kernels of 2026-12-01 06:33 UTC
+    ("FIELD_LAZY=0 ACC_FLUSH_SLOTS=0", "host"),  # the defaults of commit e4c4b26
+    ("FIELD_MUL_WIDE=0 FQ2_SQR=0 ACC_FLUSH_SLOTS=0", "device"),  # the kernels of 06:33 UTC
     ("", "device"),
     (ALL_OPT_IN, "host"),  # every off-by-default switch at once (each alone: host tests)
     ("ACC_AFFINE=1", "host"),  # affine batch accumulation, divsteps inverse
