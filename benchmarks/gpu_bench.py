@@ -25,11 +25,12 @@ bases, table built before timing: its build time and bytes reported), `e4c4b26` 
 at commit e4c4b26: FIELD_LAZY=0 ACC_FLUSH_SLOTS=0, tree fan-in 8, a one-set sum through the
 host tail; old gets that tree and tail too, in its MSM rows), `nolazy` (FIELD_LAZY=0), and
 the precomputed MSM with one switch changed: `precomputed-e4c4b26` (all as at e4c4b26),
-`precomputed-nolazy` (FIELD_LAZY=0), `precomputed-sqr` (FIELD_SQR=1), `precomputed-noflush`
-(ACC_FLUSH_SLOTS=0), `precomputed-fan8`, `precomputed-fan4` (TREE_FAN_IN),
-`precomputed-hosttail` (ONE_SET_ON_DEVICE=False), `precomputed-seg8`, `precomputed-seg32`
-(SEGMENT_LEN), `precomputed-level4` (LEVEL_FAN_IN), `precomputed-acc304k` (MAX_ACC_THREADS =
-9 whole waves), `precomputed-occupancy` (as `occupancy`), `precomputed-occupancy-acc304k`.
+`precomputed-nolazy` (FIELD_LAZY=0), `precomputed-fq2lazy` (FQ2_LAZY=1), `precomputed-sqr`
+(FIELD_SQR=1), `precomputed-noflush` (ACC_FLUSH_SLOTS=0), `precomputed-fan8`,
+`precomputed-fan4` (TREE_FAN_IN), `precomputed-hosttail` (ONE_SET_ON_DEVICE=False),
+`precomputed-seg8`, `precomputed-seg32` (SEGMENT_LEN), `precomputed-level4` (LEVEL_FAN_IN),
+`precomputed-acc304k` (MAX_ACC_THREADS = 9 whole waves), `precomputed-occupancy` (as
+`occupancy`), `precomputed-occupancy-acc304k`.
 --extra adds the unsigned MSM, the precomputed one and the fr_ntt_group NTT. Prove: old
 and new default flags (old: its kernels, the tree and tail of gpu/msm.py as they are), new
 with prestage + pinned (a/b/c and the witness staged through pinned memory per copy), new
@@ -97,6 +98,7 @@ VARIANTS = {
     # precomputed-*: the precomputed MSM with one switch changed (with --variants)
     "precomputed-e4c4b26": ("FIELD_SQR=0 FIELD_LAZY=0 ACC_FLUSH_SLOTS=0", None),  # e4c4b26's
     "precomputed-nolazy": ("FIELD_LAZY=0", None),  # every Fq value reduced below q
+    "precomputed-fq2lazy": ("FQ2_LAZY=1", None),  # lazy reduction for G2's Fq2 too
     "precomputed-sqr": ("FIELD_SQR=1", None),  # the dedicated Fq square
     "precomputed-noflush": ("ACC_FLUSH_SLOTS=0", None),  # boundary pieces held in registers
     "precomputed-fan8": ("", None),  # tree fan-in 8

@@ -25,7 +25,8 @@
 // output < 2m since 4m < 2^384), additions and subtractions reduce against 2m, is_zero and
 // == compare mod m, and store() writes the canonical value (< m), so memory, and every
 // result, is as before. 0: every value < m. Only with the wide product (FIELD_MUL_WIDE=1,
-// FIELD_MUL_PTX=0); Fr is canonical either way.
+// FIELD_MUL_PTX=0); Fr is canonical either way. It applies to G1's Fq; FQ2_LAZY (default 0)
+// 1 extends it to the Fq under Fq2 (G2): measured slower there (more code, more spills).
 // FIELD_HOST_EMULATION: compile with a host C++ compiler (tests/gpu_prover/
 // test_field_host_emulation.py): the CUDA qualifiers become plain C++ and the PTX carry
 // operations are emulated with an explicit carry flag.
@@ -61,6 +62,9 @@
 #endif
 #ifndef FIELD_LAZY
 #define FIELD_LAZY 1
+#endif
+#ifndef FQ2_LAZY
+#define FQ2_LAZY 0
 #endif
 #if FIELD_MUL_INLINE
 #define FIELD_MUL_ATTR __forceinline__
@@ -905,13 +909,22 @@ __device__ __forceinline__ Two<Fp<T>> mul_pair(const Fp<T>& a, const Fp<T>& b, c
 #endif
 }
 
-// Fq2 = Fq[u]/(u^2 + 1): c0 + c1 u.
+// Fq2 = Fq[u]/(u^2 + 1): c0 + c1 u, over FqU: the same field as Fq with a traits type of its
+// own, so that lazy reduction (FIELD_LAZY) can be on for G1's Fq and off for G2's (FQ2_LAZY:
+// measured slower there; docs/benchmarks.md).
+struct FqUTraits : FqTraits {};
+template <>
+struct Lazy<FqUTraits> {
+    static const bool on = FQ2_LAZY && Lazy<FqTraits>::on;
+    __device__ static __forceinline__ u32 bound(int i) { return on ? FQ_P2[i] : FQ_P[i]; }
+};
+typedef Fp<FqUTraits> FqU;
 struct Fq2 {
-    Fq c0, c1;
-    __device__ static __forceinline__ Fq2 zero() { return {Fq::zero(), Fq::zero()}; }
-    __device__ static __forceinline__ Fq2 one() { return {Fq::one(), Fq::zero()}; }
+    FqU c0, c1;
+    __device__ static __forceinline__ Fq2 zero() { return {FqU::zero(), FqU::zero()}; }
+    __device__ static __forceinline__ Fq2 one() { return {FqU::one(), FqU::zero()}; }
     __device__ static __forceinline__ Fq2 load(const u32* p) {
-        return {Fq::load(p), Fq::load(p + 12)};
+        return {FqU::load(p), FqU::load(p + 12)};
     }
     __device__ __forceinline__ void store(u32* p) const {
         c0.store(p);
@@ -934,14 +947,14 @@ __device__ __forceinline__ Fq2 operator-(const Fq2& a) { return {-a.c0, -a.c1}; 
 // (a0 + a1 u)(b0 + b1 u) = (a0 b0 - a1 b1) + ((a0 + a1)(b0 + b1) - a0 b0 - a1 b1) u
 __device__ __noinline__ Fq2 fq2_mul(const Fq2 a, const Fq2 b) {
 #if FIELD_PAIRED  // three independent products in one body
-    Fq s = a.c0 + a.c1, u = b.c0 + b.c1;
-    Fq t0 = mont_mul_wide_body(a.c0, b.c0);
-    Fq t1 = mont_mul_wide_body(a.c1, b.c1);
-    Fq t2 = mont_mul_wide_body(s, u);
+    FqU s = a.c0 + a.c1, u = b.c0 + b.c1;
+    FqU t0 = mont_mul_wide_body(a.c0, b.c0);
+    FqU t1 = mont_mul_wide_body(a.c1, b.c1);
+    FqU t2 = mont_mul_wide_body(s, u);
 #else
-    Fq t0 = a.c0 * b.c0;
-    Fq t1 = a.c1 * b.c1;
-    Fq t2 = (a.c0 + a.c1) * (b.c0 + b.c1);
+    FqU t0 = a.c0 * b.c0;
+    FqU t1 = a.c1 * b.c1;
+    FqU t2 = (a.c0 + a.c1) * (b.c0 + b.c1);
 #endif
     return {t0 - t1, t2 - t0 - t1};
 }
@@ -951,17 +964,17 @@ __device__ __forceinline__ Fq2 operator*(const Fq2& a, const Fq2& b) { return fq
 // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u: 2 products instead of 3
 __device__ __noinline__ Fq2 fq2_sqr(const Fq2 a) {
 #if FIELD_PAIRED
-    Fq s = a.c0 + a.c1, d = a.c0 - a.c1;
-    Fq t = mont_mul_wide_body(a.c0, a.c1);
-    Fq r0 = mont_mul_wide_body(s, d);
+    FqU s = a.c0 + a.c1, d = a.c0 - a.c1;
+    FqU t = mont_mul_wide_body(a.c0, a.c1);
+    FqU r0 = mont_mul_wide_body(s, d);
     return {r0, t + t};
 #else
-    Fq t = a.c0 * a.c1;
+    FqU t = a.c0 * a.c1;
     return {(a.c0 + a.c1) * (a.c0 - a.c1), t + t};
 #endif
 }
 
-// x^2: the curve formulas square through this (Fq2: 2 products; Fq: the dedicated square
+// x^2: the curve formulas square through this (Fq2: 2 products; FqU: the dedicated square
 // with FIELD_SQR=1, else the product; Fr: the product)
 template <class T>
 __device__ __forceinline__ Fp<T> sqr(const Fp<T>& a) {
@@ -990,18 +1003,18 @@ __device__ __forceinline__ Two<Fp<T>> sqr_pair(const Fp<T>& a, const Fp<T>& b) {
 
 // (a0 + a1 u)^-1 = (a0 - a1 u) / (a0^2 + a1^2)
 __device__ __forceinline__ Fq2 inverse(const Fq2& a) {
-    Fq norm_inv = inverse(a.c0 * a.c0 + a.c1 * a.c1);
+    FqU norm_inv = inverse(a.c0 * a.c0 + a.c1 * a.c1);
     return {a.c0 * norm_inv, -(a.c1 * norm_inv)};
 }
 
 // the same through the binary inverse of the norm (the affine batch accumulation)
 __device__ __forceinline__ Fq2 inverse_binary(const Fq2& a) {
-    Fq norm_inv = inverse_binary(a.c0 * a.c0 + a.c1 * a.c1);
+    FqU norm_inv = inverse_binary(a.c0 * a.c0 + a.c1 * a.c1);
     return {a.c0 * norm_inv, -(a.c1 * norm_inv)};
 }
 
 __device__ __forceinline__ Fq2 inverse_safegcd(const Fq2& a) {
-    Fq norm_inv = inverse_safegcd(a.c0 * a.c0 + a.c1 * a.c1);
+    FqU norm_inv = inverse_safegcd(a.c0 * a.c0 + a.c1 * a.c1);
     return {a.c0 * norm_inv, -(a.c1 * norm_inv)};
 }
 

@@ -80,10 +80,10 @@ int main() {
 """
 
 
-@pytest.fixture(scope="module", params=["", "FIELD_LAZY=0"])
+@pytest.fixture(scope="module", params=["", "FIELD_LAZY=0", "FIELD_SQR=1"])
 def harness(request, tmp_path_factory):
-    """The field harness with the defaults (lazy Fq) and with FIELD_LAZY=0; `.lazy` says
-    whether Fq values may come out in [q, 2q)."""
+    """The field harness with the defaults (lazy Fq), FIELD_LAZY=0 and FIELD_SQR=1 (sqr()
+    by mont_sqr_wide); `.lazy` says whether Fq values may come out in [q, 2q)."""
     flags = [f"-D{flag}" for flag in request.param.split()]
     path = build(tmp_path_factory.mktemp("field_emu"), HARNESS, flags)
     return Harness(path, "FIELD_LAZY=0" not in request.param)
@@ -229,9 +229,12 @@ CURVE_HARNESS = r"""
 // stdin: "g|h k x y ..." (k affine G1 (g) or G2 (h) points, Montgomery hex limbs, Fq2 as
 // c0 c1); stdout: the affine sum by XYZZ mixed additions, then by Jacobian mixed additions
 // (as the accumulation runs them), then 2 P_0 by dbl, then sum 2 P_i by full additions
-static void get(Fq& a) { for (int i = 0; i < 12; i++) scanf("%x", &a.v[i]); }
+template <class T> static void get(Fp<T>& a) { for (int i = 0; i < 12; i++) scanf("%x", &a.v[i]); }
 static void get(Fq2& a) { get(a.c0); get(a.c1); }
-static void put(const Fq& a) { for (int i = 11; i >= 0; i--) printf("%08x", a.v[i]); printf(" "); }
+template <class T> static void put(const Fp<T>& a) {
+    for (int i = 11; i >= 0; i--) printf("%08x", a.v[i]);
+    printf(" ");
+}
 static void put(const Fq2& a) { put(a.c0); put(a.c1); }
 template <class F> void run(int k) {
     Xyzz<F> ax = Xyzz<F>::inf();
@@ -265,12 +268,14 @@ int main() {
         "FQ2_SQR=1",
         "FIELD_MUL_PAIRS=1",
         "FQ2_SQR=1 FIELD_MUL_PAIRS=1",
-        "FIELD_SQR=0",
+        "FIELD_SQR=1",
+        "FIELD_LAZY=0",
+        "FQ2_LAZY=1",
     ],
 )
 def curve_harness(request, tmp_path_factory):
-    """The curve harness built with the Fq2 squaring and the paired products on, and with
-    the dedicated Fq square (on by default) off."""
+    """The curve harness built with the Fq2 squaring and the paired products on, with the
+    dedicated Fq square on, the lazy reduction off, and with it on for G2 too."""
     flags = [f"-D{flag}" for flag in request.param.split()]
     return build(tmp_path_factory.mktemp("curve_emu"), CURVE_HARNESS, flags)
 
