@@ -23,7 +23,8 @@ accumulation, divsteps inverse), `affine+sqr`, `affine-binary` (ACC_AFFINE_INV=1
 `affine-fermat` (ACC_AFFINE_INV=0), `affine-b512` (batches of 512, MSM_OVERRIDES); NTT
 `tw-inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2), `reg-direct` (fr_ntt_reg8 with
 NTT_REG_DIRECT_LOAD=1), `pass-mul` / `pass-aos` / `pass-notable` (fr_ntt_pass with one
-switch off: NTT_PASS_FR_MUL=0, NTT_PASS_PLANES=0, NTT_PASS_TABLE=0),
+switch off: NTT_PASS_FR_MUL=0, NTT_PASS_PLANES=0, NTT_PASS_TABLE=0), `pass-c2`
+(fr_ntt_pass_c2: two adjacent groups per block after the first pass),
 MSM `precomputed` (the signed MSM over precomputed bases, table
 built before timing: its build time and bytes reported). --extra adds the unsigned MSM,
 the precomputed one and the fr_ntt_group NTT. Prove: old and new default
@@ -77,6 +78,7 @@ VARIANTS = {
     "pass-mul": ("NTT_PASS_FR_MUL=0", None),  # fr_ntt_pass with field.cuh's product
     "pass-aos": ("NTT_PASS_PLANES=0", None),  # fr_ntt_pass, shared memory as Fr arrays
     "pass-notable": ("NTT_PASS_TABLE=0", None),  # fr_ntt_pass, no per-pass table
+    "pass-c2": ("", None),  # the NTT kernel fr_ntt_pass_c2 (two groups per block)
     "xyzz+sqr": ("ACC_XYZZ=1 FQ2_SQR=1", None),  # XYZZ accumulation, 2-product Fq2 squares
     "pairs": ("ACC_XYZZ=1 FQ2_SQR=1 FIELD_MUL_PAIRS=1", None),  # + two products per call
     "occupancy": ("ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3", None),  # G1 acc <= 170 registers
@@ -272,6 +274,7 @@ NTT_VARIANTS = [
     ("pass-mul", "fr_ntt_pass", "pass-mul", None),
     ("pass-aos", "fr_ntt_pass", "pass-aos", None),
     ("pass-notable", "fr_ntt_pass", "pass-notable", None),
+    ("pass-c2", "fr_ntt_pass_c2", "pass-c2", None),
     ("tw-inline", "fr_ntt_group_tw", "tw-inline", "scatter"),
     ("x2", "fr_ntt_group_x2", "x2", "scatter"),
     ("reg-direct", "fr_ntt_reg8", "reg-direct", None),

@@ -27,17 +27,25 @@ PASS_LOG = 9  # most stages per fr_ntt_pass launch (2^k elements + 2^k twiddles 
 REG_LOG = 8  # most stages per fr_ntt_reg8 launch: one warp of 32 threads x 8 elements
 BITREV_TILE_LOG = 8  # fr_bitrev_tiled swaps tiles of 2^4 x 2^4 elements (log n >= 8)
 FR_BYTES = 32
-# stage-group kernels (kernels/ntt.cu): fr_ntt_pass (the default: a block's twiddles up front,
-# from the per-pass table before the last pass, shared memory in swizzled 16-byte planes, the
-# Fr product with r's limbs folded in; docs/benchmarks.md "NTT passes"); twiddles per block
-# in shared memory and one __syncthreads per stage (fr_ntt_group_tw, the default until
-# then); butterflies in registers, rounds of 3
-# stages between shared-memory exchanges, one warp per block (fr_ntt_reg8, opt-in: its
-# second form 0.54 against 0.64 ms at 2^20 and 9.12 against 9.20 at 2^24 on the H200,
-# e58bfb9, docs/benchmarks.md; not the default until proofs ran with it); one
-# two-table twiddle product per butterfly (the earlier kernel, kept for benchmarks);
-# fr_ntt_group_tw with two butterflies per thread and the product inlined (x2)
-NTT_KERNELS = ("fr_ntt_pass", "fr_ntt_group_tw", "fr_ntt_reg8", "fr_ntt_group", "fr_ntt_group_x2")
+# stage-group kernels (kernels/ntt.cu), in this order: fr_ntt_pass (the default: a block's
+# twiddles up front, from the per-pass table before the last pass, shared memory in swizzled
+# 16-byte planes, the Fr product with r's limbs folded in; docs/benchmarks.md "NTT passes");
+# fr_ntt_pass_c2 (fr_ntt_pass with two adjacent groups per block in the passes after the
+# first: 64-byte runs instead of lone 32-byte elements at a stride; opt-in); fr_ntt_group_tw
+# (twiddles per block in shared memory and one __syncthreads per stage: the default until
+# fr_ntt_pass); fr_ntt_reg8 (butterflies in registers, rounds of 3 stages between
+# shared-memory exchanges, one warp per block; opt-in: 9.08 against 9.17 ms at 2^24 on the
+# H200, e4c4b26, docs/benchmarks.md); fr_ntt_group (one two-table twiddle product per
+# butterfly: the earlier kernel, kept for benchmarks); fr_ntt_group_x2 (fr_ntt_group_tw with
+# two butterflies per thread and the product inlined)
+NTT_KERNELS = (
+    "fr_ntt_pass",
+    "fr_ntt_pass_c2",
+    "fr_ntt_group_tw",
+    "fr_ntt_reg8",
+    "fr_ntt_group",
+    "fr_ntt_group_x2",
+)
 
 
 def default_kernel() -> str:
@@ -244,8 +252,8 @@ def ntt_launches(
         else:
             out = [] if pre is None else [("scale", _scale_launch(a, t, pre))]
             out.append(_bitrev(a, log_n))
-        if name == "fr_ntt_pass":
-            out += _pass_launches(a, t, which)
+        if name in ("fr_ntt_pass", "fr_ntt_pass_c2"):
+            out += _pass_launches(a, t, which, columns=name == "fr_ntt_pass_c2")
         else:
             out += _group_launches(a, t, which, name)
         return out + ([] if post is None else [("scale", _scale_launch(a, t, post))])
@@ -286,9 +294,12 @@ def _bitrev(a: object, log_n: int) -> tuple[str, Callable[[], None]]:
     return ("fr_bitrev", lambda: launch("ntt.cu", "fr_bitrev", n, a, np.int64(n), np.int32(log_n)))
 
 
-def _pass_launches(a: object, t: DeviceTables, which: int) -> list[tuple[str, Callable[[], None]]]:
-    """fr_ntt_pass's launches: one per pass_groups entry, 2^(k-1) threads, 2 2^k elements of
-    dynamic shared memory (a block's elements and twiddle slots)."""
+def _pass_launches(
+    a: object, t: DeviceTables, which: int, columns: bool = False
+) -> list[tuple[str, Callable[[], None]]]:
+    """fr_ntt_pass's launches: one per pass_groups entry, 2^(k-1+cl) threads, 2 2^(k+cl)
+    elements of dynamic shared memory (a block's elements and twiddle slots); cl = 1 (two
+    adjacent groups per block) for `columns` where st >= 1 and the block fits 48 KiB."""
     from .module import kernel
 
     log_n, n = t.log_n, 1 << t.log_n
@@ -297,13 +308,14 @@ def _pass_launches(a: object, t: DeviceTables, which: int) -> list[tuple[str, Ca
     pl = np.int32(pass_log(log_n))
     out = []
     for st, k in pass_groups(log_n):
+        cl = 1 if columns and st >= 1 and k <= 8 else 0
         args = (a, hi, lo, np.int32(t.lo_bits), np.int32(log_n), np.int32(st), np.int32(k))
-        args += (t.passes[which], pl)
-        shared = 2 * (1 << k) * FR_BYTES
+        args += (t.passes[which], pl, np.int32(cl))
+        shared = 2 * (1 << (k + cl)) * FR_BYTES
         out.append(
             (
-                f"fr_ntt_pass[{st}:{st + k}]",
-                lambda g=n >> k, th=1 << (k - 1), x=args, sh=shared: fn(
+                f"fr_ntt_pass{'_c2' if cl else ''}[{st}:{st + k}]",
+                lambda g=n >> (k + cl), th=1 << (k - 1 + cl), x=args, sh=shared: fn(
                     (g,), (th,), x, shared_mem=sh
                 ),
             )

@@ -361,8 +361,9 @@ REG_KERNEL(fr_ntt_reg2, 1)
 
 // ---------------------------------------------------------------------------------------
 // fr_ntt_pass: stages st .. st + k - 1 (k <= PASS_LOG = 9) of the same groups as
-// fr_ntt_group_tw (a block holds the 2^k elements base + j 2^st, blockDim.x = 2^(k-1), one
-// butterfly per thread and stage, gridDim.x = n / 2^k), with
+// fr_ntt_group_tw (a block holds the 2^k elements base + j 2^st of 2^cl adjacent groups,
+// cl = 0 unless gpu/ntt.py asks for columns; blockDim.x = 2^(k-1+cl), one butterfly per
+// thread and stage, gridDim.x = n / 2^(k+cl)), with
 //  - every twiddle of the block (stage sl, kk < 2^sl: slot 2^sl + kk, 2^k - 1 of them)
 //    computed up front behind one __syncthreads (fr_ntt_group_tw: 2^sl threads work, then a
 //    __syncthreads, in every stage);
@@ -372,7 +373,8 @@ REG_KERNEL(fr_ntt_reg2, 1)
 //    (as twiddle_fast: none where a part is zero); and no product at global stage 0 (w^0 = 1);
 //  - elements and twiddles in shared memory as planes of 16-byte halves (NTT_PASS_PLANES);
 //  - the butterflies' product fr_mul (NTT_PASS_FR_MUL); 128-bit global loads and stores.
-// Dynamic shared memory: 2 2^k elements (2^k elements, 2^k twiddle slots; slot 0 unused).
+// Dynamic shared memory: 2 2^(k+cl) elements (the elements and as many twiddle slots, slots
+// 0 .. 2^cl - 1 unused).
 #if NTT_PASS_FR_MUL
 #define PASS_MUL fr_mul
 #else
@@ -382,9 +384,10 @@ REG_KERNEL(fr_ntt_reg2, 1)
 #if NTT_PASS_PLANES
 // slot i of an array of `count` elements: half 0 at p[q], half 1 at p[count + q], q = i with
 // bits 0..2 flipped when bit 3 is set. A quarter warp (8 lanes, one 128-byte wavefront) then
-// hits 8 distinct 16-byte bank groups in every access of the kernel: element i =
-// (t >> sl) 2^(sl + 1) + (t mod 2^sl) (and + 2^sl) over 8 consecutive t has distinct bits 0..2
-// for sl >= 3, and for sl < 3 spans 16 slots whose two halves (bit 3) are mirrored.
+// hits 8 distinct 16-byte bank groups in every access of the kernel: with one column, slot
+// i = (t >> sl) 2^(sl + 1) + (t mod 2^sl) (and + 2^sl) over 8 consecutive t has distinct
+// bits 0..2 for sl >= 3, and for sl < 3 spans 16 slots whose two halves (bit 3) are
+// mirrored; with two columns (slot 2 i + c) the same holds with 4 butterflies of 2 lanes.
 __device__ __forceinline__ int plane_q(int i) { return i ^ (((i >> 3) & 1) * 7); }
 __device__ __forceinline__ Fr pass_get(const uint4* p, int count, int i) {
     const int q = plane_q(i);
@@ -410,25 +413,31 @@ __device__ __forceinline__ void pass_put(uint4* p, int count, int i, const Fr& r
 
 extern "C" __global__ void __launch_bounds__(256)
     fr_ntt_pass(u32* a, const u32* hi, const u32* lo, int lo_bits, int log_n, int st, int k,
-                const u32* pt, int pt_log) {
+                const u32* pt, int pt_log, int cl) {
     extern __shared__ uint4 dyn_pass[];
-    const int count = 1 << k, half = count >> 1, t = threadIdx.x;
-    uint4* s = dyn_pass;              // 2^k elements (2 2^k uint4)
-    uint4* tw = dyn_pass + 2 * count;  // 2^k twiddle slots (2 2^k uint4)
-    const long long b = blockIdx.x;
+    // 2^cl adjacent columns per block (cl <= st): element (row j, column c) of the block is
+    // a[base + c + j 2^st], slot j 2^cl + c (a warp's lanes read 2^cl 32-byte elements in a
+    // row: 64-byte runs for cl = 1)
+    const int count = 1 << (k + cl), half = count >> 1, t = threadIdx.x;
+    const int cmask = (1 << cl) - 1, c = t & cmask, tb = t >> cl;
+    uint4* s = dyn_pass;              // 2^(k + cl) elements (2 2^(k + cl) uint4)
+    uint4* tw = dyn_pass + 2 * count;  // 2^(k + cl) twiddle slots (2 2^(k + cl) uint4)
+    const long long b = (long long)blockIdx.x << cl;
     const long long low = b & ((1LL << st) - 1);
     const long long base = ((b >> st) << (st + k)) | low;
-    const Fr x0 = load_vec(a + (base + ((long long)t << st)) * 8);
-    const Fr x1 = load_vec(a + (base + ((long long)(t + half) << st)) * 8);
+#define PASS_AT(slot) (base + ((slot) & cmask) + ((long long)((slot) >> cl) << st))
+    const Fr x0 = load_vec(a + PASS_AT(t) * 8);
+    const Fr x1 = load_vec(a + PASS_AT(t + half) * 8);
     pass_put(s, count, t, x0);
     pass_put(s, count, t + half, x1);
     const bool table = NTT_PASS_TABLE && st + k <= pt_log;
 #pragma unroll
     for (int r = 0; r < 2; r++) {
-        const int e = t + r * half;  // slot 2^sl + kk
+        const int slot = t + r * half, e = slot >> cl;  // e = 2^sl + kk
         if (e == 0) continue;
         const int sl = 31 - __clz(e), kk = e - (1 << sl);
-        const long long ex = (low + ((long long)kk << st)) << (log_n - st - sl - 1);
+        const long long ex = (low + (slot & cmask) + ((long long)kk << st))
+                             << (log_n - st - sl - 1);
         Fr w;
         if (table) {
             w = load_vec(pt + (ex >> (log_n - pt_log)) * 8);
@@ -438,21 +447,22 @@ extern "C" __global__ void __launch_bounds__(256)
                         : (eh == 0 ? load_vec(lo + el * 8)
                                    : PASS_MUL(load_vec(hi + eh * 8), load_vec(lo + el * 8)));
         }
-        pass_put(tw, count, e, w);
+        pass_put(tw, count, slot, w);
     }
     __syncthreads();  // elements and twiddles written
     for (int sl = 0; sl < k; sl++) {
-        const int h = 1 << sl, kk = t & (h - 1);
-        const int i = ((t >> sl) << (sl + 1)) + kk;
+        const int h = 1 << sl, kk = tb & (h - 1);
+        const int i = ((((tb >> sl) << (sl + 1)) + kk) << cl) | c, j = i + (h << cl);
         const Fr u = pass_get(s, count, i);
-        Fr v = pass_get(s, count, i + h);
-        if (st + sl != 0) v = PASS_MUL(v, pass_get(tw, count, h + kk));  // stage 0: w^0 = 1
+        Fr v = pass_get(s, count, j);
+        if (st + sl != 0) v = PASS_MUL(v, pass_get(tw, count, ((h + kk) << cl) | c));
         pass_put(s, count, i, u + v);
-        pass_put(s, count, i + h, u - v);
+        pass_put(s, count, j, u - v);
         __syncthreads();
     }
-    store_vec(a + (base + ((long long)t << st)) * 8, pass_get(s, count, t));
-    store_vec(a + (base + ((long long)(t + half) << st)) * 8, pass_get(s, count, t + half));
+    store_vec(a + PASS_AT(t) * 8, pass_get(s, count, t));
+    store_vec(a + PASS_AT(t + half) * 8, pass_get(s, count, t + half));
+#undef PASS_AT
 }
 
 // fr_bitrev with the elements scaled on the way (the coset shift and 1/n of the transforms

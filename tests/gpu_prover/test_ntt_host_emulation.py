@@ -174,14 +174,16 @@ def test_pass_kernel_source_matches_reference(harness, monkeypatch, log_n, trans
     assert len(passes) == -(-log_n // 9)
 
 
+@pytest.mark.parametrize("name", ["fr_ntt_pass", "fr_ntt_pass_c2"])
 @pytest.mark.parametrize("plain", [False, True])
 @pytest.mark.parametrize("transform", ["ntt", "coset_intt"])
 def test_pass_kernel_middle_pass_from_table(
-    harness, plain_pass_harness, monkeypatch, transform, plain
+    harness, plain_pass_harness, monkeypatch, transform, plain, name
 ):
     """Passes of at most 4 stages at 2^12 (PASS_LOG patched: 0-4, 4-8, 8-12), so that a
     middle pass (st = 4) takes its twiddles from the per-pass table of 2^7 entries, as the
-    second of 2^24's three passes does; and the kernel with its switches off."""
+    second of 2^24's three passes does; the kernel with its switches off; and with two
+    adjacent groups per block after the first pass (fr_ntt_pass_c2)."""
     monkeypatch.setattr(gntt, "PASS_LOG", 4)
     log_n = 12
     assert gntt.pass_groups(log_n) == [(0, 4), (4, 4), (8, 4)]
@@ -191,9 +193,11 @@ def test_pass_kernel_middle_pass_from_table(
     g = dom.default_coset
     values = [rng.randrange(R) for _ in range(1 << log_n)]
     exe = plain_pass_harness if plain else harness
-    got, rec = _run(exe, monkeypatch, getattr(gntt, transform), values, log_n, g, "fr_ntt_pass")
+    got, rec = _run(exe, monkeypatch, getattr(gntt, transform), values, log_n, g, name)
     assert got == _want(dom, transform, values, g), (transform, plain)
-    assert [name for name, *_ in rec.launches].count("fr_ntt_pass") == 3
+    assert [label for label, *_ in rec.launches].count("fr_ntt_pass") == 3
+    columns = [args[-1] for label, _, _, args in rec.launches if label == "fr_ntt_pass"]
+    assert columns == ([0, 1, 1] if name == "fr_ntt_pass_c2" else [0, 0, 0])
 
 
 FR_MUL_HARNESS = r"""
