@@ -22,8 +22,9 @@ two also as prove rows), `sqr` (FQ2_SQR=1), `affine` (ACC_AFFINE=1: affine batch
 accumulation, divsteps inverse), `affine+sqr`, `affine-binary` (ACC_AFFINE_INV=1),
 `affine-fermat` (ACC_AFFINE_INV=0), `affine-b512` (batches of 512, MSM_OVERRIDES); NTT
 `tw-inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2), `reg-direct` (fr_ntt_reg8 with
-NTT_REG_DIRECT_LOAD=1), `pass-mul` / `pass-aos` / `pass-notable` (fr_ntt_pass with one
-switch off: NTT_PASS_FR_MUL=0, NTT_PASS_PLANES=0, NTT_PASS_TABLE=0), `pass-c2`
+NTT_REG_DIRECT_LOAD=1), `pass-frmul` / `pass-planes` / `pass-both` / `pass-notable` /
+`pass-stagetw` (fr_ntt_pass with NTT_PASS_FR_MUL=1, NTT_PASS_PLANES=1, both, NTT_PASS_TABLE=0,
+NTT_PASS_TW_STAGE=1), `pass-c2`
 (fr_ntt_pass_c2: two adjacent groups per block after the first pass),
 MSM `precomputed` (the signed MSM over precomputed bases, table
 built before timing: its build time and bytes reported). --extra adds the unsigned MSM,
@@ -75,9 +76,11 @@ VARIANTS = {
     "tw-inline": ("NTT_TW_INLINE=1", None),  # fr_ntt_group_tw with the product inlined
     "x2": ("", None),  # the NTT kernel fr_ntt_group_x2
     "reg-direct": ("NTT_REG_DIRECT_LOAD=1", None),  # fr_ntt_reg8 loading round 0 directly
-    "pass-mul": ("NTT_PASS_FR_MUL=0", None),  # fr_ntt_pass with field.cuh's product
-    "pass-aos": ("NTT_PASS_PLANES=0", None),  # fr_ntt_pass, shared memory as Fr arrays
+    "pass-frmul": ("NTT_PASS_FR_MUL=1", None),  # fr_ntt_pass with fr_mul.cuh's product
+    "pass-planes": ("NTT_PASS_PLANES=1", None),  # fr_ntt_pass, shared memory in planes
+    "pass-both": ("NTT_PASS_FR_MUL=1 NTT_PASS_PLANES=1", None),  # both (the first form)
     "pass-notable": ("NTT_PASS_TABLE=0", None),  # fr_ntt_pass, no per-pass table
+    "pass-stagetw": ("NTT_PASS_TW_STAGE=1", None),  # fr_ntt_pass, twiddles stage by stage
     "pass-c2": ("", None),  # the NTT kernel fr_ntt_pass_c2 (two groups per block)
     "xyzz+sqr": ("ACC_XYZZ=1 FQ2_SQR=1", None),  # XYZZ accumulation, 2-product Fq2 squares
     "pairs": ("ACC_XYZZ=1 FQ2_SQR=1 FIELD_MUL_PAIRS=1", None),  # + two products per call
@@ -271,9 +274,11 @@ NTT_VARIANTS = [
     ("new", "fr_ntt_pass", "new", None),
     ("tw", "fr_ntt_group_tw", "new", None),
     ("reg8", "fr_ntt_reg8", "new", None),
-    ("pass-mul", "fr_ntt_pass", "pass-mul", None),
-    ("pass-aos", "fr_ntt_pass", "pass-aos", None),
+    ("pass-frmul", "fr_ntt_pass", "pass-frmul", None),
+    ("pass-planes", "fr_ntt_pass", "pass-planes", None),
+    ("pass-both", "fr_ntt_pass", "pass-both", None),
     ("pass-notable", "fr_ntt_pass", "pass-notable", None),
+    ("pass-stagetw", "fr_ntt_pass", "pass-stagetw", None),
     ("pass-c2", "fr_ntt_pass_c2", "pass-c2", None),
     ("tw-inline", "fr_ntt_group_tw", "tw-inline", "scatter"),
     ("x2", "fr_ntt_group_x2", "x2", "scatter"),

@@ -11,7 +11,7 @@
 # none on one 2^24 NTT of the default kernel and of fr_ntt_group_tw, where ncu is installed).
 set -uo pipefail
 sizes=${1:-20,24}
-variants=${2:-pass-mul,pass-aos,pass-notable,pass-c2}
+variants=${2:-pass-frmul,pass-planes,pass-both,pass-notable,pass-stagetw,pass-c2,tw-inline}
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 . benchmarks/device_env.sh  # the wheels, the cuzk_sim namespace, PYTHONPATH

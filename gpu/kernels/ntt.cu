@@ -3,7 +3,7 @@
 // applied on the way; `fr_bitrev` / `fr_bitrev_scale` below), then runs the log n stages in
 // groups, one launch per group (three passes over memory at 2^24): `fr_ntt_pass` (the
 // default: groups of at most 9 stages, twiddles from a per-pass table or the two-level
-// tables computed up front, the Fr product of fr_mul.cuh), `fr_ntt_group_tw` (the default
+// tables computed up front, the product inlined), `fr_ntt_group_tw` (the default
 // before it; groups of at most 10) or `fr_ntt_group` (the earlier kernel), or groups of at
 // most 8 in registers (`fr_ntt_reg8`, opt-in). gpu/ntt.py ntt_launches makes the launches.
 // Twiddle w^k = hi[k >> lo_bits] * lo[k & (2^lo_bits - 1)]: two tables of ~sqrt(n) entries.
@@ -11,13 +11,17 @@
 // NTT_REG_DIRECT_LOAD (default 0) 1: fr_ntt_reg8 loads each thread's round-0 elements
 // straight from memory (lanes 8 rows apart) instead of consecutive rows per warp staged
 // through shared memory.
-// NTT_PASS_FR_MUL (default 1) 1: fr_ntt_pass multiplies with fr_mul (fr_mul.cuh, r's limbs
-// folded in); 0 with field.cuh's mul_inline. NTT_PASS_PLANES (default 1) 1: fr_ntt_pass
-// keeps a block's elements and twiddles in shared memory as two planes of 16-byte halves,
-// swizzled (conflict-free 128-bit accesses); 0 as arrays of 32-byte Fr (2-way and worse
-// bank conflicts, as fr_ntt_group_tw). NTT_PASS_TABLE (default 1) 1: fr_ntt_pass takes the
-// twiddles of the passes before the last from the per-pass table (no product); 0 computes
-// them from the two-level tables (twiddle_fast: a product where both parts are nonzero).
+// fr_ntt_pass's switches (each measured side by side on the H200, docs/benchmarks.md "NTT
+// passes"): NTT_PASS_FR_MUL (default 0) 1 multiplies with fr_mul (fr_mul.cuh, r's limbs
+// folded in; measured no faster), 0 with field.cuh's mul_inline. NTT_PASS_PLANES (default
+// 0) 1 keeps a block's elements and twiddles in shared memory as two planes of 16-byte
+// halves, swizzled (conflict-free 128-bit accesses; measured slower: the index arithmetic
+// costs more than the conflicts did), 0 as arrays of 32-byte Fr (2-way and worse bank
+// conflicts). NTT_PASS_TABLE (default 1) 1 takes the twiddles of the passes before the
+// last from the per-pass table (no product); 0 computes them from the two-level tables
+// (twiddle_fast: a product where both parts are nonzero). NTT_PASS_TW_STAGE (default 0) 1
+// computes each stage's twiddles just before it, behind a barrier per stage (as
+// fr_ntt_group_tw), instead of all of them up front behind one.
 #include "fr_mul.cuh"
 #ifndef NTT_TW_INLINE
 #define NTT_TW_INLINE 0
@@ -26,10 +30,13 @@
 #define NTT_REG_DIRECT_LOAD 0
 #endif
 #ifndef NTT_PASS_FR_MUL
-#define NTT_PASS_FR_MUL 1
+#define NTT_PASS_FR_MUL 0
 #endif
 #ifndef NTT_PASS_PLANES
-#define NTT_PASS_PLANES 1
+#define NTT_PASS_PLANES 0
+#endif
+#ifndef NTT_PASS_TW_STAGE
+#define NTT_PASS_TW_STAGE 0
 #endif
 #ifndef NTT_PASS_TABLE
 #define NTT_PASS_TABLE 1
@@ -371,8 +378,9 @@ REG_KERNEL(fr_ntt_reg2, 1)
 //    is a multiple of 2^(log_n - pt_log) and pt[e >> (log_n - pt_log)] = w^e (the per-pass
 //    table, 2^(pt_log - 1) entries; gpu/ntt.py pass_log); the last pass's one product each
 //    (as twiddle_fast: none where a part is zero); and no product at global stage 0 (w^0 = 1);
-//  - elements and twiddles in shared memory as planes of 16-byte halves (NTT_PASS_PLANES);
-//  - the butterflies' product fr_mul (NTT_PASS_FR_MUL); 128-bit global loads and stores.
+//  - the product inlined (fr_ntt_group_tw calls field.cuh's out-of-line product), field.cuh's
+//    mul_inline or fr_mul (NTT_PASS_FR_MUL); 128-bit global loads and stores;
+//  - elements and twiddles in shared memory as Fr arrays or planes (NTT_PASS_PLANES).
 // Dynamic shared memory: 2 2^(k+cl) elements (the elements and as many twiddle slots, slots
 // 0 .. 2^cl - 1 unused).
 #if NTT_PASS_FR_MUL
@@ -411,6 +419,21 @@ __device__ __forceinline__ void pass_put(uint4* p, int count, int i, const Fr& r
 }
 #endif
 
+// twiddle slot `slot` of a block (e = slot >> cl = 2^sl + kk, column slot mod 2^cl): from the
+// per-pass table (`table`) or the two-level tables (twiddle_fast with the product inlined)
+__device__ __forceinline__ Fr pass_twiddle(int slot, int cl, long long low, int st, int log_n,
+                                           bool table, const u32* pt, int pt_log,
+                                           const u32* hi, const u32* lo, int lo_bits) {
+    const int e = slot >> cl, sl = 31 - __clz(e), kk = e - (1 << sl);
+    const long long ex = (low + (slot & ((1 << cl) - 1)) + ((long long)kk << st))
+                         << (log_n - st - sl - 1);
+    if (table) return load_vec(pt + (ex >> (log_n - pt_log)) * 8);
+    const long long eh = ex >> lo_bits, el = ex & ((1LL << lo_bits) - 1);
+    if (el == 0) return load_vec(hi + eh * 8);
+    if (eh == 0) return load_vec(lo + el * 8);
+    return PASS_MUL(load_vec(hi + eh * 8), load_vec(lo + el * 8));
+}
+
 extern "C" __global__ void __launch_bounds__(256)
     fr_ntt_pass(u32* a, const u32* hi, const u32* lo, int lo_bits, int log_n, int st, int k,
                 const u32* pt, int pt_log, int cl) {
@@ -431,27 +454,26 @@ extern "C" __global__ void __launch_bounds__(256)
     pass_put(s, count, t, x0);
     pass_put(s, count, t + half, x1);
     const bool table = NTT_PASS_TABLE && st + k <= pt_log;
+#if !NTT_PASS_TW_STAGE
 #pragma unroll
     for (int r = 0; r < 2; r++) {
-        const int slot = t + r * half, e = slot >> cl;  // e = 2^sl + kk
-        if (e == 0) continue;
-        const int sl = 31 - __clz(e), kk = e - (1 << sl);
-        const long long ex = (low + (slot & cmask) + ((long long)kk << st))
-                             << (log_n - st - sl - 1);
-        Fr w;
-        if (table) {
-            w = load_vec(pt + (ex >> (log_n - pt_log)) * 8);
-        } else {  // twiddle_fast with the product inlined
-            const long long eh = ex >> lo_bits, el = ex & ((1LL << lo_bits) - 1);
-            w = el == 0 ? load_vec(hi + eh * 8)
-                        : (eh == 0 ? load_vec(lo + el * 8)
-                                   : PASS_MUL(load_vec(hi + eh * 8), load_vec(lo + el * 8)));
-        }
-        pass_put(tw, count, slot, w);
+        const int slot = t + r * half;
+        if (slot >> cl == 0) continue;
+        pass_put(tw, count, slot,
+                 pass_twiddle(slot, cl, low, st, log_n, table, pt, pt_log, hi, lo, lo_bits));
     }
     __syncthreads();  // elements and twiddles written
+#endif
     for (int sl = 0; sl < k; sl++) {
         const int h = 1 << sl, kk = tb & (h - 1);
+#if NTT_PASS_TW_STAGE  // this stage's 2^(sl + cl) twiddles, then a barrier (as fr_ntt_group_tw)
+        if (t < (h << cl)) {
+            const int slot = (h << cl) + t;
+            pass_put(tw, count, slot,
+                     pass_twiddle(slot, cl, low, st, log_n, table, pt, pt_log, hi, lo, lo_bits));
+        }
+        __syncthreads();  // twiddles (and at sl = 0 the elements) written
+#endif
         const int i = ((((tb >> sl) << (sl + 1)) + kk) << cl) | c, j = i + (h << cl);
         const Fr u = pass_get(s, count, i);
         Fr v = pass_get(s, count, j);

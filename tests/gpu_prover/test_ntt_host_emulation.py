@@ -147,13 +147,15 @@ def test_register_kernel_source_three_launches(harness, monkeypatch):
 
 @pytest.fixture(scope="module")
 def plain_pass_harness(tmp_path_factory):
-    """The harness with fr_ntt_pass's three switches off (Fr arrays in shared memory, every
-    twiddle from the two-level tables, field.cuh's product)."""
+    """The harness with fr_ntt_pass's four switches the other way from their defaults
+    (planes in shared memory, fr_mul.cuh's product, every twiddle from the two-level
+    tables, each stage's twiddles behind a barrier of their own)."""
     d = tmp_path_factory.mktemp("ntt_emu_plain")
     src = (KERNEL_DIR / "ntt.cu").read_text()
     src = src.replace("extern __shared__", "extern").replace("__shared__", "static")
     (d / "ntt_host.cu").write_text(src)
-    flags = ["-pthread", "-DNTT_PASS_PLANES=0", "-DNTT_PASS_TABLE=0", "-DNTT_PASS_FR_MUL=0"]
+    flags = ["-pthread", "-DNTT_PASS_PLANES=1", "-DNTT_PASS_FR_MUL=1", "-DNTT_PASS_TABLE=0"]
+    flags.append("-DNTT_PASS_TW_STAGE=1")
     return build(d, HARNESS.read_text(), flags, std="c++20", include=[d])
 
 
@@ -182,7 +184,7 @@ def test_pass_kernel_middle_pass_from_table(
 ):
     """Passes of at most 4 stages at 2^12 (PASS_LOG patched: 0-4, 4-8, 8-12), so that a
     middle pass (st = 4) takes its twiddles from the per-pass table of 2^7 entries, as the
-    second of 2^24's three passes does; the kernel with its switches off; and with two
+    second of 2^24's three passes does; with its switches flipped; and with two
     adjacent groups per block after the first pass (fr_ntt_pass_c2)."""
     monkeypatch.setattr(gntt, "PASS_LOG", 4)
     log_n = 12

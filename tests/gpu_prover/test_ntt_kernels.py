@@ -117,7 +117,14 @@ def test_group_kernels_transforms(name, bitrev):
             assert got == want, (name, fn.__name__, log_n)
 
 
-PASS_SWITCHES = ["", "NTT_PASS_FR_MUL=0", "NTT_PASS_PLANES=0", "NTT_PASS_TABLE=0"]
+PASS_SWITCHES = [
+    "",
+    "NTT_PASS_FR_MUL=1",
+    "NTT_PASS_PLANES=1",
+    "NTT_PASS_FR_MUL=1 NTT_PASS_PLANES=1",
+    "NTT_PASS_TABLE=0",
+    "NTT_PASS_TW_STAGE=1",
+]
 
 
 @pytest.mark.gpu
