@@ -28,10 +28,10 @@ REG_LOG = 8  # most stages per fr_ntt_reg8 launch: one warp of 32 threads x 8 el
 BITREV_TILE_LOG = 8  # fr_bitrev_tiled swaps tiles of 2^4 x 2^4 elements (log n >= 8)
 FR_BYTES = 32
 # stage-group kernels (kernels/ntt.cu), in this order: fr_ntt_pass (the default: a block's
-# twiddles up front, from the per-pass table before the last pass, shared memory in swizzled
-# 16-byte planes, the Fr product with r's limbs folded in; docs/benchmarks.md "NTT passes");
-# fr_ntt_pass_c2 (fr_ntt_pass with two adjacent groups per block in the passes after the
-# first: 64-byte runs instead of lone 32-byte elements at a stride; opt-in); fr_ntt_group_tw
+# twiddles up front, from the per-pass table before the last pass, the product inlined; 5.84
+# against 9.32 ms at 2^24 on the H200, docs/benchmarks.md "NTT passes"); fr_ntt_pass_c2
+# (fr_ntt_pass with two adjacent groups per block in the passes after the first: 64-byte
+# runs instead of lone 32-byte elements at a stride; opt-in, measured 6.00 ms); fr_ntt_group_tw
 # (twiddles per block in shared memory and one __syncthreads per stage: the default until
 # fr_ntt_pass); fr_ntt_reg8 (butterflies in registers, rounds of 3 stages between
 # shared-memory exchanges, one warp per block; opt-in: 9.08 against 9.17 ms at 2^24 on the

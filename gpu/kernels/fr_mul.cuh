@@ -7,6 +7,11 @@
 // against 128 per product) on the IMAD pipe; the rest is the same carry-chain layout (the
 // bounds of mont_mul_wide_body hold unchanged: the partial sums are the same numbers).
 // Host-emulated with field.cuh's carry steps (tests/gpu_prover/test_ntt_host_emulation.py).
+// Measured on the H200 (docs/benchmarks.md "NTT passes"): 48.2 against 47.8 G products/s
+// for mul_inline (fr_mul_rate_r / fr_mul_rate), and fr_ntt_pass 1.5% slower with it (5.93
+// against 5.84 ms at 2^24): the SASS trades 17 IMAD-pipe instructions per product for 32
+// others (an ISETP + SEL for u = 0 and the adds each round). So it is opt-in
+// (NTT_PASS_FR_MUL=1).
 #pragma once
 #include "field.cuh"
 

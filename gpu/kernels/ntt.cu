@@ -11,17 +11,18 @@
 // NTT_REG_DIRECT_LOAD (default 0) 1: fr_ntt_reg8 loads each thread's round-0 elements
 // straight from memory (lanes 8 rows apart) instead of consecutive rows per warp staged
 // through shared memory.
-// fr_ntt_pass's switches (each measured side by side on the H200, docs/benchmarks.md "NTT
-// passes"): NTT_PASS_FR_MUL (default 0) 1 multiplies with fr_mul (fr_mul.cuh, r's limbs
-// folded in; measured no faster), 0 with field.cuh's mul_inline. NTT_PASS_PLANES (default
-// 0) 1 keeps a block's elements and twiddles in shared memory as two planes of 16-byte
-// halves, swizzled (conflict-free 128-bit accesses; measured slower: the index arithmetic
-// costs more than the conflicts did), 0 as arrays of 32-byte Fr (2-way and worse bank
-// conflicts). NTT_PASS_TABLE (default 1) 1 takes the twiddles of the passes before the
+// fr_ntt_pass's switches (each measured side by side on the H200, 2^24, default 5.84 ms:
+// docs/benchmarks.md "NTT passes"): NTT_PASS_FR_MUL (default 0) 1 multiplies with fr_mul
+// (fr_mul.cuh, r's limbs folded in; 5.93 ms), 0 with field.cuh's mul_inline.
+// NTT_PASS_PLANES (default 0) 1 keeps a block's elements and twiddles in shared memory as
+// two planes of 16-byte halves, swizzled (conflict-free 128-bit accesses; 5.93 ms: the index
+// arithmetic costs more than the conflicts did), 0 as arrays of 32-byte Fr (2-way and worse
+// bank conflicts). NTT_PASS_TABLE (default 1) 1 takes the twiddles of the passes before the
 // last from the per-pass table (no product); 0 computes them from the two-level tables
-// (twiddle_fast: a product where both parts are nonzero). NTT_PASS_TW_STAGE (default 0) 1
-// computes each stage's twiddles just before it, behind a barrier per stage (as
-// fr_ntt_group_tw), instead of all of them up front behind one.
+// (twiddle_fast: a product where both parts are nonzero; 6.12 ms). NTT_PASS_TW_STAGE
+// (default 0) 1 computes each stage's twiddles just before it, behind a barrier per stage
+// (as fr_ntt_group_tw; 6.22 ms), instead of all of them up front behind one. The kernel
+// `fr_ntt_pass_c2` of gpu/ntt.py is fr_ntt_pass with cl = 1 after the first pass (6.00 ms).
 #include "fr_mul.cuh"
 #ifndef NTT_TW_INLINE
 #define NTT_TW_INLINE 0
