@@ -13,6 +13,7 @@ from cuzk_sim.reference.domain import Domain
 from cuzk_sim.reference.field import Q, R
 from hypothesis import given
 from hypothesis import strategies as st
+from random_circuits import random_circuit
 
 pytestmark = pytest.mark.gpu
 
@@ -255,16 +256,6 @@ def _gpu_msm_device(pts, scalars: list[int], group: str = "g1", variant="signed"
     return encoding.g1_from_limbs(out) if group == "g1" else encoding.g2_from_limbs(out)
 
 
-def _circuit(seed: int, reduction: str):
-    from cuzk_sim.reference.circuits import random_r1cs
-    from cuzk_sim.reference.setup import setup
-
-    rng = random.Random(seed)
-    r1cs, w = random_r1cs(rng, rng.randint(1, 12), rng.randint(0, 3), rng.randint(1, 8))
-    pk = setup(r1cs, rng=rng, reduction=reduction)
-    return pk, w, rng
-
-
 @pytest.mark.parametrize("reduction", ["bellman", "snarkjs"])
 @given(seed=st.integers(0, 2**32 - 1))
 def test_proof_bytes_equal_reference_and_verify(reduction, seed):
@@ -273,7 +264,7 @@ def test_proof_bytes_equal_reference_and_verify(reduction, seed):
     from cuzk_sim.reference.serialize import proof_to_bytes
     from cuzk_sim.reference.verify import verify
 
-    pk, w, rng = _circuit(seed, reduction)
+    pk, w, rng = random_circuit(seed, reduction)
     r, s = rng.randrange(R), rng.randrange(R)
     got = prove(pk, w, r, s)
     assert proof_to_bytes(got) == proof_to_bytes(ref_prove(pk, w, r, s))
@@ -296,7 +287,7 @@ def test_dry_run_plan_equals_traced_plan(flags_kw):
     from cuzk_sim.reference.serialize import proof_to_bytes
 
     flags = ProverFlags(**flags_kw)
-    pk, w, rng = _circuit(3, "bellman")
+    pk, w, rng = random_circuit(3, "bellman")
     proof, dev = prove_partition(pk, w, 5, 6, flags=flags, mode="traced")
     traced = dev.plan("traced")
     planned = dry_run_plan(PartitionShape.of_key(pk), flags)
@@ -313,7 +304,7 @@ def test_memory_aware_prestage_falls_back_when_margin_exceeds_free():
     cp = _cp()
     free = int(cp.cuda.runtime.memGetInfo()[0])
     flags = ProverFlags(prestage=True, memory_aware=True, margin_bytes=free + (1 << 30))
-    pk, w, _ = _circuit(4, "bellman")
+    pk, w, _ = random_circuit(4, "bellman")
     _, dev = prove_partition(pk, w, 1, 2, flags=flags)
     lock_at = next(i for i, s in enumerate(dev.steps) if isinstance(s, Lock))
     d_a_at = next(i for i, s in enumerate(dev.steps) if isinstance(s, Alloc) and s.buffer == "d_a")
@@ -338,7 +329,7 @@ def test_worker_threads_share_the_device_lock_and_all_proofs_are_right():
     from cuzk_sim.reference.prove import prove as ref_prove
     from cuzk_sim.reference.serialize import proof_to_bytes
 
-    jobs = [_circuit(seed, "bellman") for seed in range(6)]
+    jobs = [random_circuit(seed, "bellman") for seed in range(6)]
     flags = ProverFlags(prestage=True)  # pre-staging runs outside the lock, concurrently
 
     def work(i: int):
@@ -358,6 +349,6 @@ def test_worker_threads_share_the_device_lock_and_all_proofs_are_right():
 def test_dry_run_equals_traced_for_snarkjs_reduction():
     from cuzk_sim.gpu.prover import PartitionShape, dry_run_plan, prove_partition
 
-    pk, w, _ = _circuit(8, "snarkjs")
+    pk, w, _ = random_circuit(8, "snarkjs")
     _, dev = prove_partition(pk, w, 1, 2, mode="traced")
     assert dev.plan("traced").steps == dry_run_plan(PartitionShape.of_key(pk)).steps

@@ -5,9 +5,8 @@ dry run either way, the resident buffers freed on request."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
+from random_circuits import random_circuit
 
 pytestmark = pytest.mark.gpu
 
@@ -22,16 +21,6 @@ FLAGS = {
     },
 }
 KEY_UPLOADS = {f"upload_{s}_points" for s in ("msm_h", "msm_a", "msm_b_g1", "msm_b_g2", "msm_l")}
-
-
-def _circuit(seed: int, reduction: str, constraints: int | None = None):
-    from cuzk_sim.reference.circuits import random_r1cs
-    from cuzk_sim.reference.setup import setup
-
-    rng = random.Random(seed)
-    n = constraints or rng.randint(1, 12)
-    r1cs, w = random_r1cs(rng, n, rng.randint(0, 3), rng.randint(1, 8))
-    return setup(r1cs, rng=rng, reduction=reduction), w
 
 
 @pytest.fixture(autouse=True)
@@ -53,7 +42,7 @@ def test_proofs_with_the_flag_equal_the_reference_partition_after_partition(
     from cuzk_sim.reference.prove import prove as ref_prove
     from cuzk_sim.reference.serialize import proof_to_bytes
 
-    pk, w = _circuit(seed, reduction)
+    pk, w, _ = random_circuit(seed, reduction)
     flags = ProverFlags(**flags_kw)
     for r, s in ((5, 6), (11, 12), (2**200 + 3, 2**190 + 7)):  # 2nd and 3rd: key resident
         got = prove(pk, w, r, s, flags=flags)
@@ -64,7 +53,7 @@ def test_the_key_goes_up_once_and_both_partitions_trace_the_dry_run_plan():
     from cuzk_sim.gpu.device import release_resident, resident_bytes
     from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, dry_run_plan, prove_partition
 
-    pk, w = _circuit(4, "bellman", constraints=12)
+    pk, w, _ = random_circuit(4, "bellman", constraints=12)
     flags = ProverFlags(key_resident=True)
     planned = dry_run_plan(PartitionShape.of_key(pk), flags)
     _, first = prove_partition(pk, w, 1, 2, flags=flags, mode="traced")
@@ -86,8 +75,8 @@ def test_another_key_replaces_the_resident_one():
     from cuzk_sim.reference.serialize import proof_to_bytes
 
     flags = ProverFlags(key_resident=True)
-    one, w1 = _circuit(7, "bellman", constraints=9)
-    two, w2 = _circuit(8, "bellman", constraints=9)
+    one, w1, _ = random_circuit(7, "bellman", constraints=9)
+    two, w2, _ = random_circuit(8, "bellman", constraints=9)
     for pk, w in ((one, w1), (two, w2), (one, w1)):
         got = prove(pk, w, 9, 10, flags=flags)
         assert proof_to_bytes(got) == proof_to_bytes(ref_prove(pk, w, 9, 10))
@@ -112,7 +101,7 @@ def test_overlapped_tails_come_back_as_futures_of_the_same_points():
     from cuzk_sim.reference.prove import prove_stages
     from cuzk_sim.reference.qap import evaluate_matrices
 
-    pk, w = _circuit(5, "bellman", constraints=12)
+    pk, w, _ = random_circuit(5, "bellman", constraints=12)
     n = pk.domain_size
     a, b, c = evaluate_matrices(pk.A, pk.B, pk.C, w, n)
     data = PartitionInput(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from random_circuits import random_circuit
 
 pytestmark = pytest.mark.gpu
 
@@ -26,16 +27,6 @@ FLAGS = {
     },
 }
 FIRST_ONLY = {f"upload_{s}_points" for s in STAGES} | {f"{s}.table.build" for s in STAGES}
-
-
-def _circuit(seed: int, reduction: str, constraints: int | None = None):
-    from cuzk_sim.reference.circuits import random_r1cs
-    from cuzk_sim.reference.setup import setup
-
-    rng = random.Random(seed)
-    n = constraints or rng.randint(1, 12)
-    r1cs, w = random_r1cs(rng, n, rng.randint(0, 3), rng.randint(1, 8))
-    return setup(r1cs, rng=rng, reduction=reduction), w
 
 
 @pytest.fixture(autouse=True)
@@ -57,7 +48,7 @@ def test_proofs_over_the_tables_equal_the_reference_partition_after_partition(
     from cuzk_sim.reference.prove import prove as ref_prove
     from cuzk_sim.reference.serialize import proof_to_bytes
 
-    pk, w = _circuit(seed, reduction)
+    pk, w, _ = random_circuit(seed, reduction)
     flags = ProverFlags(**flags_kw)
     for r, s in ((5, 6), (11, 12), (2**200 + 3, 2**190 + 7)):  # 2nd and 3rd: tables built
         got = prove(pk, w, r, s, flags=flags)
@@ -79,7 +70,7 @@ def test_two_partitions_trace_the_dry_run_plan_and_only_the_first_builds():
     from cuzk_sim.reference.prove import prove as ref_prove
     from cuzk_sim.reference.serialize import proof_to_bytes
 
-    pk, w = _circuit(4, "bellman", constraints=12)
+    pk, w, _ = random_circuit(4, "bellman", constraints=12)
     flags = ProverFlags(key_resident=True, key_tables=True)
     planned = dry_run_plan(PartitionShape.of_key(pk), flags)
     p1, first = prove_partition(pk, w, 1, 2, flags=flags, mode="traced")

@@ -3,22 +3,12 @@ staging copy, proofs byte-equal to the reference, the traced plan equal to the d
 
 from __future__ import annotations
 
-import random
-
 import numpy as np
 import pytest
 from cuzk_sim.reference.field import R
+from random_circuits import random_circuit
 
 pytestmark = pytest.mark.gpu
-
-
-def _circuit(seed: int, reduction: str):
-    from cuzk_sim.reference.circuits import random_r1cs
-    from cuzk_sim.reference.setup import setup
-
-    rng = random.Random(seed)
-    r1cs, w = random_r1cs(rng, rng.randint(1, 12), rng.randint(0, 3), rng.randint(1, 8))
-    return setup(r1cs, rng=rng, reduction=reduction), w, rng
 
 
 def test_pinned_arrays_are_recognised_and_pageable_ones_are_not():
@@ -60,7 +50,7 @@ def test_the_key_is_pinned_once_per_key():
     from cuzk_sim.gpu.device import host_is_pinned
     from cuzk_sim.gpu.prover import host_key
 
-    pk, _, _ = _circuit(11, "bellman")
+    pk, _, _ = random_circuit(11, "bellman")
     key = host_key(pk, pinned=True)
     assert host_key(pk, pinned=True) is key  # cached: not pinned again per partition
     plain = host_key(pk)
@@ -79,7 +69,7 @@ def test_a_proof_with_the_pinned_key_equals_the_reference(reduction, seed, overl
     from cuzk_sim.reference.serialize import proof_to_bytes
     from cuzk_sim.reference.verify import verify
 
-    pk, w, rng = _circuit(seed, reduction)
+    pk, w, rng = random_circuit(seed, reduction)
     r, s = rng.randrange(R), rng.randrange(R)
     flags = ProverFlags(key_pinned=True, overlap_uploads=overlap)
     first = prove(pk, w, r, s, flags=flags)
@@ -105,7 +95,7 @@ def test_dry_run_plan_equals_traced_plan_with_the_pinned_key(flags_kw):
     from cuzk_sim.reference.serialize import proof_to_bytes
 
     flags = ProverFlags(**flags_kw)
-    pk, w, _ = _circuit(3, "bellman")
+    pk, w, _ = random_circuit(3, "bellman")
     proof, dev = prove_partition(pk, w, 5, 6, flags=flags, mode="traced")
     planned = dry_run_plan(PartitionShape.of_key(pk), flags)
     assert dev.plan("traced").steps == planned.steps
