@@ -10,9 +10,11 @@ old = the kernels of 2026-12-01 06:33 UTC (commit 6c50516): the 64-bit C Montgom
 (CUZK_MSM_TAIL=device); new = the defaults (wide carry-chain product, Horner on the host).
 Both run the signed MSM and the fr_ntt_group_tw NTT. NTT rows: old = the NTT of commit
 43bbd30 (fr_bitrev, then fr_ntt_group_tw), new = the default (fr_bitrev_tiled, then
+fr_ntt_pass), column tw = the default of commit e4c4b26 (fr_bitrev_tiled, then
 fr_ntt_group_tw), column reg8 = fr_ntt_reg8 (registers, one warp per block); each row also
-times every launch of one transform (bit reversal, each stage group), and an fr_mul_rate row
-gives the Fr product's throughput (the NTT's arithmetic ceiling).
+times every launch of one transform (bit reversal, each stage group), and the fr_mul_rate /
+fr_mul_rate_r rows give the Fr product's throughput (the NTT's arithmetic ceiling;
+field.cuh's product and fr_mul.cuh's, r's limbs folded in).
 Other columns (VARIANTS, with --variants): MSM `flush` (ACC_FLUSH_SLOTS=1, the default since
 the `msm` helper's call), `occupancy` (ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3), `device-tail`
 (new kernels, Horner on the GPU), `xyzz+sqr` (ACC_XYZZ=1 FQ2_SQR=1), `pairs` (those and
@@ -20,9 +22,12 @@ FIELD_MUL_PAIRS=1; these two also as prove rows), `sqr` (FQ2_SQR=1), `affine` (A
 affine batch accumulation, divsteps inverse), `affine+sqr`, `affine-binary`
 (ACC_AFFINE_INV=1), `affine-fermat` (ACC_AFFINE_INV=0), `affine-b512` (batches of 512,
 MSM_OVERRIDES); NTT `tw-inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2), `reg-direct`
-(fr_ntt_reg8 with NTT_REG_DIRECT_LOAD=1), MSM `precomputed` (the signed MSM over precomputed
-bases, table built before timing: its build time and bytes reported), `e4c4b26` (the MSM as
-at commit e4c4b26: FIELD_LAZY=0 ACC_FLUSH_SLOTS=0, tree fan-in 8, a one-set sum through the
+(fr_ntt_reg8 with NTT_REG_DIRECT_LOAD=1), `pass-frmul` / `pass-planes` / `pass-both` /
+`pass-notable` / `pass-stagetw` (fr_ntt_pass with NTT_PASS_FR_MUL=1, NTT_PASS_PLANES=1,
+both, NTT_PASS_TABLE=0, NTT_PASS_TW_STAGE=1), `pass-c2` (fr_ntt_pass_c2: two adjacent groups
+per block after the first pass), MSM `precomputed` (the signed MSM over precomputed bases,
+table built before timing: its build time and bytes reported), `e4c4b26` (the MSM as at
+commit e4c4b26: FIELD_LAZY=0 ACC_FLUSH_SLOTS=0, tree fan-in 8, a one-set sum through the
 host tail; old gets that tree and tail too, in its MSM rows), `nolazy` (FIELD_LAZY=0), and
 the precomputed MSM with one switch changed: `precomputed-e4c4b26` (all as at e4c4b26),
 `precomputed-nolazy` (FIELD_LAZY=0), `precomputed-fq2lazy` (FQ2_LAZY=1), `precomputed-sqr`
@@ -30,12 +35,12 @@ the precomputed MSM with one switch changed: `precomputed-e4c4b26` (all as at e4
 `precomputed-fan4` (TREE_FAN_IN), `precomputed-hosttail` (ONE_SET_ON_DEVICE=False),
 `precomputed-seg8`, `precomputed-seg32` (SEGMENT_LEN), `precomputed-level4` (LEVEL_FAN_IN),
 `precomputed-acc304k` (MAX_ACC_THREADS = 9 whole waves), `precomputed-occupancy` (as
-`occupancy`), `precomputed-occupancy-acc304k`.
---extra adds the unsigned MSM, the precomputed one and the fr_ntt_group NTT. Prove: old
-and new default flags (old: its kernels, the tree and tail of gpu/msm.py as they are), new
-with prestage + pinned (a/b/c and the witness staged through pinned memory per copy), new
-with `key_pinned` (the key's points in pinned host memory, pinned once before timing: its
-time reported), and `key+abc pinned` (that, plus prestage + pinned with the
+`occupancy`), `precomputed-occupancy-acc304k`. --extra adds the unsigned MSM, the
+precomputed one and the fr_ntt_group NTT. Prove: old and new default flags (old: its
+kernels, the tree and tail of gpu/msm.py as they are), new with prestage + pinned (a/b/c and
+the witness staged through pinned memory per copy), new with `key_pinned` (the key's points
+in pinned host memory, pinned once before timing: its time reported), and `key+abc pinned`
+(that, plus prestage + pinned with the
 caller's a/b/c and witness already in pinned memory: every upload a DMA; before commit
 8ee75b9, 2026-12-01 ~11:40 UTC, the witness was uploaded from pageable memory), and both
 of those with `overlap_uploads` (each MSM's points uploaded on a stream of their own beside the MSM
@@ -80,6 +85,12 @@ VARIANTS = {
     "tw-inline": ("NTT_TW_INLINE=1", None),  # fr_ntt_group_tw with the product inlined
     "x2": ("", None),  # the NTT kernel fr_ntt_group_x2
     "reg-direct": ("NTT_REG_DIRECT_LOAD=1", None),  # fr_ntt_reg8 loading round 0 directly
+    "pass-frmul": ("NTT_PASS_FR_MUL=1", None),  # fr_ntt_pass with fr_mul.cuh's product
+    "pass-planes": ("NTT_PASS_PLANES=1", None),  # fr_ntt_pass, shared memory in planes
+    "pass-both": ("NTT_PASS_FR_MUL=1 NTT_PASS_PLANES=1", None),  # both (the first form)
+    "pass-notable": ("NTT_PASS_TABLE=0", None),  # fr_ntt_pass, no per-pass table
+    "pass-stagetw": ("NTT_PASS_TW_STAGE=1", None),  # fr_ntt_pass, twiddles stage by stage
+    "pass-c2": ("", None),  # the NTT kernel fr_ntt_pass_c2 (two groups per block)
     "xyzz+sqr": ("ACC_XYZZ=1 FQ2_SQR=1", None),  # XYZZ accumulation, 2-product Fq2 squares
     "pairs": ("ACC_XYZZ=1 FQ2_SQR=1 FIELD_MUL_PAIRS=1", None),  # + two products per call
     "occupancy": ("ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3", None),  # G1 acc <= 170 registers
@@ -301,11 +312,20 @@ def bench_msm(
 
 # NTT columns: (variant, kernel, the VARIANTS entry whose switches apply, bit reversal).
 # old = the NTT of commit 43bbd30 (fr_ntt_group_tw after fr_bitrev); new = the default
-# (fr_ntt_group_tw after fr_bitrev_tiled); reg8 = fr_ntt_reg8 (after fr_bitrev_tiled).
+# (fr_ntt_pass after fr_bitrev_tiled); tw = the default of commit e4c4b26 (fr_ntt_group_tw
+# after fr_bitrev_tiled); reg8 = fr_ntt_reg8 (after fr_bitrev_tiled). These four always run.
+NTT_ALWAYS = ("old", "new", "tw", "reg8")
 NTT_VARIANTS = [
     ("old", "fr_ntt_group_tw", "new", "scatter"),
-    ("new", "fr_ntt_group_tw", "new", None),
+    ("new", "fr_ntt_pass", "new", None),
+    ("tw", "fr_ntt_group_tw", "new", None),
     ("reg8", "fr_ntt_reg8", "new", None),
+    ("pass-frmul", "fr_ntt_pass", "pass-frmul", None),
+    ("pass-planes", "fr_ntt_pass", "pass-planes", None),
+    ("pass-both", "fr_ntt_pass", "pass-both", None),
+    ("pass-notable", "fr_ntt_pass", "pass-notable", None),
+    ("pass-stagetw", "fr_ntt_pass", "pass-stagetw", None),
+    ("pass-c2", "fr_ntt_pass_c2", "pass-c2", None),
     ("tw-inline", "fr_ntt_group_tw", "tw-inline", "scatter"),
     ("x2", "fr_ntt_group_x2", "x2", "scatter"),
     ("reg-direct", "fr_ntt_reg8", "reg-direct", None),
@@ -326,29 +346,30 @@ def _launch_times(cp, launches, reps: int) -> dict[str, float]:
     return {label: statistics.median(v) for label, v in times.items()}
 
 
-def bench_fr_mul_rate(cp, reps: int) -> dict:
-    """Fr Montgomery products per second (kernels/ntt.cu fr_mul_rate: 4 independent chains
-    per thread, 132 x 16 blocks of 256 threads), the NTT's arithmetic ceiling."""
+def bench_fr_mul_rate(cp, reps: int, name: str = "fr_mul_rate") -> dict:
+    """Fr Montgomery products per second (kernels/ntt.cu fr_mul_rate, or fr_mul_rate_r with
+    fr_mul.cuh's product: 4 independent chains per thread, 132 x 16 blocks of 256 threads),
+    the NTT's arithmetic ceiling."""
     from cuzk_sim.gpu.module import kernel
 
     blocks, threads, iters = 132 * 16, 256, 256
     src = _scalars(cp, 1024, 5).reshape(-1)
     out = cp.empty((blocks * threads * 8,), dtype=cp.uint32)
-    fn = kernel("ntt.cu", "fr_mul_rate")
+    fn = kernel("ntt.cu", name)
     ms = _timeit(lambda: fn((blocks,), (threads,), (out, src, np.int32(iters))), reps)
     products = blocks * threads * (4 * iters + 3)
     rate = products / ms / 1e6
-    print(f"fr_mul_rate: {products} products in {ms:.2f} ms = {rate:.1f} G/s", flush=True)
-    return {"what": "fr_mul_rate", "log2": products.bit_length() - 1, "ms": ms, "g_per_s": rate}
+    print(f"{name}: {products} products in {ms:.2f} ms = {rate:.1f} G/s", flush=True)
+    return {"what": name, "log2": products.bit_length() - 1, "ms": ms, "g_per_s": rate}
 
 
 def bench_ntt(cp, logs: list[int], reps: int, extra: bool = False) -> list[dict]:
     from cuzk_sim.gpu import ntt as gntt
     from cuzk_sim.reference.domain import Domain
 
-    variants = [v for v in NTT_VARIANTS if v[0] in ("old", "new", "reg8") or v[2] not in SKIP]
+    variants = [v for v in NTT_VARIANTS if v[0] in NTT_ALWAYS or v[2] not in SKIP]
     variants += [("fr_ntt_group", "fr_ntt_group", "new", "scatter")] if extra else []
-    rows = [bench_fr_mul_rate(cp, reps)]
+    rows = [bench_fr_mul_rate(cp, reps), bench_fr_mul_rate(cp, reps, "fr_mul_rate_r")]
     for k in logs:
         n = 1 << k
         dom = Domain(n)
@@ -374,19 +395,21 @@ def bench_ntt(cp, logs: list[int], reps: int, extra: bool = False) -> list[dict]
                 flush=True,
             )
         _check_equal(f"ntt 2^{k}", outs, rows[-len(variants) :])
-        # coset iNTT (the prover's last NTT): new folds 1/n into the bit reversal, reg8
-        # also g^-j into its last launch
-        for variant, name, _, rev in variants[:3]:
-            a = src.copy()
-            ms = _timeit(lambda a=a, t=t, n=name, r=rev: gntt.coset_intt(a, t, n, r), reps)
-            b = src.copy()
-            gntt.coset_intt(b, t, name, rev)
+        # coset iNTT (the prover's last NTT): new and tw fold 1/n into the bit reversal,
+        # reg8 also g^-j into its last launch
+        cosets = [v for v in variants if v[0] in NTT_ALWAYS]
+        for variant, name, switches, rev in cosets:
+            with kernels(switches):
+                a = src.copy()
+                ms = _timeit(lambda a=a, t=t, n=name, r=rev: gntt.coset_intt(a, t, n, r), reps)
+                b = src.copy()
+                gntt.coset_intt(b, t, name, rev)
             outs[variant] = b
             rows.append(
                 {"what": "coset_intt", "variant": variant, "kernel": name, "log2": k, "ms": ms}
             )
             print(f"coset_intt 2^{k} [{variant}: {name}]: {ms:.2f} ms", flush=True)
-        _check_equal(f"coset_intt 2^{k}", {v: outs[v] for v, *_ in variants[:3]}, rows[-3:])
+        _check_equal(f"coset_intt 2^{k}", {v: outs[v] for v, *_ in cosets}, rows[-len(cosets) :])
     return rows
 
 

@@ -2,8 +2,12 @@
 limbs (n, 8), in place.
 
 Twiddles and coset powers come from two small tables each (x^k = hi[k >> L] * lo[k & (2^L - 1)],
-L = ceil(log n / 2)), so a transform of 2^27 needs kilobytes of tables, not gigabytes.
-The tables are built on the host with Python ints (cached per root) and uploaded.
+L = ceil(log n / 2)), so a transform of 2^27 needs kilobytes of tables, not gigabytes. The
+default kernel (fr_ntt_pass) also reads the twiddles of every pass but the last from a
+per-pass table of each root, x^(j 2^(log n - P)) for j < 2^(P - 1) with P = pass_log(log n)
+the last stage those passes reach: 1 MiB per root at 2^24, 4 MiB at 2^27 (pass_table).
+The tables are built on the host with Python ints (cached per root) and uploaded, all of
+them in one buffer of tables_bytes(log n) (the prover's d_ntt_tables).
 """
 
 from __future__ import annotations
@@ -19,21 +23,33 @@ from cuzk_sim.reference.field import R
 from .encoding import fr_to_mont_limbs
 
 BLOCK_LOG = 10  # most stages per fr_ntt_group launch (must match kernels/ntt.cu)
+PASS_LOG = 9  # most stages per fr_ntt_pass launch (2^k elements + 2^k twiddles <= 48 KiB)
 REG_LOG = 8  # most stages per fr_ntt_reg8 launch: one warp of 32 threads x 8 elements
 BITREV_TILE_LOG = 8  # fr_bitrev_tiled swaps tiles of 2^4 x 2^4 elements (log n >= 8)
 FR_BYTES = 32
-# stage-group kernels (kernels/ntt.cu): twiddles per block in shared memory and one
-# __syncthreads per stage (fr_ntt_group_tw, default); butterflies in registers, rounds of 3
-# stages between shared-memory exchanges, one warp per block (fr_ntt_reg8, opt-in: its
-# second form 0.54 against 0.64 ms at 2^20 and 9.12 against 9.20 at 2^24 on the H200,
-# e58bfb9, docs/benchmarks.md; not the default until proofs ran with it); one
-# two-table twiddle product per butterfly (the earlier kernel, kept for benchmarks);
-# fr_ntt_group_tw with two butterflies per thread and the product inlined (x2)
-NTT_KERNELS = ("fr_ntt_group_tw", "fr_ntt_reg8", "fr_ntt_group", "fr_ntt_group_x2")
+# stage-group kernels (kernels/ntt.cu), in this order: fr_ntt_pass (the default: a block's
+# twiddles up front, from the per-pass table before the last pass, the product inlined; 5.84
+# against 9.32 ms at 2^24 on the H200, docs/benchmarks.md "NTT passes"); fr_ntt_pass_c2
+# (fr_ntt_pass with two adjacent groups per block in the passes after the first: 64-byte
+# runs instead of lone 32-byte elements at a stride; opt-in, measured 6.00 ms); fr_ntt_group_tw
+# (twiddles per block in shared memory and one __syncthreads per stage: the default until
+# fr_ntt_pass); fr_ntt_reg8 (butterflies in registers, rounds of 3 stages between
+# shared-memory exchanges, one warp per block; opt-in: 9.08 against 9.17 ms at 2^24 on the
+# H200, e4c4b26, docs/benchmarks.md); fr_ntt_group (one two-table twiddle product per
+# butterfly: the earlier kernel, kept for benchmarks); fr_ntt_group_x2 (fr_ntt_group_tw with
+# two butterflies per thread and the product inlined)
+NTT_KERNELS = (
+    "fr_ntt_pass",
+    "fr_ntt_pass_c2",
+    "fr_ntt_group_tw",
+    "fr_ntt_reg8",
+    "fr_ntt_group",
+    "fr_ntt_group_x2",
+)
 
 
 def default_kernel() -> str:
-    """$CUZK_NTT_KERNEL (one of NTT_KERNELS), default fr_ntt_group_tw."""
+    """$CUZK_NTT_KERNEL (one of NTT_KERNELS), default fr_ntt_pass."""
     name = os.environ.get("CUZK_NTT_KERNEL", NTT_KERNELS[0])
     if name not in NTT_KERNELS:
         raise ValueError(f"CUZK_NTT_KERNEL must be one of {NTT_KERNELS}, got {name!r}")
@@ -65,6 +81,41 @@ def table_words(log_n: int) -> int:
     return 8 * (hi_count + (1 << lo_bits))
 
 
+def pass_groups(log_n: int) -> list[tuple[int, int]]:
+    """fr_ntt_pass's launches: ceil(log_n / 9) near-equal groups (2^24: 8, 8, 8)."""
+    return stage_groups(log_n, PASS_LOG)
+
+
+def pass_log(log_n: int) -> int:
+    """P, the last stage that fr_ntt_pass's passes before the last reach (every stage when
+    there is one pass): their twiddle exponents are multiples of 2^(log_n - P) below
+    2^(log_n - 1), so the per-pass table holds 2^(P - 1) entries (2^24: P = 16)."""
+    groups = pass_groups(log_n)
+    if len(groups) <= 1:
+        return max(log_n, 1)
+    st, k = groups[-2]
+    return st + k
+
+
+def pass_words(log_n: int) -> int:
+    """Words of one root's per-pass table."""
+    return 8 << (pass_log(log_n) - 1)
+
+
+def pass_table(x: int, log_n: int) -> np.ndarray:
+    """x^(j 2^(log_n - P)) for j < 2^(P - 1), P = pass_log(log_n), Montgomery limbs."""
+    return _pass_table(x, log_n, pass_log(log_n))
+
+
+@functools.cache
+def _pass_table(x: int, log_n: int, p: int) -> np.ndarray:
+    step = pow(x, 1 << max(log_n - p, 0), R)
+    out = [1] * (1 << (p - 1))
+    for j in range(1, len(out)):
+        out[j] = out[j - 1] * step % R
+    return fr_to_mont_limbs(out)
+
+
 @dataclass(frozen=True)
 class DomainTables:
     """Host tables for one domain and coset: roots w, w^-1, coset g, g^-1, and constants."""
@@ -72,24 +123,29 @@ class DomainTables:
     log_n: int
     tables: tuple[np.ndarray, ...]  # w, w^-1, g, g^-1 power tables
     consts: np.ndarray  # Montgomery limbs of [1, 1/n, zinv]
+    passes: tuple[np.ndarray, ...]  # w, w^-1 per-pass tables (fr_ntt_pass)
 
     @property
     def words(self) -> int:
-        return sum(t.size for t in self.tables) + self.consts.size
+        return sum(t.size for t in (*self.tables, self.consts, *self.passes))
 
     def pack(self) -> np.ndarray:
-        return np.concatenate([t.reshape(-1) for t in self.tables] + [self.consts.reshape(-1)])
+        parts = [*self.tables, self.consts, *self.passes]
+        return np.concatenate([t.reshape(-1) for t in parts])
 
 
 def domain_tables(log_n: int, omega: int, g: int, zinv: int) -> DomainTables:
     n = 1 << log_n
-    tables = tuple(power_table(x, log_n) for x in (omega, pow(omega, -1, R), g, pow(g, -1, R)))
+    roots = (omega, pow(omega, -1, R))
+    tables = tuple(power_table(x, log_n) for x in (*roots, g, pow(g, -1, R)))
     consts = fr_to_mont_limbs([1, pow(n, -1, R), zinv])
-    return DomainTables(log_n, tables, consts)
+    return DomainTables(log_n, tables, consts, tuple(pass_table(x, log_n) for x in roots))
 
 
 def tables_bytes(log_n: int) -> int:
-    return 4 * (4 * table_words(log_n) + 3 * 8)
+    """Bytes of the packed tables (the prover's d_ntt_tables): 4 two-level power tables, 3
+    constants, 2 per-pass tables."""
+    return 4 * (4 * table_words(log_n) + 3 * 8 + 2 * pass_words(log_n))
 
 
 @dataclass(frozen=True)
@@ -102,6 +158,7 @@ class DeviceTables:
     one: object
     n_inv: object
     zinv: object
+    passes: tuple = ()  # per-pass tables of w, w^-1 (fr_ntt_pass)
 
     @classmethod
     def from_buffer(cls, flat: object, log_n: int) -> DeviceTables:
@@ -114,6 +171,8 @@ class DeviceTables:
                 (flat[base : base + 8 * hi_count], flat[base + 8 * hi_count : base + words])
             )
         c = 4 * words
+        pw = pass_words(log_n)
+        passes = (flat[c + 24 : c + 24 + pw], flat[c + 24 + pw : c + 24 + 2 * pw])
         return cls(
             log_n,
             lo_bits,
@@ -121,6 +180,7 @@ class DeviceTables:
             flat[c : c + 8],
             flat[c + 8 : c + 16],
             flat[c + 16 : c + 24],
+            passes,
         )
 
 
@@ -192,7 +252,10 @@ def ntt_launches(
         else:
             out = [] if pre is None else [("scale", _scale_launch(a, t, pre))]
             out.append(_bitrev(a, log_n))
-        out += _group_launches(a, t, which, name)
+        if name in ("fr_ntt_pass", "fr_ntt_pass_c2"):
+            out += _pass_launches(a, t, which, columns=name == "fr_ntt_pass_c2")
+        else:
+            out += _group_launches(a, t, which, name)
         return out + ([] if post is None else [("scale", _scale_launch(a, t, post))])
     if tiled:
         out = [_bitrev_tiled(a, t, pre)]
@@ -229,6 +292,35 @@ def _bitrev(a: object, log_n: int) -> tuple[str, Callable[[], None]]:
 
     n = 1 << log_n
     return ("fr_bitrev", lambda: launch("ntt.cu", "fr_bitrev", n, a, np.int64(n), np.int32(log_n)))
+
+
+def _pass_launches(
+    a: object, t: DeviceTables, which: int, columns: bool = False
+) -> list[tuple[str, Callable[[], None]]]:
+    """fr_ntt_pass's launches: one per pass_groups entry, 2^(k-1+cl) threads, 2 2^(k+cl)
+    elements of dynamic shared memory (a block's elements and twiddle slots); cl = 1 (two
+    adjacent groups per block) for `columns` where st >= 1 and the block fits 48 KiB."""
+    from .module import kernel
+
+    log_n, n = t.log_n, 1 << t.log_n
+    hi, lo = t.views[which]
+    fn = kernel("ntt.cu", "fr_ntt_pass")
+    pl = np.int32(pass_log(log_n))
+    out = []
+    for st, k in pass_groups(log_n):
+        cl = 1 if columns and st >= 1 and k <= 8 else 0
+        args = (a, hi, lo, np.int32(t.lo_bits), np.int32(log_n), np.int32(st), np.int32(k))
+        args += (t.passes[which], pl, np.int32(cl))
+        shared = 2 * (1 << (k + cl)) * FR_BYTES
+        out.append(
+            (
+                f"fr_ntt_pass{'_c2' if cl else ''}[{st}:{st + k}]",
+                lambda g=n >> (k + cl), th=1 << (k - 1 + cl), x=args, sh=shared: fn(
+                    (g,), (th,), x, shared_mem=sh
+                ),
+            )
+        )
+    return out
 
 
 def _group_launches(

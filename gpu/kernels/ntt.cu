@@ -1,20 +1,46 @@
 // Radix-2 decimation-in-time NTT over Fr (Montgomery limbs, 8 u32 per element).
 // The caller bit-reverses (`fr_bitrev_tiled` from 2^8 up, with the transform's input factor
 // applied on the way; `fr_bitrev` / `fr_bitrev_scale` below), then runs the log n stages in
-// groups of at most 10, one `fr_ntt_group_tw` (or, the earlier kernel, `fr_ntt_group`)
-// launch per group (three passes over memory at 2^24), or of at most 8 in registers
-// (`fr_ntt_reg8`, opt-in). gpu/ntt.py ntt_launches makes the launches.
+// groups, one launch per group (three passes over memory at 2^24): `fr_ntt_pass` (the
+// default: groups of at most 9 stages, twiddles from a per-pass table or the two-level
+// tables computed up front, the product inlined), `fr_ntt_group_tw` (the default
+// before it; groups of at most 10) or `fr_ntt_group` (the earlier kernel), or groups of at
+// most 8 in registers (`fr_ntt_reg8`, opt-in). gpu/ntt.py ntt_launches makes the launches.
 // Twiddle w^k = hi[k >> lo_bits] * lo[k & (2^lo_bits - 1)]: two tables of ~sqrt(n) entries.
 // Macros: NTT_TW_INLINE (default 0) 1 inlines the butterfly's product in fr_ntt_group_tw.
 // NTT_REG_DIRECT_LOAD (default 0) 1: fr_ntt_reg8 loads each thread's round-0 elements
 // straight from memory (lanes 8 rows apart) instead of consecutive rows per warp staged
 // through shared memory.
-#include "field.cuh"
+// fr_ntt_pass's switches (each measured side by side on the H200, 2^24, default 5.84 ms:
+// docs/benchmarks.md "NTT passes"): NTT_PASS_FR_MUL (default 0) 1 multiplies with fr_mul
+// (fr_mul.cuh, r's limbs folded in; 5.93 ms), 0 with field.cuh's mul_inline.
+// NTT_PASS_PLANES (default 0) 1 keeps a block's elements and twiddles in shared memory as
+// two planes of 16-byte halves, swizzled (conflict-free 128-bit accesses; 5.93 ms: the index
+// arithmetic costs more than the conflicts did), 0 as arrays of 32-byte Fr (2-way and worse
+// bank conflicts). NTT_PASS_TABLE (default 1) 1 takes the twiddles of the passes before the
+// last from the per-pass table (no product); 0 computes them from the two-level tables
+// (twiddle_fast: a product where both parts are nonzero; 6.12 ms). NTT_PASS_TW_STAGE
+// (default 0) 1 computes each stage's twiddles just before it, behind a barrier per stage
+// (as fr_ntt_group_tw; 6.22 ms), instead of all of them up front behind one. The kernel
+// `fr_ntt_pass_c2` of gpu/ntt.py is fr_ntt_pass with cl = 1 after the first pass (6.00 ms).
+#include "fr_mul.cuh"
 #ifndef NTT_TW_INLINE
 #define NTT_TW_INLINE 0
 #endif
 #ifndef NTT_REG_DIRECT_LOAD
 #define NTT_REG_DIRECT_LOAD 0
+#endif
+#ifndef NTT_PASS_FR_MUL
+#define NTT_PASS_FR_MUL 0
+#endif
+#ifndef NTT_PASS_PLANES
+#define NTT_PASS_PLANES 0
+#endif
+#ifndef NTT_PASS_TW_STAGE
+#define NTT_PASS_TW_STAGE 0
+#endif
+#ifndef NTT_PASS_TABLE
+#define NTT_PASS_TABLE 1
 #endif
 
 #define BLOCK_LOG 10  // at most 1024 elements (32 KiB) per block in fr_ntt_group
@@ -341,6 +367,127 @@ REG_KERNEL(fr_ntt_reg8, 3)
 REG_KERNEL(fr_ntt_reg4, 2)
 REG_KERNEL(fr_ntt_reg2, 1)
 
+// ---------------------------------------------------------------------------------------
+// fr_ntt_pass: stages st .. st + k - 1 (k <= PASS_LOG = 9) of the same groups as
+// fr_ntt_group_tw (a block holds the 2^k elements base + j 2^st of 2^cl adjacent groups,
+// cl = 0 unless gpu/ntt.py asks for columns; blockDim.x = 2^(k-1+cl), one butterfly per
+// thread and stage, gridDim.x = n / 2^(k+cl)), with
+//  - every twiddle of the block (stage sl, kk < 2^sl: slot 2^sl + kk, 2^k - 1 of them)
+//    computed up front behind one __syncthreads (fr_ntt_group_tw: 2^sl threads work, then a
+//    __syncthreads, in every stage);
+//  - no product for a twiddle of a pass before the last (st + k <= pt_log): each exponent e
+//    is a multiple of 2^(log_n - pt_log) and pt[e >> (log_n - pt_log)] = w^e (the per-pass
+//    table, 2^(pt_log - 1) entries; gpu/ntt.py pass_log); the last pass's one product each
+//    (as twiddle_fast: none where a part is zero); and no product at global stage 0 (w^0 = 1);
+//  - the product inlined (fr_ntt_group_tw calls field.cuh's out-of-line product), field.cuh's
+//    mul_inline or fr_mul (NTT_PASS_FR_MUL); 128-bit global loads and stores;
+//  - elements and twiddles in shared memory as Fr arrays or planes (NTT_PASS_PLANES).
+// Dynamic shared memory: 2 2^(k+cl) elements (the elements and as many twiddle slots, slots
+// 0 .. 2^cl - 1 unused).
+#if NTT_PASS_FR_MUL
+#define PASS_MUL fr_mul
+#else
+#define PASS_MUL mul_inline
+#endif
+
+#if NTT_PASS_PLANES
+// slot i of an array of `count` elements: half 0 at p[q], half 1 at p[count + q], q = i with
+// bits 0..2 flipped when bit 3 is set. A quarter warp (8 lanes, one 128-byte wavefront) then
+// hits 8 distinct 16-byte bank groups in every access of the kernel: with one column, slot
+// i = (t >> sl) 2^(sl + 1) + (t mod 2^sl) (and + 2^sl) over 8 consecutive t has distinct
+// bits 0..2 for sl >= 3, and for sl < 3 spans 16 slots whose two halves (bit 3) are
+// mirrored; with two columns (slot 2 i + c) the same holds with 4 butterflies of 2 lanes.
+__device__ __forceinline__ int plane_q(int i) { return i ^ (((i >> 3) & 1) * 7); }
+__device__ __forceinline__ Fr pass_get(const uint4* p, int count, int i) {
+    const int q = plane_q(i);
+    const uint4 x = p[q], y = p[count + q];
+    Fr r;
+    r.v[0] = x.x, r.v[1] = x.y, r.v[2] = x.z, r.v[3] = x.w;
+    r.v[4] = y.x, r.v[5] = y.y, r.v[6] = y.z, r.v[7] = y.w;
+    return r;
+}
+__device__ __forceinline__ void pass_put(uint4* p, int count, int i, const Fr& r) {
+    const int q = plane_q(i);
+    p[q] = make_uint4(r.v[0], r.v[1], r.v[2], r.v[3]);
+    p[count + q] = make_uint4(r.v[4], r.v[5], r.v[6], r.v[7]);
+}
+#else
+__device__ __forceinline__ Fr pass_get(const uint4* p, int count, int i) {
+    return reinterpret_cast<const Fr*>(p)[i];
+}
+__device__ __forceinline__ void pass_put(uint4* p, int count, int i, const Fr& r) {
+    reinterpret_cast<Fr*>(p)[i] = r;
+}
+#endif
+
+// twiddle slot `slot` of a block (e = slot >> cl = 2^sl + kk, column slot mod 2^cl): from the
+// per-pass table (`table`) or the two-level tables (twiddle_fast with the product inlined)
+__device__ __forceinline__ Fr pass_twiddle(int slot, int cl, long long low, int st, int log_n,
+                                           bool table, const u32* pt, int pt_log,
+                                           const u32* hi, const u32* lo, int lo_bits) {
+    const int e = slot >> cl, sl = 31 - __clz(e), kk = e - (1 << sl);
+    const long long ex = (low + (slot & ((1 << cl) - 1)) + ((long long)kk << st))
+                         << (log_n - st - sl - 1);
+    if (table) return load_vec(pt + (ex >> (log_n - pt_log)) * 8);
+    const long long eh = ex >> lo_bits, el = ex & ((1LL << lo_bits) - 1);
+    if (el == 0) return load_vec(hi + eh * 8);
+    if (eh == 0) return load_vec(lo + el * 8);
+    return PASS_MUL(load_vec(hi + eh * 8), load_vec(lo + el * 8));
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    fr_ntt_pass(u32* a, const u32* hi, const u32* lo, int lo_bits, int log_n, int st, int k,
+                const u32* pt, int pt_log, int cl) {
+    extern __shared__ uint4 dyn_pass[];
+    // 2^cl adjacent columns per block (cl <= st): element (row j, column c) of the block is
+    // a[base + c + j 2^st], slot j 2^cl + c (a warp's lanes read 2^cl 32-byte elements in a
+    // row: 64-byte runs for cl = 1)
+    const int count = 1 << (k + cl), half = count >> 1, t = threadIdx.x;
+    const int cmask = (1 << cl) - 1, c = t & cmask, tb = t >> cl;
+    uint4* s = dyn_pass;              // 2^(k + cl) elements (2 2^(k + cl) uint4)
+    uint4* tw = dyn_pass + 2 * count;  // 2^(k + cl) twiddle slots (2 2^(k + cl) uint4)
+    const long long b = (long long)blockIdx.x << cl;
+    const long long low = b & ((1LL << st) - 1);
+    const long long base = ((b >> st) << (st + k)) | low;
+#define PASS_AT(slot) (base + ((slot) & cmask) + ((long long)((slot) >> cl) << st))
+    const Fr x0 = load_vec(a + PASS_AT(t) * 8);
+    const Fr x1 = load_vec(a + PASS_AT(t + half) * 8);
+    pass_put(s, count, t, x0);
+    pass_put(s, count, t + half, x1);
+    const bool table = NTT_PASS_TABLE && st + k <= pt_log;
+#if !NTT_PASS_TW_STAGE
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int slot = t + r * half;
+        if (slot >> cl == 0) continue;
+        pass_put(tw, count, slot,
+                 pass_twiddle(slot, cl, low, st, log_n, table, pt, pt_log, hi, lo, lo_bits));
+    }
+    __syncthreads();  // elements and twiddles written
+#endif
+    for (int sl = 0; sl < k; sl++) {
+        const int h = 1 << sl, kk = tb & (h - 1);
+#if NTT_PASS_TW_STAGE  // this stage's 2^(sl + cl) twiddles, then a barrier (as fr_ntt_group_tw)
+        if (t < (h << cl)) {
+            const int slot = (h << cl) + t;
+            pass_put(tw, count, slot,
+                     pass_twiddle(slot, cl, low, st, log_n, table, pt, pt_log, hi, lo, lo_bits));
+        }
+        __syncthreads();  // twiddles (and at sl = 0 the elements) written
+#endif
+        const int i = ((((tb >> sl) << (sl + 1)) + kk) << cl) | c, j = i + (h << cl);
+        const Fr u = pass_get(s, count, i);
+        Fr v = pass_get(s, count, j);
+        if (st + sl != 0) v = PASS_MUL(v, pass_get(tw, count, ((h + kk) << cl) | c));
+        pass_put(s, count, i, u + v);
+        pass_put(s, count, j, u - v);
+        __syncthreads();
+    }
+    store_vec(a + PASS_AT(t) * 8, pass_get(s, count, t));
+    store_vec(a + PASS_AT(t + half) * 8, pass_get(s, count, t + half));
+#undef PASS_AT
+}
+
 // fr_bitrev with the elements scaled on the way (the coset shift and 1/n of the transforms
 // folded into the pass that moves every element anyway): a_i <- f(j) a_j for i = rev(j),
 // f(j) = ps[0] (mode bit 1) times x^j from the power tables phi, plo (mode bit 2).
@@ -417,4 +564,20 @@ extern "C" __global__ void fr_mul_rate(u32* out, const u32* in, int iters) {
         x3 = mul_inline(x3, y);
     }
     (mul_inline(mul_inline(x0, x1), mul_inline(x2, x3))).store(out + t * 8);
+}
+
+
+// fr_mul_rate with fr_mul (fr_mul.cuh, r's limbs folded in) in place of mul_inline.
+extern "C" __global__ void fr_mul_rate_r(u32* out, const u32* in, int iters) {
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    Fr y = Fr::load(in + (t & 1023) * 8);
+    Fr x0 = Fr::load(in + ((t + 1) & 1023) * 8), x1 = Fr::load(in + ((t + 2) & 1023) * 8);
+    Fr x2 = Fr::load(in + ((t + 3) & 1023) * 8), x3 = Fr::load(in + ((t + 4) & 1023) * 8);
+    for (int i = 0; i < iters; i++) {
+        x0 = fr_mul(x0, y);
+        x1 = fr_mul(x1, y);
+        x2 = fr_mul(x2, y);
+        x3 = fr_mul(x3, y);
+    }
+    (fr_mul(fr_mul(x0, x1), fr_mul(x2, x3))).store(out + t * 8);
 }

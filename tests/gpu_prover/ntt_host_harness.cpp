@@ -28,6 +28,7 @@ inline void __syncthreads() { __syncwarp(); }
 #include "ntt_host.cu"
 #include "field_ops.cu"
 Fr dyn[1 << 12];  // fr_ntt_group_tw's dynamic shared memory
+uint4 dyn_pass[3 << 10];  // fr_ntt_pass's (48 KiB: elements and twiddles, 2 uint4 each)
 
 // one thread per lane of a block, each running the grid's blocks in turn; a barrier between
 // blocks (a block's shared memory is the next one's)
@@ -81,6 +82,7 @@ int main() {
         else if (k == "fr_ntt_reg4") f = [&] { fr_ntt_reg4(p[0], p[1], p[2], (int)v[3], (int)v[4], (int)v[5], (int)v[6], p[7], p[8], p[9], (int)v[10]); };
         else if (k == "fr_ntt_reg2") f = [&] { fr_ntt_reg2(p[0], p[1], p[2], (int)v[3], (int)v[4], (int)v[5], (int)v[6], p[7], p[8], p[9], (int)v[10]); };
         else if (k == "fr_ntt_group_tw") f = [&] { fr_ntt_group_tw(p[0], p[1], p[2], (int)v[3], (int)v[4], (int)v[5], (int)v[6]); };
+        else if (k == "fr_ntt_pass") f = [&] { fr_ntt_pass(p[0], p[1], p[2], (int)v[3], (int)v[4], (int)v[5], (int)v[6], p[7], (int)v[8], (int)v[9]); };
         else if (k == "fr_scale") f = [&] { fr_scale(p[0], p[1], v[2]); };
         else if (k == "fr_coset_scale") f = [&] { fr_coset_scale(p[0], p[1], p[2], (int)v[3], p[4], v[5]); };
         else { fprintf(stderr, "unknown kernel %s\n", name); return 2; }

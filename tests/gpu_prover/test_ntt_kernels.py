@@ -115,3 +115,67 @@ def test_group_kernels_transforms(name, bitrev):
             call = functools.partial(fn, kernel_name=name, bitrev=bitrev)
             got = _gpu_transform(cp, call, values, t, n)
             assert got == want, (name, fn.__name__, log_n)
+
+
+PASS_SWITCHES = [
+    "",
+    "NTT_PASS_FR_MUL=1",
+    "NTT_PASS_PLANES=1",
+    "NTT_PASS_FR_MUL=1 NTT_PASS_PLANES=1",
+    "NTT_PASS_TABLE=0",
+    "NTT_PASS_TW_STAGE=1",
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("defines", PASS_SWITCHES)
+def test_pass_kernel_three_passes_match_reference(monkeypatch, defines):
+    """fr_ntt_pass under each switch with passes of at most 4 stages (PASS_LOG patched), so
+    that 2^12 runs three passes (a middle one from the per-pass table, as 2^24's second),
+    every transform against the reference domain."""
+    import cupy as cp
+    from cuzk_sim.gpu import ntt as gntt
+
+    monkeypatch.setenv("CUZK_KERNEL_DEFINES", defines)
+    monkeypatch.setenv("CUZK_NTT_KERNEL", "fr_ntt_pass")
+    monkeypatch.setattr(gntt, "PASS_LOG", 4)
+    log_n = 12
+    n = 1 << log_n
+    dom = Domain(n)
+    g = dom.default_coset
+    rng = random.Random(len(defines))
+    values = [rng.randrange(R) for _ in range(n)]
+    t = gntt.DeviceTables.from_buffer(
+        cp.asarray(gntt.domain_tables(log_n, dom.omega, g, 1).pack()), log_n
+    )
+    assert len(gntt.pass_groups(log_n)) == 3
+    for fn, want in (
+        (gntt.ntt, dom.ntt(values)),
+        (gntt.intt, dom.intt(values)),
+        (gntt.coset_intt, dom.coset_intt(values, g)),
+    ):
+        assert _gpu_transform(cp, fn, values, t, n) == want, (fn.__name__, defines)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("log_n", [19, 20, 24])
+def test_pass_kernel_equals_group_kernel_at_size(log_n):
+    """fr_ntt_pass at the sizes it was timed (2^19 and up: three passes; 2^24: the second
+    pass's twiddles from the 2^15-entry per-pass table) bit-equal to fr_ntt_group_tw (the
+    default until then, tested against the reference above), forward and coset inverse."""
+    import cupy as cp
+    from cuzk_sim.gpu import ntt as gntt
+
+    n = 1 << log_n
+    dom = Domain(n)
+    t = gntt.DeviceTables.from_buffer(
+        cp.asarray(gntt.domain_tables(log_n, dom.omega, dom.default_coset, 1).pack()), log_n
+    )
+    src = cp.random.default_rng(log_n).integers(0, 2**32, size=8 * n, dtype=cp.uint32)
+    src[7::8] &= 0x0FFFFFFF  # below r (r's top limb is 0x73eda753)
+    for fn in (gntt.ntt, gntt.coset_intt):
+        a, b = src.copy(), src.copy()
+        fn(a, t, kernel_name="fr_ntt_pass")
+        fn(b, t, kernel_name="fr_ntt_group_tw")
+        assert bool((a == b).all()), (fn.__name__, log_n)
+        assert not bool((a == src).all())

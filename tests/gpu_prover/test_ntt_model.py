@@ -202,3 +202,26 @@ def test_tiled_bit_reversal_model(log_n):
             if Mr != M:
                 out[(h << (m + 4)) | (M << 4) | l] = sb[t ^ (t >> 5)]
     assert out == [a[_rev(i, log_n)] for i in range(n)]
+
+
+@pytest.mark.parametrize(
+    "log_n,pass_log,mib",
+    [
+        # 4 power tables of (2^12 + 2^12) entries, 3 constants, 2 per-pass tables of 2^15
+        (24, 16, (4 * (2**12 + 2**12) + 3 + 2 * 2**15) * 32 / 2**20),
+        # 2^27: lo 2^14, hi 2^13; passes 9, 9, 9: per-pass tables of 2^17 entries (4 MiB each)
+        (27, 18, (4 * (2**14 + 2**13) + 3 + 2 * 2**17) * 32 / 2**20),
+        # 2^20: passes 6, 7, 7: P = 13, tables of 2^12
+        (20, 13, (4 * (2**10 + 2**10) + 3 + 2 * 2**12) * 32 / 2**20),
+    ],
+)
+def test_ntt_table_bytes_state_the_per_pass_tables(log_n, pass_log, mib):
+    """tables_bytes (the prover's d_ntt_tables, so the plan's) counts every table that
+    domain_tables packs, the per-pass tables of fr_ntt_pass included (hand arithmetic)."""
+    from cuzk_sim.gpu import ntt as gntt
+
+    assert gntt.pass_log(log_n) == pass_log
+    assert gntt.tables_bytes(log_n) == mib * 2**20
+    if log_n <= 20:
+        packed = gntt.domain_tables(log_n, 5, 7, 1).pack()
+        assert packed.nbytes == gntt.tables_bytes(log_n)
