@@ -5,7 +5,7 @@
 # Logs in $OUT. Usage (device machine, repo root, .whl present):
 #   bash benchmarks/issue12_device_call.sh
 # env: TEST_TIMEOUT (420: the whole folder took >200 s on the H200 at e58bfb9), BENCH_TIMEOUT (150), PROVE_TIMEOUT (90), MSM_VARIANTS,
-#   PROVE_COLUMNS, PROVE_DEFINES (the second prove run's kernel switches; "-": no second
+#   TESTS (skip: the benchmarks alone), PROVE_COLUMNS, PROVE_DEFINES (the second prove run's kernel switches; "-": no second
 #   run), MSM_SIZES / NTT_SIZES / PROVE_SIZES (default 18,20,24 / 18,20,24 / 18,20)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
@@ -14,10 +14,12 @@ mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,driver_version --format=csv | tee "$OUT/gpu.txt"
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$OUT/steps.txt"; }
-stamp tests
-timeout "${TEST_TIMEOUT:-420}" python3 -P -m pytest tests/gpu_prover -q -p no:cacheprovider \
-  --durations=10 > "$OUT/gputests.log" 2>&1
-stamp "tests rc=$?"; tail -4 "$OUT/gputests.log"
+if [ "${TESTS:-run}" != skip ]; then
+  stamp tests
+  timeout "${TEST_TIMEOUT:-420}" python3 -P -m pytest tests/gpu_prover -q -p no:cacheprovider \
+    --durations=10 > "$OUT/gputests.log" 2>&1
+  stamp "tests rc=$?"; tail -4 "$OUT/gputests.log"
+fi
 MSM_VARIANTS=${MSM_VARIANTS:-affine,affine-b512,sqr}
 timeout "${BENCH_TIMEOUT:-150}" python3 benchmarks/gpu_bench.py --quick --only msm_g1,msm_g2 \
   --sizes "${MSM_SIZES:-18,20,24}" --variants "$MSM_VARIANTS" --json "$OUT/bench.json" \
