@@ -16,50 +16,48 @@ times every launch of one transform (bit reversal, each stage group), and the fr
 fr_mul_rate_r rows give the Fr product's throughput (the NTT's arithmetic ceiling;
 field.cuh's product and fr_mul.cuh's, r's limbs folded in).
 Other columns (VARIANTS, with --variants): MSM `flush` (ACC_FLUSH_SLOTS=1, the default since
-the `msm` helper's call), `occupancy` (ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3), `device-tail`
-(new kernels, Horner on the GPU), `xyzz+sqr` (ACC_XYZZ=1 FQ2_SQR=1), `pairs` (those and
-FIELD_MUL_PAIRS=1; these two also as prove rows), `sqr` (FQ2_SQR=1), `affine` (ACC_AFFINE=1:
-affine batch accumulation, divsteps inverse), `affine+sqr`, `affine-binary`
-(ACC_AFFINE_INV=1), `affine-fermat` (ACC_AFFINE_INV=0), `affine-b512` (batches of 512,
-MSM_OVERRIDES); NTT `tw-inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2), `reg-direct`
-(fr_ntt_reg8 with NTT_REG_DIRECT_LOAD=1), `pass-frmul` / `pass-planes` / `pass-both` /
-`pass-notable` / `pass-stagetw` (fr_ntt_pass with NTT_PASS_FR_MUL=1, NTT_PASS_PLANES=1,
-both, NTT_PASS_TABLE=0, NTT_PASS_TW_STAGE=1), `pass-c2` (fr_ntt_pass_c2: two adjacent groups
-per block after the first pass), MSM `precomputed` (the signed MSM over precomputed bases,
-table built before timing: its build time and bytes reported), `e4c4b26` (the MSM as at
-commit e4c4b26: FIELD_LAZY=0 ACC_FLUSH_SLOTS=0, tree fan-in 8, a one-set sum through the
-host tail; old gets that tree and tail too, in its MSM rows), `nolazy` (FIELD_LAZY=0), and
-the precomputed MSM with one switch changed: `precomputed-e4c4b26` (all as at e4c4b26),
+the `msm` helper's call), `occupancy` (ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3: the defaults
+now), `occ1` (G1_ACC_MIN_BLOCKS=1, the launch bound before), `device-tail` (new kernels,
+Horner on the GPU), `xyzz+sqr` (ACC_XYZZ=1 FQ2_SQR=1), `pairs` (those and FIELD_MUL_PAIRS=1;
+these two also as prove rows), `sqr` (FQ2_SQR=1), `affine` (ACC_AFFINE=1: affine batch
+accumulation, divsteps inverse), `affine+sqr`, `affine-binary` (ACC_AFFINE_INV=1),
+`affine-fermat` (ACC_AFFINE_INV=0), `affine-b512` (batches of 512, MSM_OVERRIDES); NTT
+`tw-inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2), `reg-direct` (fr_ntt_reg8 with
+NTT_REG_DIRECT_LOAD=1), `pass-frmul` / `pass-planes` / `pass-both` / `pass-notable` /
+`pass-stagetw` (fr_ntt_pass with NTT_PASS_FR_MUL=1, NTT_PASS_PLANES=1, both,
+NTT_PASS_TABLE=0, NTT_PASS_TW_STAGE=1), `pass-c2` (fr_ntt_pass_c2: two adjacent groups per
+block after the first pass), MSM `precomputed` (the signed MSM over precomputed bases, table
+built before timing: its build time and bytes reported), `e4c4b26` (the MSM as at commit
+e4c4b26: FIELD_LAZY=0 ACC_FLUSH_SLOTS=0, tree fan-in 8, a one-set sum through the host tail;
+old gets that tree and tail too, in its MSM rows), `nolazy` (FIELD_LAZY=0), and the
+precomputed MSM with one switch changed: `precomputed-e4c4b26` (all as at e4c4b26),
 `precomputed-nolazy` (FIELD_LAZY=0), `precomputed-fq2lazy` (FQ2_LAZY=1), `precomputed-sqr`
 (FIELD_SQR=1), `precomputed-noflush` (ACC_FLUSH_SLOTS=0), `precomputed-fan8`,
 `precomputed-fan4` (TREE_FAN_IN), `precomputed-hosttail` (ONE_SET_ON_DEVICE=False),
 `precomputed-seg8`, `precomputed-seg32` (SEGMENT_LEN), `precomputed-level4` (LEVEL_FAN_IN),
 `precomputed-acc304k` (MAX_ACC_THREADS = 9 whole waves), `precomputed-occupancy` (as
-`occupancy`), `precomputed-occupancy-acc304k`. --extra adds the unsigned MSM, the
-precomputed one and the fr_ntt_group NTT. Prove: old and new default flags (old: its
-kernels, the tree and tail of gpu/msm.py as they are), new with prestage + pinned (a/b/c and
-the witness staged through pinned memory per copy), new with `key_pinned` (the key's points
-in pinned host memory, pinned once before timing: its time reported), and `key+abc pinned`
-(that, plus prestage + pinned with the
-caller's a/b/c and witness already in pinned memory: every upload a DMA; before commit
-8ee75b9, 2026-12-01 ~11:40 UTC, the witness was uploaded from pageable memory), and both
-of those with `overlap_uploads` (each MSM's points uploaded on a stream of their own beside the MSM
-before it). `overlap_tails` (each MSM's deferred Horner + point finished in a helper
-process while the GPU runs the next MSM), `tails in a thread` (the same in a thread: the
-GIL's cost), `key_resident` (the key's points kept on the device: the untimed first
-partition uploads them, its time reported as first_partition_ms), and the combinations
-`pinned+overlap+resident+tails` (key_pinned, overlap_uploads, key_resident, overlap_tails)
-and `all pinned+overlap+resident+tails` (that, plus prestage + pinned a/b/c), and with
-`key_tables` (each MSM over precomputed tables kept on the device; the untimed first
-partition, traced, builds them: first_partition_ms, table_build_ms, table_bytes)
-`resident+tables` (key_resident + key_tables alone) and
-`all pinned+overlap+resident+tails+tables`.
-Synthetic data: points P_i = k_i G computed on the GPU, random scalars < 2^254; a full
-prove uses random a/b/c vectors (the NTT-H and MSM work is the same as for a real witness)
-and full-size blinding scalars r, s (seeded; the host assembly's scalar multiplications
-cost what a real proof's do: with r = 3, s = 4, as before commit 99a10d1, 2026-12-01
-~11:33 UTC, they were ~23 ms cheaper on a CI-class CPU).
-"""
+`occupancy`), `precomputed-occ1` (as `occ1`), `precomputed-occupancy-acc304k`. --extra adds
+the unsigned MSM, the precomputed one and the fr_ntt_group NTT. Prove: old and new default
+flags (old: its kernels, the tree and tail of gpu/msm.py as they are), new with prestage +
+pinned (a/b/c and the witness staged through pinned memory per copy), new with `key_pinned`
+(the key's points in pinned host memory, pinned once before timing: its time reported), and
+`key+abc pinned` (that, plus prestage + pinned with the caller's a/b/c and witness already
+in pinned memory: every upload a DMA; before commit 8ee75b9, 2026-12-01 ~11:40 UTC, the
+witness was uploaded from pageable memory), and both of those with `overlap_uploads` (each
+MSM's points uploaded on a stream of their own beside the MSM before it). `overlap_tails`
+(each MSM's deferred Horner + point finished in a helper process while the GPU runs the next
+MSM), `tails in a thread` (the same in a thread: the GIL's cost), `key_resident` (the key's
+points kept on the device: the untimed first partition uploads them, its time reported as
+first_partition_ms), and the combinations `pinned+overlap+resident+tails` (key_pinned,
+overlap_uploads, key_resident, overlap_tails) and `all pinned+overlap+resident+tails` (that,
+plus prestage + pinned a/b/c), and with `key_tables` (each MSM over precomputed tables kept
+on the device; the untimed first partition, traced, builds them: first_partition_ms,
+table_build_ms, table_bytes) `resident+tables` (key_resident + key_tables alone) and `all
+pinned+overlap+resident+tails+tables`. Synthetic data: points P_i = k_i G computed on the
+GPU, random scalars < 2^254; a full prove uses random a/b/c vectors (the NTT-H and MSM work
+is the same as for a real witness) and full-size blinding scalars r, s (seeded; the host
+assembly's scalar multiplications cost what a real proof's do: with r = 3, s = 4, as before
+commit 99a10d1, 2026-12-01 ~11:33 UTC, they were ~23 ms cheaper on a CI-class CPU)."""
 
 from __future__ import annotations
 
@@ -93,7 +91,8 @@ VARIANTS = {
     "pass-c2": ("", None),  # the NTT kernel fr_ntt_pass_c2 (two groups per block)
     "xyzz+sqr": ("ACC_XYZZ=1 FQ2_SQR=1", None),  # XYZZ accumulation, 2-product Fq2 squares
     "pairs": ("ACC_XYZZ=1 FQ2_SQR=1 FIELD_MUL_PAIRS=1", None),  # + two products per call
-    "occupancy": ("ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3", None),  # G1 acc <= 170 registers
+    "occupancy": ("ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3", None),  # = the defaults since bd7100c+
+    "occ1": ("G1_ACC_MIN_BLOCKS=1", None),  # G1 accumulation uncapped (255 registers)
     "sqr": ("FQ2_SQR=1", None),  # 2-product Fq2 squares alone (the default since c5c4210+)
     "nosqr": ("FQ2_SQR=0", None),  # Fq2 squares as products (the default before)
     "affine": ("ACC_AFFINE=1", None),  # affine batch accumulation, divsteps inverse
@@ -104,10 +103,10 @@ VARIANTS = {
     "precomputed": ("", None),  # MSM rows: signed over fixed-base tables (also in --extra)
     # the MSM as at commit e4c4b26 (FIELD_SQR=0 FIELD_LAZY=0, TREE_FAN_IN 8, one set's sum
     # via the host)
-    "e4c4b26": ("FIELD_SQR=0 FIELD_LAZY=0 ACC_FLUSH_SLOTS=0", None),
+    "e4c4b26": ("FIELD_SQR=0 FIELD_LAZY=0 ACC_FLUSH_SLOTS=0 G1_ACC_MIN_BLOCKS=1", None),
     "nolazy": ("FIELD_LAZY=0", None),  # every Fq value reduced below q
     # precomputed-*: the precomputed MSM with one switch changed (with --variants)
-    "precomputed-e4c4b26": ("FIELD_SQR=0 FIELD_LAZY=0 ACC_FLUSH_SLOTS=0", None),  # e4c4b26's
+    "precomputed-e4c4b26": ("FIELD_SQR=0 FIELD_LAZY=0 ACC_FLUSH_SLOTS=0 G1_ACC_MIN_BLOCKS=1", None),
     "precomputed-nolazy": ("FIELD_LAZY=0", None),  # every Fq value reduced below q
     "precomputed-fq2lazy": ("FQ2_LAZY=1", None),  # lazy reduction for G2's Fq2 too
     "precomputed-sqr": ("FIELD_SQR=1", None),  # the dedicated Fq square
@@ -119,7 +118,8 @@ VARIANTS = {
     "precomputed-seg32": ("", None),  # segments of 32 buckets (half as many)
     "precomputed-level4": ("", None),  # slots per thread in the accumulation's levels: 4
     "precomputed-acc304k": ("", None),  # 304128 accumulation threads (whole waves)
-    "precomputed-occupancy": ("ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3", None),
+    "precomputed-occupancy": ("ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3", None),  # = precomputed
+    "precomputed-occ1": ("G1_ACC_MIN_BLOCKS=1", None),  # the G1 accumulation uncapped
     "precomputed-occupancy-acc304k": ("ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3", None),
 }
 # gpu/msm.py constants a variant changes for its MSM rows (module attribute -> value); old

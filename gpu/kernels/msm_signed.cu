@@ -23,7 +23,9 @@
 // 3. *_set_reduce: per segment of a set, sum_k (k + 1) B_k by running sums;
 // 4. *_sum_groups (tree over segments) + *_combine (Horner over the g sets, c-bit shifts;
 //    Jacobian result, made affine on the host).
-// Macros: G1_ACC_MIN_BLOCKS (default 1), the launch bound of g1_acc_balanced (128 threads);
+// Macros: G1_ACC_MIN_BLOCKS (default 3), the launch bound of g1_acc_balanced (128 threads):
+// 3 blocks per SM cap it at 170 registers (12 warps per SM; 1: 255 registers, 8 warps):
+// G1 precomputed 2^20 11.70 against 12.19 ms side by side on the H200 (docs/benchmarks.md);
 // ACC_FLUSH_SLOTS (default 1) 1 stores a boundary piece when its run ends instead of
 // holding it in registers to the end of the thread (fewer registers: G2 precomputed 2^20
 // 8.6 % faster on the H200, G1 unchanged; docs/benchmarks.md); 0 holds them.
@@ -318,7 +320,7 @@ __device__ void precompute(const u32* points, u32* table, long long n, int shift
 }
 
 #ifndef G1_ACC_MIN_BLOCKS
-#define G1_ACC_MIN_BLOCKS 1  // 4 caps g1_acc_balanced at 128 registers (16 warps per SM)
+#define G1_ACC_MIN_BLOCKS 3  // 1: no cap (255 registers); 4: 128 registers (16 warps per SM)
 #endif
 #define DEFINE_SIGNED_MSM(G, F, MIN_BLOCKS)                                                    \
     extern "C" __global__ void __launch_bounds__(128, MIN_BLOCKS)                              \

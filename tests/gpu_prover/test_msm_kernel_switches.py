@@ -22,7 +22,7 @@ SWITCHES = [  # compiled modules of msm_signed.cu (NVRTC takes seconds each)
     ("FIELD_SQR=1", "host"),  # the dedicated Fq square (measured slower: off)
     ("FIELD_LAZY=0", "host"),  # every Fq value below q (the default until FIELD_LAZY=1)
     ("FQ2_LAZY=1", "host"),  # lazy reduction in G2's Fq2 too (measured slower: off)
-    ("FIELD_LAZY=0 ACC_FLUSH_SLOTS=0", "host"),  # the defaults of commit e4c4b26
+    ("FIELD_LAZY=0 ACC_FLUSH_SLOTS=0 G1_ACC_MIN_BLOCKS=1", "host"),  # the defaults of e4c4b26
     ("FIELD_MUL_WIDE=0 FQ2_SQR=0 ACC_FLUSH_SLOTS=0", "device"),  # the kernels of 06:33 UTC
     ("", "device"),
     (ALL_OPT_IN, "host"),  # every off-by-default switch at once (each alone: host tests)
