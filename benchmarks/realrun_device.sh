@@ -96,9 +96,22 @@ if [[ " $WHAT " == *" grid "* ]]; then
     --report-only > /dev/null 2>&1
 fi
 if [[ " $WHAT " == *" gputests "* ]]; then
+  # every test of tests/gpu_prover in three invocations: the MSM switch tests (NVRTC
+  # compiles, CPU-bound: a module per switch setting) in a second process beside the rest,
+  # then test_gpu_run.py alone (its tight cards count the device memory another process's
+  # context would take)
   stamp gputests
-  CUZK_HYPOTHESIS_PROFILE=${GPUTEST_PROFILE:-ci} timeout ${GPUTEST_TIMEOUT:-420} python3 -P -m pytest tests/gpu_prover \
+  export CUZK_HYPOTHESIS_PROFILE=${GPUTEST_PROFILE:-ci}
+  sw=tests/gpu_prover/test_msm_kernel_switches.py gr=tests/gpu_prover/test_gpu_run.py
+  timeout ${GPUTEST_TIMEOUT:-420} python3 -P -m pytest $sw -q -p no:cacheprovider \
+    --durations=5 > "$W/logs/gputests-switches.log" 2>&1 &
+  sw_pid=$!
+  timeout ${GPUTEST_TIMEOUT:-420} python3 -P -m pytest tests/gpu_prover --ignore=$sw --ignore=$gr \
     -q -p no:cacheprovider --durations=8 > "$W/logs/gputests.log" 2>&1; stamp "gputests rc=$?"
+  wait $sw_pid; stamp "gputests switches rc=$?"
+  timeout ${GPUTEST_TIMEOUT:-420} python3 -P -m pytest $gr -q -p no:cacheprovider \
+    --durations=3 > "$W/logs/gputests-gpu-run.log" 2>&1; stamp "gputests gpu-run rc=$?"
+  tail -n 1 "$W"/logs/gputests*.log
 fi
 if [[ " $WHAT " == *" asm "* ]]; then  # the host assembly: arithmetic vs the pool's round trip
   stamp asm
