@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cuzk_sim.input_errors import InputError
-from cuzk_sim.logs.parse import LogParser
+from cuzk_sim.logs.parse import LogParser, open_log
 from cuzk_sim.logs.timeline import KEEP_PARTITIONS, Analyzer, Partition
 
 
@@ -43,19 +43,21 @@ def analyze_logs(
             raise InputError(f"{path}: no such log file")
         lines.starts.append(n + 1)
         lines.files.append(str(path))
-        parser.counts.bytes += path.stat().st_size
         try:
-            with open(path, "rb", buffering=1 << 20) as f:
+            with open_log(path) as f:
                 feed, take = parser.feed, a.feed
+                nbytes = 0  # the log's text (a gzip file's decompressed)
                 for raw in f:
                     n += 1
+                    nbytes += len(raw)
                     rec = feed(raw, n)
                     if rec is not None:
                         take(rec)
                         if parser.extra:
                             for more in parser.drain():
                                 take(more)
-        except OSError as e:
+                parser.counts.bytes += nbytes
+        except (OSError, EOFError) as e:  # EOFError: a truncated gzip file
             raise InputError(f"{path}: cannot read the log ({e})") from None
     for rec in parser.finish():
         a.feed(rec)

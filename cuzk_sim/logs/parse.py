@@ -13,10 +13,12 @@ carries its line number, and never stops the parse. A prefix before the line (jo
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from cuzk_sim.input_errors import InputError
 
@@ -406,18 +408,31 @@ def parse_lines(lines: Iterable[bytes | str], parser: LogParser | None = None) -
     yield from p.finish()
 
 
+def open_log(path: Path) -> BinaryIO:
+    """The log's bytes, line by line: a gzip file (rotated logs: `daemon.log.1.gz`, found by
+    its magic bytes, whatever its name) is read through gzip; anything else as it is."""
+    f = open(path, "rb", buffering=1 << 20)  # noqa: SIM115 - the caller closes it
+    if f.peek(2)[:2] == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=f, mode="rb")  # type: ignore[return-value]
+    return f
+
+
 def read_log(path: str | Path, parser: LogParser | None = None) -> Iterator[Record]:
-    """Records of one log file, streamed; a missing or unreadable file is an InputError."""
+    """Records of one log file (plain or gzip), streamed; a missing or unreadable file is
+    an InputError."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such log file")
     try:
-        f = open(path, "rb", buffering=1 << 20)  # noqa: SIM115 - closed by the generator
+        f = open_log(path)
     except OSError as e:
         raise InputError(f"{path}: cannot read the log ({e})") from None
-    return _records(f, parser or LogParser())
+    return _records(path, f, parser or LogParser())
 
 
-def _records(f, parser: LogParser) -> Iterator[Record]:
+def _records(path: Path, f: BinaryIO, parser: LogParser) -> Iterator[Record]:
     with f:
-        yield from parse_lines(f, parser)
+        try:
+            yield from parse_lines(f, parser)
+        except (OSError, EOFError) as e:  # a truncated or corrupt gzip file
+            raise InputError(f"{path}: cannot read the log ({e})") from None

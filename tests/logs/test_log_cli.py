@@ -146,3 +146,26 @@ def test_the_incident_scenarios_replay_from_their_own_logs(tmp_path, scenario, v
     written = tomllib.loads(out.read_text())["variant"]
     assert {k: written[k] for k in variant} == variant
     assert simulate(load_scenario(out)).oom == oom
+
+
+def test_a_gzip_log_reads_as_the_plain_one_and_a_truncated_one_is_named(tmp_path):
+    """Rotated logs come gzipped (`daemon.log.1.gz`): `logs` and `calibrate` read them by
+    their magic bytes, whatever the name; a cut-off gzip file is one line naming it."""
+    import gzip
+
+    plain = FIXTURES / "mutex-contention.log"
+    packed = tmp_path / "rotated.log.1"  # no .gz suffix: found by the magic bytes
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    want = runner.invoke(app, ["logs", str(plain), "--json"])
+    got = runner.invoke(app, ["logs", str(packed), "--json"])
+    assert want.exit_code == 0 and got.exit_code == 0, got.output
+    a, b = json.loads(want.stdout), json.loads(got.stdout)
+    assert b["lines"] == a["lines"] and b["proofs_done"] == a["proofs_done"] > 0
+    assert b["jobs_per_kind"] == a["jobs_per_kind"]
+
+    cut = tmp_path / "cut.log.gz"
+    cut.write_bytes(packed.read_bytes()[: packed.stat().st_size // 2])
+    for args in (["logs", str(cut)], ["calibrate", str(cut), "--base", "h200", "-o", "p.toml"]):
+        r = runner.invoke(app, args)
+        assert r.exit_code == 2, (args, r.output)
+        assert "cut.log.gz: cannot read the log" in r.output and "Traceback" not in r.output

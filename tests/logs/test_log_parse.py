@@ -117,3 +117,14 @@ def test_read_log_streams_and_refuses_a_missing_file(tmp_path):
 def test_bytes_lines_are_decoded_leniently():
     recs, c = records([b"TIMELINE,1,SYNTH_START,j\xff,partition=0\n", b"\xff\xfe junk\n"])
     assert recs[0].kind == "timeline" and c.unknown == 1
+
+
+def test_read_log_reads_a_gzip_log_line_for_line(tmp_path):
+    import gzip
+
+    plain = FIXTURES / "incident-rtx4000ada-snapdeals.log"
+    packed = tmp_path / "incident.log.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    want = [(r.lineno, type(r).__name__) for r in read_log(plain)]
+    got = [(r.lineno, type(r).__name__) for r in read_log(packed)]
+    assert got == want and len(want) > 10
