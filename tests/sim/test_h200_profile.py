@@ -1,21 +1,21 @@
 """The h200 profile (calibrated from the real pipeline's step timings, device call of
-2026-12-01 ~13:02 UTC, commit deb8e14, the key pinned, one- and two-worker logs) against
+2026-12-01 ~14:39 UTC, commit 99d692d, the key pinned, one- and two-worker logs) against
 two measurements it was not fitted to, copied here by hand:
 
 - the kernel benchmark of the same kernels on a quiet GPU (docs/benchmarks.md, GPU prover
-  (H200), `gpu_bench.py --quick`, column `new`: the 2^20 MSMs and the NTTs of the call of
-  ~13:12 UTC at e4c4b26, whose gpu/ is deb8e14's; the 2^18 MSMs of the call at e58bfb9,
-  G2 from its `sqr` column, FQ2_SQR=1 being today's default): in the pipeline each kernel
-  also waits for Python to issue it, so the profile may be a little slower than the
-  benchmark, never much faster. The benchmark's MSM includes the host Horner over the
-  window sums, which the pipeline runs later in its assembler process (gpu/msm.py
-  `defer`): its MSM step is the benchmark less that tail, taken as the phase "tree +
-  tail" of the same benchmark at 2^20 (G1 2.31 ms, G2 8.11 ms at e4c4b26; the same
-  doublings at every size), a bound from below since the tree stays on the GPU;
+  (H200), `gpu_bench.py --quick`, column `new`: the 2^20 MSMs and the 2^20 / 2^24 NTTs of
+  the call of ~14:33 UTC at bd7100c, whose gpu/ is 99d692d's but for G1's launch bound,
+  G1_ACC_MIN_BLOCKS 1 there and 3 since; docs/validation/h200-2026-12-01-merged/): in the
+  pipeline each kernel also waits for Python to issue it, so the profile may be a little
+  slower than the benchmark, never much faster. The benchmark's MSM includes the host
+  Horner over the window sums, which the pipeline runs later in its assembler process
+  (gpu/msm.py `defer`): its MSM step is the benchmark less that tail, taken as the phase
+  "tree + tail" of the same benchmark at 2^20 (G1 3.10 ms, G2 9.05 ms), a bound from below
+  since the tree stays on the GPU;
 - the wall time per partition of the calibration runs themselves (`gpu-run` of one
-  worker, the key pinned, docs/validation/h200-2026-12-01-deb8e14/calib/w1-*.json:
+  worker, the key pinned, docs/validation/h200-2026-12-01-99d692d/calib/w1-*.json:
   sim_time_s / partitions, start-up included; 2^18: the mean of the two processes w1-18
-  and w1-18b, 65.1 and 61.1 ms), which the sum of the plan's step prices must reproduce
+  and w1-18b, 62.7 and 62.9 ms), which the sum of the plan's step prices must reproduce
   within 10 %: what the steps do not time (allocations, bookkeeping) is small, and the
   prices are means over one- and two-worker logs (two workers lengthen the short steps)."""
 
@@ -24,18 +24,15 @@ import pytest
 from cuzk_sim.calibration import load_profile
 
 BENCH_MS = [  # kind, size, quiet-GPU kernel benchmark (ms)
-    ("ntt", 2**18, 0.21),
-    ("ntt", 2**20, 0.69),
-    ("ntt", 2**24, 9.17),
-    ("msm_g1", 2**18, 8.26),
-    ("msm_g1", 2**20, 15.97),
-    ("msm_g2", 2**18, 26.29),
-    ("msm_g2", 2**20, 51.67),
+    ("ntt", 2**20, 0.40),
+    ("ntt", 2**24, 5.81),
+    ("msm_g1", 2**20, 16.71),
+    ("msm_g2", 2**20, 52.58),
 ]
-PARTITION_MS = {16: 40.5, 18: 63.1, 20: 149.5, 24: 1889.7}  # gpu-run, one worker
+PARTITION_MS = {16: 39.2, 18: 62.8, 20: 139.0, 24: 1721.6}  # gpu-run, one worker
 
 
-HOST_TAIL_MS = {"ntt": 0.0, "msm_g1": 2.31, "msm_g2": 8.11}  # tree + host tail, 2^20
+HOST_TAIL_MS = {"ntt": 0.0, "msm_g1": 3.10, "msm_g2": 9.05}  # tree + host tail, 2^20
 
 
 @pytest.mark.parametrize("kind, size, ms", BENCH_MS)
