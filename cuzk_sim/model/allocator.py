@@ -17,7 +17,8 @@ as `cls(ledger, granularity, release_threshold)`) and its name in `plan.Allocato
 rounding (`granularity`), so a measured granule (e.g. of cudaMallocAsync on the H200)
 is a parameter, not code:
 
-- `sync` (cudaMalloc): rounds to 2 MiB, fails when the ledger cannot take the bytes.
+- `sync` (cudaMalloc): rounds to 2 MiB, fails when the ledger cannot take the bytes
+  and one granule more (`CUDA_MALLOC_HEADROOM`; a caching segment too).
 - `async` (cudaMallocAsync's default pool): rounds to 2 MiB, served from its idle bytes
   first, grows by the missing part; freed bytes stay in the pool; at a sync point bytes
   above the release threshold go back (UINT64_MAX: never).
@@ -47,6 +48,11 @@ from typing import ClassVar
 from cuzk_sim.plan import Allocator as AllocatorName
 
 CUDA_GRANULE = 2 * 2**20  # cudaMalloc / pool rounding of large allocations
+# A cudaMalloc (the sync allocator, a caching-pool segment) needs one granule free beyond
+# its rounded size: on the H200 a cudaMalloc of 81 MiB (82 rounded) failed with 83.125 MiB
+# free in 13 real runs (docs/validation.md, "After the grid: issue 12's kernels"); no
+# allocation is known to have succeeded with less. The async pool is not measured so.
+CUDA_MALLOC_HEADROOM = CUDA_GRANULE
 CACHING_ROUND = 512  # CuPy's memory pool rounds to 512 B
 NEVER = 2**64 - 1  # UINT64_MAX release threshold: the pool never gives bytes back
 
@@ -69,9 +75,9 @@ class Ledger:
     def free(self) -> int:
         return self.total - self.context - self.reserved
 
-    def take(self, nbytes: int) -> bool:
+    def take(self, nbytes: int, headroom: int = 0) -> bool:
         """Reserve nbytes from the device at once, or refuse (False) and change nothing."""
-        if nbytes > self.total - self.context - self.reserved:
+        if nbytes + headroom > self.total - self.context - self.reserved:
             return False
         self.reserved += nbytes
         return True
@@ -105,7 +111,7 @@ class SyncAllocator:
 
     def try_alloc(self, nbytes: int) -> tuple[int, object] | None:
         size = round_up(nbytes, self.granularity)
-        if not self.ledger.take(size):
+        if not self.ledger.take(size, CUDA_MALLOC_HEADROOM if size else 0):
             return None
         self.live += size
         return size, None
@@ -225,9 +231,9 @@ class CachingPool:
             self.live += size
             return size, (sid, offset)
         segment = round_up(size, self.segment_granule)
-        if segment > self.ledger.free and idle:
+        if segment + CUDA_MALLOC_HEADROOM > self.ledger.free and idle:
             self._release_free_segments()
-        if not self.ledger.take(segment):
+        if not self.ledger.take(segment, CUDA_MALLOC_HEADROOM):
             return None
         sid = self.next_segment
         self.next_segment += 1
