@@ -336,6 +336,53 @@ __device__ __forceinline__ void addc(u32& d, u32 a, u32 b) {
 // in N. Needs N even; inputs < m, output < m -- or, lazy (Lazy<T>::on, 4m <= 2^(32 N)),
 // inputs < 2m: then t + a b_i + u m < 3m 2^32 + 2m, t stays < 3m, and the output
 // (a b + U m) / 2^(32 N) < 4m^2 / 2^(32 N) + m < 2m is returned as it is.
+// The first half of a round of the wide product: ev += a_even b_i (ev = a_even b_0 in round
+// 0), od = a_odd b_i (fr_mul.cuh's product shares it).
+template <int N>
+__device__ __forceinline__ void mont_product_round(u32* ev, u32* od, const u32* a, u32 bi,
+                                                   bool first) {
+    if (first) {
+#pragma unroll
+        for (int j = 0; j < N; j += 2) {
+            u64 e = (u64)a[j] * bi;
+            ev[j] = (u32)e;
+            ev[j + 1] = (u32)(e >> 32);
+        }
+    } else {
+        madw_first(ev[0], ev[1], a[0], bi);
+#pragma unroll
+        for (int j = 2; j < N; j += 2) madw_cc(ev[j], ev[j + 1], a[j], bi);
+        add_carry(ev[N]);
+    }
+#pragma unroll
+    for (int j = 1; j < N; j += 2) {
+        u64 o = (u64)a[j] * bi;
+        od[j - 1] = (u32)o;
+        od[j] = (u32)(o >> 32);
+    }
+}
+
+// The second half of a round of the wide product (and square): u = t_0 (-1/m) mod 2^32,
+// ev += u m_even, od += u m_odd, then t = (od + ev[1..N]) (t / 2^32; word 0 is 0).
+template <class T>
+__device__ __forceinline__ void mont_reduce_round(u32* ev, u32* od) {
+    const int N = T::N;
+    const u32 u = ev[0] * T::INV;
+    madw_first(ev[0], ev[1], T::mod(0), u);
+#pragma unroll
+    for (int j = 2; j < N; j += 2) madw_cc(ev[j], ev[j + 1], T::mod(j), u);
+    add_carry(ev[N]);
+    madw_first(od[0], od[1], T::mod(1), u);
+#pragma unroll
+    for (int j = 3; j < N - 1; j += 2) madw_cc(od[j - 1], od[j], T::mod(j), u);
+    madw_last(od[N - 2], od[N - 1], T::mod(N - 1), u);
+    add_cc(ev[0], od[0], ev[1]);
+#pragma unroll
+    for (int k = 1; k < N - 1; k++) addc_cc(ev[k], od[k], ev[k + 1]);
+    addc(ev[N - 1], od[N - 1], ev[N]);
+    ev[N] = 0;
+}
+
 template <class T>
 __device__ __forceinline__ Fp<T> mont_mul_wide_body(const Fp<T>& a, const Fp<T>& b) {
     const int N = T::N;
@@ -343,40 +390,8 @@ __device__ __forceinline__ Fp<T> mont_mul_wide_body(const Fp<T>& a, const Fp<T>&
     ev[N] = 0;
 #pragma unroll
     for (int i = 0; i < N; i++) {
-        const u32 bi = b.v[i];
-        if (i == 0) {
-#pragma unroll
-            for (int j = 0; j < N; j += 2) {
-                u64 e = (u64)a.v[j] * bi;
-                ev[j] = (u32)e;
-                ev[j + 1] = (u32)(e >> 32);
-            }
-        } else {
-            madw_first(ev[0], ev[1], a.v[0], bi);
-#pragma unroll
-            for (int j = 2; j < N; j += 2) madw_cc(ev[j], ev[j + 1], a.v[j], bi);
-            add_carry(ev[N]);
-        }
-#pragma unroll
-        for (int j = 1; j < N; j += 2) {
-            u64 o = (u64)a.v[j] * bi;
-            od[j - 1] = (u32)o;
-            od[j] = (u32)(o >> 32);
-        }
-        const u32 u = ev[0] * T::INV;
-        madw_first(ev[0], ev[1], T::mod(0), u);
-#pragma unroll
-        for (int j = 2; j < N; j += 2) madw_cc(ev[j], ev[j + 1], T::mod(j), u);
-        add_carry(ev[N]);
-        madw_first(od[0], od[1], T::mod(1), u);
-#pragma unroll
-        for (int j = 3; j < N - 1; j += 2) madw_cc(od[j - 1], od[j], T::mod(j), u);
-        madw_last(od[N - 2], od[N - 1], T::mod(N - 1), u);
-        add_cc(ev[0], od[0], ev[1]);
-#pragma unroll
-        for (int k = 1; k < N - 1; k++) addc_cc(ev[k], od[k], ev[k + 1]);
-        addc(ev[N - 1], od[N - 1], ev[N]);
-        ev[N] = 0;
+        mont_product_round<T::N>(ev, od, a.v, b.v[i], i == 0);
+        mont_reduce_round<T>(ev, od);
     }
     Fp<T> r;
 #pragma unroll
@@ -436,20 +451,7 @@ __device__ __forceinline__ Fp<T> mont_sqr_wide_body(const Fp<T>& a) {
             od[j] = (u32)(o >> 32);
         }
 #undef SQR_E
-        const u32 u = ev[0] * T::INV;
-        madw_first(ev[0], ev[1], T::mod(0), u);
-#pragma unroll
-        for (int j = 2; j < N; j += 2) madw_cc(ev[j], ev[j + 1], T::mod(j), u);
-        add_carry(ev[N]);
-        madw_first(od[0], od[1], T::mod(1), u);
-#pragma unroll
-        for (int j = 3; j < N - 1; j += 2) madw_cc(od[j - 1], od[j], T::mod(j), u);
-        madw_last(od[N - 2], od[N - 1], T::mod(N - 1), u);
-        add_cc(ev[0], od[0], ev[1]);
-#pragma unroll
-        for (int k = 1; k < N - 1; k++) addc_cc(ev[k], od[k], ev[k + 1]);
-        addc(ev[N - 1], od[N - 1], ev[N]);
-        ev[N] = 0;
+        mont_reduce_round<T>(ev, od);
     }
     Fp<T> r;
 #pragma unroll

@@ -23,26 +23,7 @@ __device__ __forceinline__ Fr fr_mul(const Fr& a, const Fr& b) {
     ev[8] = 0;
 #pragma unroll
     for (int i = 0; i < 8; i++) {
-        const u32 bi = b.v[i];
-        if (i == 0) {
-#pragma unroll
-            for (int j = 0; j < 8; j += 2) {
-                u64 e = (u64)a.v[j] * bi;
-                ev[j] = (u32)e;
-                ev[j + 1] = (u32)(e >> 32);
-            }
-        } else {
-            madw_first(ev[0], ev[1], a.v[0], bi);
-#pragma unroll
-            for (int j = 2; j < 8; j += 2) madw_cc(ev[j], ev[j + 1], a.v[j], bi);
-            add_carry(ev[8]);
-        }
-#pragma unroll
-        for (int j = 1; j < 8; j += 2) {
-            u64 o = (u64)a.v[j] * bi;
-            od[j - 1] = (u32)o;
-            od[j] = (u32)(o >> 32);
-        }
+        mont_product_round<8>(ev, od, a.v, b.v[i], i == 0);
         const u32 e0 = ev[0], u = 0u - e0;
         // ev += u r_even: (ev1:ev0) += u, then limbs 2, 4, 6
         add_cc(ev[0], e0, u);
