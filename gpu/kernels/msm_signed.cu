@@ -27,8 +27,9 @@
 // 3 blocks per SM cap it at 170 registers (12 warps per SM; 1: 255 registers, 8 warps):
 // G1 precomputed 2^20 11.70 against 12.19 ms side by side on the H200 (docs/benchmarks.md);
 // ACC_FLUSH_SLOTS (default 1) 1 stores a boundary piece when its run ends instead of
-// holding it in registers to the end of the thread (fewer registers: G2 precomputed 2^20
-// 8.6 % faster on the H200, G1 unchanged; docs/benchmarks.md); 0 holds them.
+// holding it in registers to the end of the thread (fewer registers: it saved G2 precomputed
+// 8.6 % of the lazy G2 build's spills; against the G2 build kept, the same accumulation,
+// 31.00 / 31.08 ms on the H200; G1 unchanged; docs/benchmarks.md); 0 holds them.
 // ACC_XYZZ (default 0) 1: level 0 keeps its running sum in XYZZ coordinates (10 products per
 // mixed addition instead of 11) and stores it as Jacobian; 0: Jacobian throughout. (Off
 // until measured on the device: docs/benchmarks.md.)
