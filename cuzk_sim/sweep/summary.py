@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from cuzk_sim.result import per_hour
 from cuzk_sim.sweep.spec import CARD_KEY, VRAM_KEY, WORKERS_KEY, SweepSpec
 
 
@@ -131,9 +132,27 @@ def frontier(spec: SweepSpec, rows: list[dict], column: str) -> list[dict[str, A
         if r["safe"] and r["seconds_per_proof"] is not None and r[column] is not None
     ]
     return [
-        {column: c, "seconds_per_proof": s, "config": _config(spec, r), "key": r["key"]}
+        {
+            column: c,
+            "seconds_per_proof": s,
+            "proofs_per_hour": per_hour(s),
+            "config": _config(spec, r),
+            "key": r["key"],
+        }
         for c, s, r in pareto(pts)
     ]
+
+
+def replica_bound(rows: list[dict]) -> dict[str, Any] | None:
+    """With replicas: how many per configuration, and the 95 % Wilson upper bound on
+    P(OOM) of a configuration that had no OOM in any of them (what "safe" can claim)."""
+    from cuzk_sim.replicas import wilson_interval
+
+    counts = {r["replicas"] for r in rows if r.get("replicas")}
+    if not counts or max(counts) < 2:
+        return None
+    fewest = min(counts)
+    return {"replicas": fewest, "safe_oom_probability_high": wilson_interval(0, fewest)[1]}
 
 
 def summarize(spec: SweepSpec, rows: list[dict], boundaries: list[dict]) -> dict[str, Any]:
@@ -151,7 +170,9 @@ def summarize(spec: SweepSpec, rows: list[dict], boundaries: list[dict]) -> dict
         else {
             "config": _config(spec, best),
             "seconds_per_proof": best["seconds_per_proof"],
+            "proofs_per_hour": per_hour(best["seconds_per_proof"]),
             "vram_bytes": best["vram_bytes"],
+            "priced_by": best["priced_by"],
             "workers_per_device": best["workers_per_device"],
             "key": best["key"],
         },
@@ -161,4 +182,5 @@ def summarize(spec: SweepSpec, rows: list[dict], boundaries: list[dict]) -> dict
         "frontier_vram": frontier(spec, rows, "vram_bytes"),
         "frontier_workers": frontier(spec, rows, "workers_per_device"),
         "pricing": sorted({r["pricing"] for r in rows if r["pricing"]}),
+        "replicas": replica_bound(rows),
     }
