@@ -69,6 +69,7 @@ def max_safe_workers(spec: SweepSpec, rows: list[dict]) -> list[dict[str, Any]]:
                 "seconds_per_proof": best["seconds_per_proof"] if best else None,
                 "first_unsafe_workers": first_unsafe[WORKERS_KEY] if first_unsafe else None,
                 "first_unsafe_buffer": first_unsafe["first_oom_buffer"] if first_unsafe else None,
+                "first_unsafe_oom_probability": _p_oom(first_unsafe),
                 "non_monotone": later_safe,
                 "best_safe_seconds_per_proof": top["seconds_per_proof"] if top else None,
                 "best_safe_workers": top[WORKERS_KEY] if top else None,
@@ -105,10 +106,18 @@ def min_safe_vram(spec: SweepSpec, rows: list[dict]) -> list[dict[str, Any]]:
                 "seconds_per_proof": best["seconds_per_proof"] if best else None,
                 "largest_unsafe": _axis_value(first_unsafe, axis),
                 "largest_unsafe_buffer": first_unsafe["first_oom_buffer"] if first_unsafe else None,
+                "largest_unsafe_oom_probability": _p_oom(first_unsafe),
                 "best_safe_seconds_per_proof": top["seconds_per_proof"] if top else None,
             }
         )
     return out
+
+
+def _p_oom(row: dict | None) -> list[float] | None:
+    """With replicas: [P(OOM), its 95 % Wilson low, high] of an unsafe row; else None."""
+    if row is None or row.get("oom_probability") is None:
+        return None
+    return [row["oom_probability"], row["oom_probability_low"], row["oom_probability_high"]]
 
 
 def _axis_value(row: dict | None, axis: str) -> Any:

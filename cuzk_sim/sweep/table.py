@@ -21,6 +21,15 @@ def _s(v: float | None) -> str:
     return "-" if v is None or h is None else f"{v:.2f} s = {h:.1f}/h"
 
 
+def _fails(buffer: str | None, p_oom: list[float] | None) -> str:
+    """The buffer an unsafe row fails on; with replicas, how often, with its interval."""
+    text = buffer or "-"
+    if p_oom is not None:
+        p, low, high = p_oom
+        text += f" (P(OOM) {p:.2f}, 95 % {low:.2f}-{high:.2f})"
+    return text
+
+
 def _group(g: dict[str, Any]) -> str:
     return ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in g.items()) or "(all)"
 
@@ -44,7 +53,7 @@ def summary_tables(summary: dict[str, Any]) -> Tables:
                 "none" if r["max_safe_workers"] is None else str(r["max_safe_workers"]),
                 _s(r["seconds_per_proof"]),
                 "-" if r["first_unsafe_workers"] is None else str(r["first_unsafe_workers"]),
-                r["first_unsafe_buffer"] or "-",
+                _fails(r["first_unsafe_buffer"], r.get("first_unsafe_oom_probability")),
                 _s(r["best_safe_seconds_per_proof"]),
             ]
             for r in summary["max_safe_workers"]
@@ -58,7 +67,7 @@ def summary_tables(summary: dict[str, Any]) -> Tables:
                 "none" if r["min_safe"] is None else str(r["min_safe"]),
                 _s(r["seconds_per_proof"]),
                 "-" if r["largest_unsafe"] is None else str(r["largest_unsafe"]),
-                r["largest_unsafe_buffer"] or "-",
+                _fails(r["largest_unsafe_buffer"], r.get("largest_unsafe_oom_probability")),
             ]
             for r in summary["min_safe_vram"]
         ]

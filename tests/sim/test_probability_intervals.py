@@ -122,7 +122,14 @@ def test_sweep_rows_carry_the_interval(tmp_path):
         "safe_oom_probability_high": pytest.approx(0.1611, abs=5e-5),  # Newcombe, 0 of 20
     }
     from cuzk_sim.sweep.plots import _cell_text
-    from cuzk_sim.sweep.table import summary_lines
+    from cuzk_sim.sweep.table import summary_lines, summary_tables
+
+    (group,) = outcome.summary["max_safe_workers"]
+    assert group["first_unsafe_workers"] == 2  # two workers race; one cannot
+    p, lo, hi = group["first_unsafe_oom_probability"]
+    assert 0 < p < 1 and (lo, hi) == wilson_interval(round(p * 20), 20)
+    table = str(summary_tables(outcome.summary))
+    assert f"(P(OOM) {p:.2f}, 95 % {lo:.2f}-{hi:.2f})" in table
 
     assert any("P(OOM) < 0.161" in line for line in summary_lines(outcome.summary))
     unsafe = next(r for r in outcome.rows if r["oom_probability"])

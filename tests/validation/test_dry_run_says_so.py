@@ -70,3 +70,13 @@ def test_validate_dry_run_report_says_dry_runs_and_has_no_timing_criterion(tmp_p
     assert all(row["real_spp"] is None and row["spp_error"] is None for row in summary["rows"])
     lines = (out / "real.jsonl").read_text().splitlines()
     assert all(json.loads(x)["real"]["device"] == "dry-run" for x in lines)
+
+
+def test_gpu_run_dry_run_trace_says_dry_run(scenario_file, tmp_path):
+    trace = tmp_path / "t.json"
+    r = runner.invoke(
+        app, ["gpu-run", str(scenario_file()), "--device", "dry-run", "--trace", str(trace)]
+    )
+    assert r.exit_code == 0, r.output
+    other = json.loads(trace.read_text())["otherData"]
+    assert other["device"] == "dry-run" and "DRY RUN" in other["note_device"]
