@@ -71,6 +71,8 @@ class ReplicaReport:
     results: list[SimResult] = field(repr=False)
     # the profile's warnings, as `cuzk-sim run` prints them (cuzk_sim.api.describe)
     warnings: list[str] = field(default_factory=list)
+    profile: str | None = None  # the profile that priced the replicas
+    card: str | None = None  # the hardware.card preset, if any
 
     @property
     def ooms(self) -> int:
@@ -118,9 +120,13 @@ class ReplicaReport:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (per-replica detail kept short: OOM, buffers, s/proof)."""
+        vram = self.results[0].vram_total_bytes if self.results else {}
         return {
             "replicas": self.replicas,
             "jitter": self.jitter,
+            "profile": self.profile,
+            "card": self.card,
+            "vram_total_bytes": {str(d): b for d, b in sorted(vram.items())},
             "oom_probability": self.oom_probability,
             "oom_probability_ci95": list(self.oom_interval),
             "stall_probability": self.stall_probability,
@@ -162,7 +168,14 @@ def run_replicas(
         results.append(simulate(scenario, jitter=jitter, replica=i))
         if progress is not None:
             progress(i + 1, replicas)
-    return ReplicaReport(replicas, jitter, results, profile_warnings(scenario))
+    return ReplicaReport(
+        replicas,
+        jitter,
+        results,
+        profile_warnings(scenario),
+        scenario.profile.name,
+        scenario.spec.hardware.card,
+    )
 
 
 def parse_fraction(text: str, option: str = "--jitter") -> float:

@@ -291,6 +291,12 @@ def _print_replicas(name: str, report) -> None:
         f"{escape(name)}: {report.replicas} replicas, jitter {report.jitter * 100:g} %",
         highlight=False,
     )
+    if report.results:  # the VRAM and the profile the replicas ran with
+        from cuzk_sim.report import vram_and_profile
+
+        first = report.results[0]
+        first.profile, first.card = report.profile, report.card
+        console.print(f"  VRAM, profile      {escape(vram_and_profile(first))}", highlight=False)
     console.print(
         f"  OOM probability    {format_probability(report.ooms, report.replicas)}",
         highlight=False,

@@ -103,6 +103,9 @@ def test_api_results_carry_the_warnings_the_cli_prints():
     assert report.warnings == printed
     assert report.to_json()["warnings"] == printed
     assert report.oom_interval == wilson_interval(report.ooms, 3)
+    assert (report.profile, report.card) == ("rtx5070ti", "rtx4000ada")
+    assert report.to_json()["profile"] == "rtx5070ti"
+    assert report.to_json()["vram_total_bytes"] == {"0": 20 * 2**30}  # the card's 20 GiB
 
 
 def test_sweep_rows_carry_the_interval(tmp_path):
