@@ -1,13 +1,15 @@
 """What a run says about throughput and where its time goes: the figures a user acts on.
 
 Read from the model's own accumulators after a run (no recording needed, so the fast
-path has them): per proof kind completed / failed, proofs per hour and goodput, latency
-percentiles; per device the compute and copy-engine utilization and the mutex; the
+path has them): per proof kind completed / failed, seconds per proof and proofs per hour,
+latency percentiles; per device the compute and copy-engine utilization and the mutex; the
 host's cores; and a bottleneck verdict with the figures it rests on.
 
 Definitions (T = simulated time of the run, `sim_time_s`):
-- throughput = proofs finished (completed + failed) per hour of T; goodput = completed
-  proofs per hour of T. A failing configuration can finish proofs fast and prove none.
+- throughput (per kind as for the run, cuzk_sim.result.THROUGHPUT_DEFINITION): seconds
+  per proof = the mean gap between completed proofs; proofs per hour = 3600 / that. One
+  quantity in two units; failed proofs are not counted (a failing configuration cannot
+  look fast), their number is reported beside it.
 - latency of a completed proof = its completion − its arrival; percentiles are
   nearest-rank (p-th: the ceil(p/100 · n)-th smallest).
 - utilization of an engine = seconds of work issued to it / T, counting only work that
@@ -24,6 +26,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
+
+from cuzk_sim.result import per_hour, seconds_per_proof
 
 if TYPE_CHECKING:
     from cuzk_sim.model.engine import Simulation
@@ -44,8 +48,8 @@ class KindMetrics:
     submitted: int
     completed: int
     failed: int
-    proofs_per_hour: float  # finished (completed + failed) per hour
-    goodput_per_hour: float  # completed per hour
+    seconds_per_proof: float | None  # mean gap between completed proofs of the kind
+    proofs_per_hour: float | None  # 3600 / seconds_per_proof
     latency_p50_s: float | None  # of completed proofs; None when none completed
     latency_p95_s: float | None
     latency_max_s: float | None
@@ -63,8 +67,6 @@ class DeviceMetrics:
 @dataclass(frozen=True)
 class RunMetrics:
     time_s: float
-    proofs_per_hour: float
-    goodput_per_hour: float
     kinds: tuple[KindMetrics, ...]
     devices: tuple[DeviceMetrics, ...]
     mutex_wait_s: float  # summed over every mutex and waiter
@@ -84,8 +86,6 @@ class RunMetrics:
             for x in self.devices
         }
         return {
-            "proofs_per_hour": self.proofs_per_hour,
-            "goodput_per_hour": self.goodput_per_hour,
             "kinds": kinds,
             "devices": devices,
             "mutex_wait_s": self.mutex_wait_s,
@@ -119,7 +119,6 @@ def _busy_until_end(busy: float, free_at: float, end: float) -> float:
 def measure(sim: Simulation) -> RunMetrics:
     """The metrics of a finished run, from the model's accumulators."""
     t = sim.env.now
-    hours = t / 3600 if t > 0 else 0.0
     done_at = {pid: at for pid, _, at in sim.done_times}
     kinds = []
     for kind in sorted({p.kind for p in sim.proofs}):
@@ -127,14 +126,17 @@ def measure(sim: Simulation) -> RunMetrics:
         completed = [p for p in proofs if p.id in done_at]
         failed = sum(p.failed for p in proofs)
         lat = sorted(done_at[p.id] - p.submitted_s for p in completed)
+        spp = seconds_per_proof(
+            [done_at[p.id] for p in completed], min(p.submitted_s for p in proofs)
+        )
         kinds.append(
             KindMetrics(
                 kind=kind,
                 submitted=len(proofs),
                 completed=len(completed),
                 failed=failed,
-                proofs_per_hour=(len(completed) + failed) / hours if hours else 0.0,
-                goodput_per_hour=len(completed) / hours if hours else 0.0,
+                seconds_per_proof=spp,
+                proofs_per_hour=per_hour(spp),
                 latency_p50_s=percentile(lat, 50),
                 latency_p95_s=percentile(lat, 95),
                 latency_max_s=lat[-1] if lat else None,
@@ -167,8 +169,6 @@ def measure(sim: Simulation) -> RunMetrics:
     synthesis_busy = _share(sim.synth_busy_s, synths * t)
     host_ram_wait = _share(sim.ram_wait_s, synths * t)
     host_cores = _share(sim.cores.work_s, sim.config.host_cores * t)
-    finished = sum(k.completed + k.failed for k in kinds)
-    completed = sum(k.completed for k in kinds)
     # an open stream of arrivals that the farm keeps up with (no backlog at the end beyond
     # what is in flight) is limited by its arrivals, however busy a stage is
     cfg = sim.config
@@ -192,8 +192,6 @@ def measure(sim: Simulation) -> RunMetrics:
     )
     return RunMetrics(
         time_s=t,
-        proofs_per_hour=finished / hours if hours else 0.0,
-        goodput_per_hour=completed / hours if hours else 0.0,
         kinds=tuple(kinds),
         devices=tuple(devices),
         mutex_wait_s=sum(m.wait_s for m in sim.mutexes.values()),

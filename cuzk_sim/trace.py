@@ -225,6 +225,13 @@ def chrome_trace(
             }
         )
     other: dict[str, Any] = {"scenario": result.scenario, "seed": result.seed}
+    if result.device is not None:  # gpu-run: real, or a dry run whose times are the host's
+        other["device"] = result.device
+    if result.dry_run:
+        other["note_device"] = (
+            "DRY RUN: no GPU, memory from the model's allocator ledger; the slices' times "
+            "are the host's, not a GPU's"
+        )
     if tl is not None and tl.detail_cut_at is not None:
         other["detail_until_s"] = tl.detail_cut_at
         other["note"] = (

@@ -35,7 +35,7 @@ from typing import Any, Literal
 import numpy as np
 
 from cuzk_sim.plan import Kernel, Plan
-from cuzk_sim.result import OomEvent, SimResult, Span, seconds_per_proof
+from cuzk_sim.result import OomEvent, SimResult, Span, per_hour, seconds_per_proof
 
 from .device import Buffer, Device, DeviceOutOfMemory, NotEnoughFreeMemory
 from .prover import (
@@ -1285,18 +1285,18 @@ class RealRun:
         time workers waited for the lock. Host-side figures are 0 (not measured)."""
         from cuzk_sim.metrics import DeviceMetrics, KindMetrics, RunMetrics, bottleneck, percentile
 
-        hours = wall / 3600 if wall > 0 else 0.0
         done = {pid: at for pid, _, at in self.done_times}
         kinds = []
         for kind in sorted({p.kind for p in self.proofs}):
             proofs = [p for p in self.proofs if p.kind == kind]
             lat = sorted(done[p.id] - p.submitted_s for p in proofs if p.id in done)
             failed = sum(p.failed for p in proofs)
+            spp = seconds_per_proof(
+                [done[p.id] for p in proofs if p.id in done], min(p.submitted_s for p in proofs)
+            )
             kinds.append(
                 KindMetrics(
-                    kind, len(proofs), len(lat), failed,
-                    (len(lat) + failed) / hours if hours else 0.0,
-                    len(lat) / hours if hours else 0.0,
+                    kind, len(proofs), len(lat), failed, spp, per_hour(spp),
                     percentile(lat, 50), percentile(lat, 95), lat[-1] if lat else None,
                 )
             )  # fmt: skip
@@ -1314,12 +1314,8 @@ class RealRun:
             devices.append(DeviceMetrics(g, share, {"HtoD": 0.0, "DtoH": 0.0}, share, sum(wait)))
         gpu = sum(d.compute_utilization for d in devices) / len(devices) if devices else 0.0
         verdict, evidence = bottleneck(gpu, 0.0, gpu, 0.0, 0.0, 0.0)
-        completed = sum(k.completed for k in kinds)
-        finished = completed + sum(k.failed for k in kinds)
         return RunMetrics(
             time_s=wall,
-            proofs_per_hour=finished / hours if hours else 0.0,
-            goodput_per_hour=completed / hours if hours else 0.0,
             kinds=tuple(kinds),
             devices=tuple(devices),
             mutex_wait_s=wait_total,

@@ -122,7 +122,8 @@ def gpu_run(
     ] = None,
 ) -> None:
     """Run a scenario on the GPU; exit 1 on an OOM (and, with --verify, on an invalid proof
-    or a lost job)."""
+    or a lost job). --device dry-run runs the pipeline without a GPU on the model's
+    allocator ledger: memory only, no timings (its output says DRY RUN)."""
     from cuzk_sim.report import print_run
     from cuzk_sim.scenario import load_scenario
 
@@ -196,6 +197,10 @@ def gpu_run(
     except InputError as e:
         raise _fail_input(e) from None
     info = run.details()
+    from cuzk_sim.api import describe
+
+    describe(result, scn)
+    result.device = device  # "dry-run": its JSON and table say so, with no timings
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
@@ -228,4 +233,6 @@ def gpu_run(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("gpu-run")(gpu_run)
+    from cuzk_sim.cli.simulate import with_throughput
+
+    app.command("gpu-run", help=with_throughput(gpu_run.__doc__))(gpu_run)

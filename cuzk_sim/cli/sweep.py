@@ -129,4 +129,6 @@ def sweep(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("sweep")(sweep)
+    from cuzk_sim.cli.simulate import with_throughput
+
+    app.command("sweep", help=with_throughput(sweep.__doc__))(sweep)

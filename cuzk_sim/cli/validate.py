@@ -23,8 +23,8 @@ def validate(
         str,
         typer.Option(
             "--device",
-            help="real (the GPU) or dry-run (no GPU: the pipeline "
-            "on the model's allocator ledger).",
+            help="real (the GPU) or dry-run (no GPU: the pipeline on the model's allocator "
+            "ledger; its report says dry runs and compares memory only, no timings).",
         ),
     ] = "real",
     only: Annotated[

@@ -134,6 +134,7 @@ def pipeline_executor(device: str) -> RealExecutor:
         except ValueError as e:  # CUZK_SIM_PIPELINE_TUNE
             raise InputError(str(e)) from None
         result = run.execute()
+        result.device = device  # a dry run's result carries no timings, and says so
         return result.to_dict(log_lines=40), run.details()
 
     return execute
@@ -221,7 +222,7 @@ def run_grid(
                     first_real[p["key"]] = real
                 say(
                     f"{p['key']}#{repeat}: model {'OOM' if p['model']['oom'] else 'fits'}, "
-                    f"real {'OOM' if real['oom'] else 'fits'} "
+                    f"{real.get('device') or 'real'} {'OOM' if real['oom'] else 'fits'} "
                     f"({real['first_oom_buffer'] or '-'}), {rec['wall_s']:.1f} s"
                 )
     return write_report(out, predictions)
@@ -244,9 +245,10 @@ def write_report(out: Path, predictions: dict) -> tuple[list, dict]:
     rows = compare_runs(predictions["runs"], reals)
     summary = summarize(rows)
     dates = sorted(r["date"] for r in reals)
+    runs = "dry runs (no GPU)" if summary["device"] == "dry-run" else f"{summary['device']} runs"
     header = (
         f"Spec `{predictions['source']}`; predictions {predictions['date']} at commit "
-        f"{predictions['commit']}; profile `{predictions.get('profile', '?')}`; real runs "
+        f"{predictions['commit']}; profile `{predictions.get('profile', '?')}`; {runs} "
         f"{dates[0] if dates else '-'} .. {dates[-1] if dates else '-'}.\n"
     )
     if predictions.get("repriced_after_runs"):  # benchmarks/reprice_grid.py
