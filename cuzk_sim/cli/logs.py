@@ -257,8 +257,10 @@ def scenario_from_log(
                 parse_size(vram)
             except ValueError as e:
                 raise InputError(f"--vram {vram}: {e}") from None
+        from cuzk_sim.calibration import load_profile
+
         a, _, _ = analyze_logs(paths, kind=kind)
-        cfg = logged_config(a)
+        cfg = logged_config(a, load_profile(profile).pce_load)
         prof = profile
         if not Path(profile).is_absolute() and Path(profile).is_file():
             prof = str(Path(profile).resolve())
@@ -278,6 +280,12 @@ def scenario_from_log(
         f"routing={cfg.routing}; observed "
         + (f"{spp:.2f} s/proof ([expect] holds it +-5 %)" if spp else "no s/proof")
     )
+    for key, why in cfg.stated.items():
+        typer.echo(f"stated: {key}: {why}")
+    for key, why in cfg.assumed.items():
+        if key == "hardware.vram" and vram:
+            continue
+        typer.echo(f"assumed: {key}: {why}")
     typer.echo(f"replay: cuzk-sim run {output}    gate: cuzk-sim check {output}")
 
 

@@ -206,6 +206,21 @@ def engine_starting(when: dt.datetime, pipeline_enabled: bool = True) -> str:
     )
 
 
+def initializing_gpu_workers(when: dt.datetime, gpus: list[int], workers_per_device: int) -> str:
+    """Engine::start, once, before the workers spawn: `num_gpus`, `gpu_workers_per_device`,
+    `total_workers` and the ordinals (`gpus = ?gpu_ordinals`, Debug: `[0, 1]`)."""
+    return tracing_line(
+        when,
+        "INFO",
+        ENGINE_TARGET,
+        "initializing GPU workers",
+        num_gpus=len(gpus),
+        gpu_workers_per_device=workers_per_device,
+        total_workers=len(gpus) * workers_per_device,
+        gpus="[" + ", ".join(str(g) for g in gpus) + "]",
+    )
+
+
 def gpu_worker_started(when: dt.datetime, worker_id: int, gpu: int, sub_id: int) -> str:
     return tracing_line(
         when,

@@ -34,7 +34,7 @@ OOM_PATTERNS = (
 )
 
 _KEY = re.compile(
-    rb"TIMELINE,|CUZK_|d_a_cache allocated|starting cuzk engine|GPU worker started"
+    rb"TIMELINE,|CUZK_|d_a_cache allocated|starting cuzk engine|GPU worker"
     rb"|GPU prov|PCE |panicked|terminate called|what\(\)|out of memory|proof assembled"
     rb"|proof completed successfully|memory budget initialized|rayon global thread pool"
 )
@@ -55,6 +55,7 @@ _CPP_WHAT = re.compile(r"what\(\):\s*(.*)$")
 # tracing messages we read: substring of the message -> record kind
 _MESSAGES = (
     ("starting cuzk engine", "engine_start"),
+    ("initializing GPU workers", "workers_init"),
     ("pipeline GPU worker started", "worker_started"),
     ("monolithic GPU worker started", "worker_started"),
     ("partition GPU prove complete", "partition_done"),

@@ -201,6 +201,9 @@ class Analyzer:
         self.workers: dict[int, int] = {}  # worker id -> assigned GPU
         self.worker_sub: dict[int, int] = {}  # worker id -> its index on its GPU
         self.worker_lines: dict[int, tuple[int, str]] = {}
+        # "initializing GPU workers": the GPU ordinals, workers per GPU, (line, text)
+        self.layout: tuple[list[int], int, tuple[int, str]] | None = None
+        self.timeline_workers: set[int] = set()  # worker ids TIMELINE lines name
         self.parts: dict[tuple, Partition] = {}
         self.open_sections: list[Partition] = []  # started, not ended, in start order
         self.recent: dict[int, deque[Partition]] = {}  # per GPU: recently closed sections
@@ -221,6 +224,10 @@ class Analyzer:
         self.done_last: float | None = None
         self.cpp_gpus: dict[int, tuple[int, str]] = {}  # GPUs named by per-GPU C++ lines
         self.pce_extracted: dict[str, list[tuple[int, str, int]]] = {}
+        # per circuit: (run, TIMELINE ms the extraction began, ms it ended), from the
+        # tracing time of "PCE extraction complete" less its extract_ms
+        self.pce_extract_spans: dict[str, list[tuple[int, float, float]]] = {}
+        self.pce_load_ends: dict[str, list[tuple[int, float]]] = {}  # (run, TIMELINE ms)
         self.pce_save_failed: dict[str, tuple[int, str]] = {}
         self.pce_loaded: set[str] = set()
         self.engine_starts = 0
@@ -279,6 +286,8 @@ class Analyzer:
             self._engine_start(r)
         elif k == "worker_started":
             self._worker_started(r)
+        elif k == "workers_init":
+            self._workers_init(r)
         elif k in ("rust_panic", "cpp_terminate", "model_panic", "oom_text", "error_oom"):
             self._crash(r)
         elif k == "gpu_failed":
@@ -298,12 +307,21 @@ class Analyzer:
             cid = str(r.fields.get("circuit_id", "?"))
             ms_ = _int(r.fields.get("extract_ms"))
             self.pce_extracted.setdefault(cid, []).append((r.lineno, r.text, ms_ or 0))
+            end = self._offset_ms(r.t_wall)
+            spans = self.pce_extract_spans.setdefault(cid, [])
+            if end is not None and ms_ is not None and len(spans) < MAX_MALFORMED:
+                spans.append((self.run, end - ms_, end))
         elif k == "pce_save_failed":
             self.pce_save_failed.setdefault(
                 str(r.fields.get("circuit_id", "?")), (r.lineno, r.text)
             )
         elif k == "pce_loaded":
-            self.pce_loaded.add(str(r.fields.get("circuit_id", "?")))
+            cid = str(r.fields.get("circuit_id", "?"))
+            self.pce_loaded.add(cid)
+            end = self._offset_ms(r.t_wall)
+            ends = self.pce_load_ends.setdefault(cid, [])
+            if end is not None and len(ends) < MAX_MALFORMED:
+                ends.append((self.run, end))
         if k.startswith("pce_") and "circuit_id" in r.fields:
             self.circuits.add(str(r.fields["circuit_id"]))
         if k == "rayon_threads":
@@ -356,6 +374,9 @@ class Analyzer:
             self.last_ms = t
         self._advance(t, r.lineno)
         part = self._part(job, p)
+        w = f.get("worker")
+        if w is not None and len(self.timeline_workers) < MAX_STEP_KEYS:
+            self.timeline_workers.add(w)  # type: ignore[arg-type]
         if ev == "GPU_START" or ev == "GPU_END":  # the lines findings cite
             part.lines.append((r.lineno, r.text))
         jobrec = self.jobs[(self.run, job)]
@@ -531,6 +552,8 @@ class Analyzer:
                 timing[key] = v  # type: ignore[assignment]
             if key in FIGURE_SET:
                 self._stat(sec, key, v, r.lineno)
+        if slot == "prep":  # the split path's C++ prints it for every partition
+            self.variant["prep_lines"] = self.variant.get("prep_lines", 0) + 1
         if slot == "b_g2":
             self.variant["b_g2_cpu"] = self.variant.get("b_g2_cpu", 0) + 1
         if slot == "lock":
@@ -565,6 +588,9 @@ class Analyzer:
                 "sections, so their buffers add up in its VRAM.",
                 ev + [(r.lineno, r.text)],
             )
+        if any(h is not sec and gpu != g for gpu, h in self.holding.items()):
+            # two GPUs inside their mutexes at once: the mutex is not one global lock
+            self.variant["held_across_gpus"] = self.variant.get("held_across_gpus", 0) + 1
         self.holding[g] = sec
 
     def _physical_gpu(self, sec: Partition) -> int:
@@ -665,6 +691,25 @@ class Analyzer:
             sub = _int(r.fields.get("sub_id"))
             self.worker_sub[wid] = sub if sub is not None else wid
             self.worker_lines.setdefault(wid, (r.lineno, r.text))
+
+    def _workers_init(self, r: Record) -> None:
+        wpd = _int(r.fields.get("gpu_workers_per_device"))
+        text = str(r.fields.get("gpus", "")).strip("[] ")
+        try:
+            gpus = [int(g) for g in text.split(",") if g.strip()]
+        except ValueError:
+            gpus = []
+        if not gpus:
+            n = _int(r.fields.get("num_gpus"))
+            gpus = list(range(n)) if n is not None and 0 < n <= 4096 else []
+        if wpd is not None and wpd > 0 and gpus and len(gpus) <= 4096:
+            self.layout = (gpus, wpd, (r.lineno, r.text))
+
+    def _offset_ms(self, t_wall: float | None) -> float | None:
+        """A tracing line's time as a TIMELINE offset of the current run (ms)."""
+        if t_wall is None or self.epoch_wall is None:
+            return None
+        return (t_wall - self.epoch_wall - self.run_offsets.get(self.run, 0.0)) * 1000.0
 
     def _crash(self, r: Record) -> None:
         if not r.fields.get("oom", True):
