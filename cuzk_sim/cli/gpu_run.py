@@ -38,6 +38,8 @@ def write_cuzk_log(path: Path, run: Any) -> None:
         log.line(emit.engine_starting(log.when(0.0)))
         for gpu, nbytes in sorted(getattr(run, "context_real", {}).items()):
             log.line(emit.sim_context(gpu, nbytes))
+        for gpu, (name, total) in sorted(run_cards(run).items()):
+            log.line(emit.sim_device(gpu, total, name))
         log.line(emit.initializing_gpu_workers(log.when(0.0), devices, wpd))
         for name, i in workers.items():
             gpu = int(name.split("-")[0].removeprefix("gpu"))
@@ -76,6 +78,21 @@ def write_cuzk_log(path: Path, run: Any) -> None:
                 total = emit.ms(f["total_s"])
                 log.line(emit.proof_assembled(log.when(t), f["job"], total, 0, total))
     tmp.replace(path)
+
+
+def run_cards(run: Any) -> dict[int, tuple[str, int]]:
+    """Name and total memory of each GPU a real run used (cudaGetDeviceProperties), for
+    the log's CUZK_SIM_DEVICE lines; none in a dry run (no card)."""
+    if type(getattr(run, "backend", None)).__name__ != "CupyBackend":
+        return {}
+    import cupy
+
+    out = {}
+    for g in getattr(run, "context_real", {}):
+        props = cupy.cuda.runtime.getDeviceProperties(g)
+        name = props["name"]
+        out[g] = (name.decode() if isinstance(name, bytes) else str(name), props["totalGlobalMem"])
+    return out
 
 
 def gpu_run(

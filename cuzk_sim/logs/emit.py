@@ -178,6 +178,13 @@ def sim_context(gpu: int, nbytes: int) -> str:
     return f"CUZK_SIM_CONTEXT: gpu={gpu} bytes={nbytes}"
 
 
+def sim_device(gpu: int, total_bytes: int, name: str) -> str:
+    """The card GPU `gpu` is (cudaGetDeviceProperties: its name and total memory), so
+    `cuzk-sim calibrate` takes the profile's `[gpu] model` and `vram` from the log. Ours
+    only (cuzk prints neither); the name runs to the end of the line."""
+    return f"CUZK_SIM_DEVICE: gpu={gpu} bytes={total_bytes} name={name}"
+
+
 # --- tracing (tracing-subscriber fmt, cuzk-daemon main.rs) ---
 
 

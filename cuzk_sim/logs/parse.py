@@ -182,6 +182,19 @@ def _sim_context(body: str, lineno: int, text: str) -> Record:
     return r
 
 
+def _sim_device(body: str, lineno: int, text: str) -> Record:
+    """`CUZK_SIM_DEVICE: gpu=<g> bytes=<total> name=<the rest>` (emit.sim_device)."""
+    head, sep, name = body.partition(" name=")
+    r = _ints(head, lineno, text, "sim_device")
+    if r.kind == "sim_device":
+        if not sep or not name.strip() or not {"gpu", "bytes"} <= set(r.fields):
+            return Record(
+                lineno, "malformed", text, {"why": "CUZK_SIM_DEVICE without gpu, bytes, name"}
+            )
+        r.fields["name"] = name.strip()
+    return r
+
+
 def _timeline(line: str, lineno: int) -> Record:
     parts = line.split(",", 4)
     try:
@@ -360,6 +373,9 @@ class LogParser:
         i = line.find("CUZK_SIM_CONTEXT:")
         if i >= 0:
             return _sim_context(line[i + 17 :], lineno, line)
+        i = line.find("CUZK_SIM_DEVICE:")
+        if i >= 0:
+            return _sim_device(line[i + 16 :], lineno, line)
         i = line.find("CUZK_TIMING:")
         if i >= 0:
             return _timing(line[i + 12 :], lineno, line)

@@ -115,6 +115,7 @@ class Partition:
 
         end = self.end if self.outcome in ("done", "failed") else None
         queued = self.queued if self.queued is not None else self.synth_end
+        wait = span(queued, self.pickup)  # a pickup printed before its queue line: 0
         synth = self.synth_ms
         return {
             "run": self.run,
@@ -123,7 +124,7 @@ class Partition:
             "worker": self.worker,
             "gpu": self.gpu,
             "synthesis_ms": synth if synth is not None else span(self.synth_start, self.synth_end),
-            "queue_wait_ms": span(queued, self.pickup),
+            "queue_wait_ms": None if wait is None else max(wait, 0),
             "gpu_section_ms": span(self.start, end),
             "mutex_wait_ms": self.timing.get("mutex_wait_ms"),
             "gpu_ms": self.gpu_ms,
@@ -157,7 +158,6 @@ class GpuUse:
     """Per-GPU occupancy from the sweep over TIMELINE events."""
 
     active: int = 0
-    busy_ms: float = 0.0  # at least one GPU section open
     starved_ms: float = 0.0  # idle, GPU queue empty, synthesis running
     first: int | None = None
     last: int | None = None
@@ -166,6 +166,35 @@ class GpuUse:
     # the longest idle gap: ms, (line, text) where it began, (line, text) where it ended
     longest_gap: tuple[float, tuple[int, str], tuple[int, str]] | None = None
     idle_since: tuple[int, tuple[int, str]] | None = None  # (ms, line) the GPU went idle
+    # busy time: the union of its sections' [start, end] (whatever order their lines came
+    # in): the latest MERGED_SPANS merged spans, and the length of older ones folded
+    spans: list[list[float]] = field(default_factory=list)
+    folded_ms: float = 0.0
+
+    def add_section(self, start: float, end: float) -> None:
+        if end <= start:
+            return
+        merged = [start, end]
+        keep = []
+        for s in self.spans:
+            if s[1] < merged[0] or s[0] > merged[1]:
+                keep.append(s)
+            else:
+                merged = [min(s[0], merged[0]), max(s[1], merged[1])]
+        keep.append(merged)
+        keep.sort()
+        while len(keep) > MERGED_SPANS:
+            old = keep.pop(0)
+            self.folded_ms += old[1] - old[0]
+        self.spans = keep
+
+    @property
+    def busy_ms(self) -> float:
+        """At least one GPU section open: the union of the sections' spans."""
+        return self.folded_ms + sum(e - s for s, e in self.spans)
+
+
+MERGED_SPANS = 64  # sections may close out of order by this many idle gaps
 
 
 def kind_of(partitions: int, synth_ms: float | None) -> str:
@@ -251,6 +280,7 @@ class Analyzer:
         self.step_stats: dict[tuple[str, int, int, bool], Stat] = {}
         # CUZK_SIM_CONTEXT (our pipeline): the context measured at each run's start, bytes
         self.context_bytes: list[int] = []
+        self.cards: dict[int, tuple[str, int]] = {}  # CUZK_SIM_DEVICE: GPU -> (name, bytes)
 
     # --- feeding ---
 
@@ -301,10 +331,16 @@ class Analyzer:
                     return
                 st = self.step_stats[key] = Stat()
             st.add(int(f["us"]) / 1000, r.lineno)  # type: ignore[call-overload]
+        elif k == "sim_device":  # our pipeline's card: (name, total bytes) per GPU
+            if len(self.cards) < MAX_MALFORMED:
+                self.cards[int(r.fields["gpu"])] = (str(r.fields["name"]), int(r.fields["bytes"]))  # type: ignore[call-overload]
         elif k == "sim_context":
             self.context_bytes.append(int(r.fields["bytes"]))  # type: ignore[call-overload]
+        elif k == "pce_extracted" and "circuit_id" not in r.fields:
+            pass  # engine.rs's "background PCE extraction complete [for X]": the extraction
+            # pipeline.rs already logged with its circuit_id (counting it again would double)
         elif k == "pce_extracted":
-            cid = str(r.fields.get("circuit_id", "?"))
+            cid = str(r.fields["circuit_id"])
             ms_ = _int(r.fields.get("extract_ms"))
             self.pce_extracted.setdefault(cid, []).append((r.lineno, r.text, ms_ or 0))
             end = self._offset_ms(r.t_wall)
@@ -352,9 +388,12 @@ class Analyzer:
         dt_ = t - self.now
         if dt_ > 0:
             for use in self.gpus.values():
-                if use.active > 0:
-                    use.busy_ms += dt_
-                elif use.first is not None and self.queue <= 0 and self.synth_active > 0:
+                if (
+                    use.active == 0
+                    and use.first is not None
+                    and self.queue <= 0
+                    and self.synth_active > 0
+                ):
                     use.starved_ms += dt_
         self.now = t
         self.now_line = lineno
@@ -402,7 +441,9 @@ class Analyzer:
             jobrec.last_pickup = t if jobrec.last_pickup is None else max(jobrec.last_pickup, t)
             if part.queued is not None:
                 self.queue = max(self.queue - 1, 0)
-                self._stat(part, "queue_ms", t - part.queued, r.lineno)
+                # threads print a line a ms or so apart: a pickup before its queue line
+                # waited 0
+                self._stat(part, "queue_ms", max(t - part.queued, 0), r.lineno)
             part.worker = f.get("worker")
             part.gpu = self._gpu_of(part.worker)
         elif ev == "GPU_START":
@@ -435,6 +476,9 @@ class Analyzer:
             use = self.gpus.setdefault(part.gpu or 0, GpuUse())
             use.active = max(use.active - 1, 0)
             use.last = part.end if part.end is not None else self.now
+            if part.start is not None:  # on one clock across restarts
+                off = 1000.0 * self.run_offsets.get(part.run, 0.0)
+                use.add_section(part.start + off, use.last + off)
             if use.active == 0:
                 end_line = part.line_of("GPU_END") or (lineno, "")
                 use.idle_since = (self.now, end_line)
@@ -597,6 +641,18 @@ class Analyzer:
         if self.routed_to_gpu0():
             return 0
         return sec.gpu or 0
+
+    def worker_count(self) -> tuple[int, str]:
+        """How many GPU workers the log shows, and from what: the engine's layout line,
+        its worker start-up lines, else the worker ids of the TIMELINE lines."""
+        if self.layout is not None:
+            return len(self.layout[0]) * self.layout[1], "initializing GPU workers"
+        ids = set(self.workers) | self.timeline_workers
+        if self.workers and ids == set(self.workers):
+            return len(ids), "start-up lines"
+        if self.workers:
+            return len(ids), "start-up lines and TIMELINE worker ids"
+        return len(ids), "TIMELINE worker ids: no start-up line"
 
     def worker_name(self, wid: int | None) -> str:
         """The model's name for a worker (`gpu<assigned>-w<index>`), so traces match."""
