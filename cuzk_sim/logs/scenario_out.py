@@ -133,6 +133,7 @@ def _variant(a: Analyzer, cfg: dict, stated: dict, assumed: dict) -> None:
     cuzk_timed = v.get("ntt_lines", 0) > 0 or v.get("prep_lines", 0) > 0
     timed = cuzk_timed or bool(a.step_stats)  # or our pipeline's CUZK_SIM_STEP lines
     unstaged = v.get("prestage_ok", 0) < a.closed_count  # a section took the d_a path
+    finished = sum(j["partitions_done"] for j in a.jobs_kept) > 0  # a section completed
     staged = any(k.startswith("prestage_") for k in v)
     # Phase 9's final engine (c4effc85) checks cudaMemGetInfo first (the prestage_vram
     # line), allocates under the mutex and frees d_bc after the NTT phase
@@ -172,15 +173,18 @@ def _variant(a: Analyzer, cfg: dict, stated: dict, assumed: dict) -> None:
             )
         else:
             assumed["variant.routing"] = "assigned: no per-GPU C++ line names the GPUs used"
+    # B_G2 on the CPU prints its line after the GPU part: only a finished section tells
     if v.get("b_g2_cpu"):
         cfg["b_g2_msm"] = "cpu"
         stated["variant.b_g2_msm"] = "cpu: b_g2_msm_ms lines"
-    elif cuzk_timed:
+    elif cuzk_timed and finished:
         cfg["b_g2_msm"] = "gpu"
         stated["variant.b_g2_msm"] = "gpu: CUZK_TIMING section lines, none b_g2_msm_ms"
     else:
         cfg["b_g2_msm"] = "cpu"
-        assumed["variant.b_g2_msm"] = "cpu: no CUZK_TIMING lines to tell (the default)"
+        assumed["variant.b_g2_msm"] = (
+            "cpu (the default): no finished GPU section with CUZK_TIMING lines to tell"
+        )
     # ensure_pool_threshold logs once per GPU beside the d_a cache; a d_a cache line
     # without it: a binary that left the CUDA default (0, idle bytes go back)
     if v.get("pool_max"):
@@ -195,7 +199,7 @@ def _variant(a: Analyzer, cfg: dict, stated: dict, assumed: dict) -> None:
     if v.get("d_a_cache"):
         cfg["d_a_cache"] = True
         stated["variant.d_a_cache"] = "true: 'd_a_cache allocated' lines"
-    elif cuzk_timed and unstaged:
+    elif cuzk_timed and unstaged and finished:
         cfg["d_a_cache"] = False
         stated["variant.d_a_cache"] = (
             "false: GPU sections took the unstaged path, no 'd_a_cache allocated' line"
