@@ -28,15 +28,19 @@ def write_cuzk_log(path: Path, run: Any) -> None:
         raise InputError(
             "--log: the cuzk log emitter (cuzk_sim.logs.emit) is not installed"
         ) from None
-    workers = {
-        w: i for i, w in enumerate(sorted({f["worker"] for _, e, f in run.events if "worker" in f}))
-    }
+    # every worker the engine started, numbered as cuzk does (GPU by GPU), not only those
+    # that ran a partition; then `initializing GPU workers` states the layout
+    devices, wpd = list(run.spec.devices), run.spec.workers_per_device
+    workers = {f"gpu{d}-w{k}": i * wpd + k for i, d in enumerate(devices) for k in range(wpd)}
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w") as out:
         log = emit.LogWriter(out)
         log.line(emit.engine_starting(log.when(0.0)))
         for gpu, nbytes in sorted(getattr(run, "context_real", {}).items()):
             log.line(emit.sim_context(gpu, nbytes))
+        for gpu, (name, total) in sorted(run_cards(run).items()):
+            log.line(emit.sim_device(gpu, total, name))
+        log.line(emit.initializing_gpu_workers(log.when(0.0), devices, wpd))
         for name, i in workers.items():
             gpu = int(name.split("-")[0].removeprefix("gpu"))
             log.line(emit.gpu_worker_started(log.when(0.0), i, gpu, int(name.split("-w")[1])))
@@ -48,7 +52,7 @@ def write_cuzk_log(path: Path, run: Any) -> None:
                 w = workers[f["worker"]]
                 log.line(emit.gpu_pickup(off, f["job"], w, f["partition"]))
                 log.line(emit.gpu_start(off, f["job"], w, f["partition"]))
-            elif event == "mutex":
+            elif event == "mutex" and run.spec.mutex_scope != "none":  # no mutex: no lines
                 log.line(emit.pre_lock(0, emit.ms(f["wait_s"])))
                 log.line(emit.mutex_held(emit.ms(f["held_s"]), emit.ms(f["held_s"] + f["wait_s"])))
             elif event == "gpu_end":
@@ -74,6 +78,21 @@ def write_cuzk_log(path: Path, run: Any) -> None:
                 total = emit.ms(f["total_s"])
                 log.line(emit.proof_assembled(log.when(t), f["job"], total, 0, total))
     tmp.replace(path)
+
+
+def run_cards(run: Any) -> dict[int, tuple[str, int]]:
+    """Name and total memory of each GPU a real run used (cudaGetDeviceProperties), for
+    the log's CUZK_SIM_DEVICE lines; none in a dry run (no card)."""
+    if type(getattr(run, "backend", None)).__name__ != "CupyBackend":
+        return {}
+    import cupy
+
+    out = {}
+    for g in getattr(run, "context_real", {}):
+        props = cupy.cuda.runtime.getDeviceProperties(g)
+        name = props["name"]
+        out[g] = (name.decode() if isinstance(name, bytes) else str(name), props["totalGlobalMem"])
+    return out
 
 
 def gpu_run(

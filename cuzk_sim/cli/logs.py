@@ -198,8 +198,8 @@ def calibrate(
     from rich.table import Table
 
     t = Table(title=f"{output}: fitted figures (base {base_profile.name})")
-    for col in ("figure", "base", "fitted", "change", "from"):
-        t.add_column(col, justify="left" if col in ("figure", "from") else "right")
+    for col in ("figure", "base", "fitted", "change", "samples", "scaling", "from"):
+        t.add_column(col, justify="left" if col in ("figure", "scaling", "from") else "right")
     for f in fits:
         unit = (
             (lambda v: f"{v / 2**30:.3f} GiB/s")
@@ -211,9 +211,15 @@ def calibrate(
             unit(f.base_s),
             unit(f.fitted_s),
             f"{f.change:+.1%}",
-            f.provenance.split(": ", 1)[-1][:70],
+            str(f.samples),
+            f.scaling,
+            f.provenance.split(": ", 1)[-1].split(",")[0][:48],
         )
     console.print(t)
+    doc_gpu = doc["gpu"]
+    console.print(
+        f"card: {doc_gpu['model']}, {doc_gpu['vram']} ({doc_gpu['source'].split(';')[0]})"
+    )
     if not fits:
         why = "see the notes" if notes else "the log has none of the lines docs/logs.md lists"
         console.print(f"no figure fitted ({why})")
@@ -257,8 +263,10 @@ def scenario_from_log(
                 parse_size(vram)
             except ValueError as e:
                 raise InputError(f"--vram {vram}: {e}") from None
+        from cuzk_sim.calibration import load_profile
+
         a, _, _ = analyze_logs(paths, kind=kind)
-        cfg = logged_config(a)
+        cfg = logged_config(a, load_profile(profile).pce_load)
         prof = profile
         if not Path(profile).is_absolute() and Path(profile).is_file():
             prof = str(Path(profile).resolve())
@@ -278,6 +286,12 @@ def scenario_from_log(
         f"routing={cfg.routing}; observed "
         + (f"{spp:.2f} s/proof ([expect] holds it +-5 %)" if spp else "no s/proof")
     )
+    for key, why in cfg.stated.items():
+        typer.echo(f"stated: {key}: {why}")
+    for key, why in cfg.assumed.items():
+        if key == "hardware.vram" and vram:
+            continue
+        typer.echo(f"assumed: {key}: {why}")
     typer.echo(f"replay: cuzk-sim run {output}    gate: cuzk-sim check {output}")
 
 

@@ -191,10 +191,18 @@ class Calibrator:
         if not k > 0:
             self.notes.append(f"cpu.{key}: reading {obs:.3f} s below its fixed cost; kept")
             return
-        basis = "measured" if size == self.size_of(f"cpu.{key}") else "fitted"
-        self._add(
-            f"cpu.{key}", cost, k, self.prov(f"{what} ({kind}, size {size})", st), basis=basis
+        at = self.size_of(f"cpu.{key}")
+        basis = "measured" if size == at else "fitted"
+        scaling = (
+            f"measured at the profile's size {at:,} ({kind})"
+            if size == at
+            else f"measured at size {size:,} ({kind}), rescaled to the profile's size "
+            f"{at:,} by the base's {cost.scaling} cost (x{k:.3f} on its variable part)"
         )
+        prov = self.prov(f"{what} ({kind}, size {size})", st)
+        if size != at:
+            prov += f"; {scaling}"
+        self._add(f"cpu.{key}", cost, k, prov, basis=basis, samples=st.n, scaling=scaling)
 
     def _add(
         self,
@@ -204,12 +212,17 @@ class Calibrator:
         prov: str,
         fixed: float | None = None,
         basis: str = "fitted",
+        samples: int = 0,
+        scaling: str = "",
     ) -> None:
         size = self.size_of(key)
         base_s = cost.seconds(size)
         f = cost.fixed if fixed is None else fixed
         fitted = f + (base_s - cost.fixed) * k
-        self.fits.append(Fit(key, base_s, fitted, size, fixed, prov, basis))
+        scaling = scaling or f"x{k:.3f} on the base's variable cost at size {size:,} (fixed kept)"
+        self.fits.append(
+            Fit(key, base_s, fitted, size, fixed, prov, basis, samples=samples, scaling=scaling)
+        )
 
     def size_of(self, key: str) -> int:
         """The size the profile states the figure at (its `size` key)."""
@@ -267,6 +280,13 @@ class Calibrator:
                 f"fitted from {self.logs}: {what}; fixed {fixed * 1e3:.3f} ms + "
                 f"{per * 1e9:.4f} ns/point",
                 fixed=fixed if len(eqs) > 1 else None,
+                samples=sum(e[3].n for e in eqs),
+                scaling=(
+                    "fixed + per-point least squares over the H MSM and the tail MSMs"
+                    if len(eqs) > 1
+                    else f"per point from {eqs[0][4]} alone (the base's fixed cost kept)"
+                )
+                + f", read at the profile's size {size:,}",
             )
 
         # --- NTT + pointwise (one factor), and the upload where the NTTs reveal it ---
@@ -282,6 +302,7 @@ class Calibrator:
         copy_s = sum(b.copy_seconds(s.bytes, s.pinned) for s in copies)
         kern, coset = self.stat(kind, "ntt_h.ntt_kernels"), self.stat(kind, "ntt_h.coset_intt_sync")
         k_ntt: float | None = None
+        n_ntt = 0
         if kern is not None and coset is not None and group and sec.coset:
             # one coset iNTT alone gives the NTT rate; the rest of the phase then shows
             # the upload when a/b/c are copied inside it (pageable, no pre-staging)
@@ -290,6 +311,7 @@ class Calibrator:
             cost = b.kernels[c.kind]
             k_ntt = (_reading(coset) / 1000 - cost.fixed) / _var(cost, c.size)
             prov = self.prov("CUZK_NTT_H coset_intt_sync (one coset iNTT)", coset)
+            n_ntt = coset.n
             pre_fixed = sum(b.kernels[s.kind].fixed for s in pre_kernels)
             pre_var = sum(_var(b.kernels[s.kind], s.size) for s in pre_kernels)
             upload = total - (pre_fixed + k_ntt * pre_var)
@@ -308,6 +330,8 @@ class Calibrator:
                         f"({kern.n} samples, lines {_lines(kern)}) minus the NTT-H kernels "
                         f"at the NTT rate of coset_intt_sync: {nbytes / 2**30:.2f} GiB of "
                         f"HtoD in {upload * 1e3:.1f} ms",
+                        samples=kern.n,
+                        scaling="bytes / (the phase's time less its kernels)",
                     )
                 )
         else:
@@ -316,6 +340,7 @@ class Calibrator:
                 h = sec.msm_h[0]
                 h_s = (msm_fit or msm).seconds(h.size)
                 k_ntt = (_reading(nm) / 1000 - h_s - copy_s - g_fixed) / g_var if g_var else None
+                n_ntt = nm.n
                 prov = self.prov(
                     "CUZK_TIMING ntt_msm_h_ms",
                     nm,
@@ -330,6 +355,7 @@ class Calibrator:
                         k_ntt,
                         prov
                         + ("" if kk == "ntt" else "; scaled with kernel.ntt (one line times both)"),
+                        samples=n_ntt,
                     )
 
         # --- batch additions (one factor for G1 and G2) ---
@@ -350,6 +376,7 @@ class Calibrator:
                                 "one factor for G1 and G2)",
                                 ba,
                             ),
+                            samples=ba.n,
                         )
         self._fit_section(kind, sec)
 
@@ -386,6 +413,7 @@ class Calibrator:
                     held,
                     f"; minus {copies * 1e3:.1f} ms of copies at the base's rate",
                 ),
+                samples=held.n,
             )
 
 
@@ -398,6 +426,17 @@ def _two_point(
         a, w, t = eqs[0][:3]
         return base_fixed, max(t - a * base_fixed, 0.0) / w
     return least_squares_2((a, w, t, 1.0) for a, w, t, *_ in eqs)
+
+
+def log_card(a: Analyzer) -> tuple[str, str] | None:
+    """The card the log names (our pipeline's CUZK_SIM_DEVICE lines): its name and total
+    memory as a size text, when every GPU of the log is the same card; else None."""
+    cards = set(a.cards.values())
+    if len(cards) != 1:
+        return None
+    name, total = cards.pop()
+    mib = 2**20
+    return name, f"{total // mib} MiB" if total % mib == 0 else f"{total} B"
 
 
 def base_raw(name_or_path: str) -> tuple[dict, str]:
@@ -517,9 +556,20 @@ def calibrated_profile(
         fitted.add("gpu.context_overhead")
     else:
         context = f"context overhead kept from base {base.name}"
-    if gpu_model is not None or vram is not None:
-        gpu["model"] = gpu_model or gpu["model"]
-        gpu["vram"] = vram or gpu["vram"]
+    card = log_card(a)
+    if card is not None and gpu_model is None and vram is None:
+        gpu["model"], gpu["vram"] = card
+        if isinstance(gpu.get("basis"), dict):
+            gpu["basis"]["vram"] = "measured"
+        gpu["source"] = (
+            f"the card CUZK_SIM_DEVICE lines of {', '.join(log_names)} name "
+            f"(cudaGetDeviceProperties: name, total memory); {context}"
+        )
+        fitted.add("gpu.model")
+        fitted.add("gpu.vram")
+    elif gpu_model is not None or vram is not None:
+        gpu["model"] = gpu_model or (card[0] if card else gpu["model"])
+        gpu["vram"] = vram or (card[1] if card else gpu["vram"])
         gpu["source"] = f"the card of {', '.join(log_names)} as given to calibrate; {context}"
     else:
         gpu["source"] = (

@@ -100,6 +100,11 @@ class FindingBook:
         return [f for f in self.ordered() if f.severity == "error"]
 
 
+def _circuit(cid: str) -> str:
+    """A circuit id as the sentence names it (a line without one: say so, not `?`)."""
+    return "a circuit the line does not name" if cid in ("", "?") else cid
+
+
 def end_of_log_findings(a: Analyzer) -> None:
     """The findings that need the whole log: routing, PCE, contention, starvation."""
     if a.routed_to_gpu0():
@@ -117,7 +122,7 @@ def end_of_log_findings(a: Analyzer) -> None:
     for cid, (n, text) in a.pce_save_failed.items():
         a.book.add(
             "pce_save_failed",
-            f"The PCE of {cid} could not be saved to the param cache, so it is "
+            f"The PCE of {_circuit(cid)} could not be saved to the param cache, so it is "
             "re-extracted after every daemon restart (83 s and 14 GiB of host memory "
             "for SnapDeals): make the param cache writable by the daemon's user.",
             [(n, text)],
@@ -127,7 +132,7 @@ def end_of_log_findings(a: Analyzer) -> None:
             total = sum(ms_ for _, _, ms_ in seen) / 1000
             a.book.add(
                 "pce_reextracted",
-                f"The PCE of {cid} was extracted {len(seen)} times in this log "
+                f"The PCE of {_circuit(cid)} was extracted {len(seen)} times in this log "
                 f"({total:.0f} s in all); after the first it should load from disk.",
                 [(n, t) for n, t, _ in seen],
             )

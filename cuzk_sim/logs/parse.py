@@ -34,7 +34,7 @@ OOM_PATTERNS = (
 )
 
 _KEY = re.compile(
-    rb"TIMELINE,|CUZK_|d_a_cache allocated|starting cuzk engine|GPU worker started"
+    rb"TIMELINE,|CUZK_|d_a_cache allocated|starting cuzk engine|GPU worker"
     rb"|GPU prov|PCE |panicked|terminate called|what\(\)|out of memory|proof assembled"
     rb"|proof completed successfully|memory budget initialized|rayon global thread pool"
 )
@@ -55,6 +55,7 @@ _CPP_WHAT = re.compile(r"what\(\):\s*(.*)$")
 # tracing messages we read: substring of the message -> record kind
 _MESSAGES = (
     ("starting cuzk engine", "engine_start"),
+    ("initializing GPU workers", "workers_init"),
     ("pipeline GPU worker started", "worker_started"),
     ("monolithic GPU worker started", "worker_started"),
     ("partition GPU prove complete", "partition_done"),
@@ -178,6 +179,19 @@ def _sim_context(body: str, lineno: int, text: str) -> Record:
             return Record(lineno, "malformed", text, {"why": f"CUZK_SIM_CONTEXT without {missing}"})
         if int(r.fields["bytes"]) <= 0:  # type: ignore[call-overload]
             return Record(lineno, "malformed", text, {"why": "CUZK_SIM_CONTEXT bytes <= 0"})
+    return r
+
+
+def _sim_device(body: str, lineno: int, text: str) -> Record:
+    """`CUZK_SIM_DEVICE: gpu=<g> bytes=<total> name=<the rest>` (emit.sim_device)."""
+    head, sep, name = body.partition(" name=")
+    r = _ints(head, lineno, text, "sim_device")
+    if r.kind == "sim_device":
+        if not sep or not name.strip() or not {"gpu", "bytes"} <= set(r.fields):
+            return Record(
+                lineno, "malformed", text, {"why": "CUZK_SIM_DEVICE without gpu, bytes, name"}
+            )
+        r.fields["name"] = name.strip()
     return r
 
 
@@ -359,6 +373,9 @@ class LogParser:
         i = line.find("CUZK_SIM_CONTEXT:")
         if i >= 0:
             return _sim_context(line[i + 17 :], lineno, line)
+        i = line.find("CUZK_SIM_DEVICE:")
+        if i >= 0:
+            return _sim_device(line[i + 16 :], lineno, line)
         i = line.find("CUZK_TIMING:")
         if i >= 0:
             return _timing(line[i + 12 :], lineno, line)
