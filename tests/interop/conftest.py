@@ -2,9 +2,12 @@
 
 `python3 -m pytest` on a fresh machine must work: when node_modules is missing, the first
 test that needs it runs `npm ci` here (locked, time-bounded); without node or npm, or
-offline, those tests skip with the reason. The prepared powers of tau (the slow part:
-about two minutes for 2^12 on two cores) is cached in pytest's cache directory, keyed by
-power and snarkjs version; circuits, zkeys and witnesses are built once per session.
+offline, those tests skip with the reason. The prepared powers of tau is cached in
+pytest's cache directory, keyed by power and snarkjs version: 2^8 (seconds) serves every
+circuit but big_domain, whose 2^12 (about two minutes on two cores) is made only when a
+big_domain case runs, and those are in the `slowtier` (deselected by the README test
+command, run by .ci/run as its own step). Circuits, zkeys and witnesses are built once per
+session.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from snarkjs_toolchain import (  # noqa: E402
     powers_of_tau,
 )
 
-PTAU_POWER = 12  # big_domain needs 2^12; every other circuit fits too
+SMALL_PTAU_POWER = 8  # every circuit but big_domain, and docs/interop.md's recipe
+PTAU_POWER = {"big_domain": 12}  # 3000 constraints: domain 2^12
 CIRCUIT_NAMES = ("no_public", "multi_public", "long_lc", "big_domain")
 
 
@@ -39,21 +43,34 @@ def toolchain() -> None:
 
 
 @pytest.fixture(scope="session")
-def ptau(toolchain: None, request: pytest.FixtureRequest, tmp_path_factory) -> Path:  # noqa: ANN001
+def ptau_of(
+    toolchain: None,
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[[int], Path]:
+    """ptau_of(power) -> the prepared powers of tau, made once per machine (cached)."""
     cache = getattr(request.config, "cache", None)
     where = cache.mkdir("cuzk-interop-ptau") if cache else tmp_path_factory.mktemp("ptau")
-    return powers_of_tau(PTAU_POWER, Path(where))
+    return lambda power: powers_of_tau(power, Path(where))
 
 
 @pytest.fixture(scope="session")
-def circuit(ptau: Path, tmp_path_factory) -> Callable[[str], CircuitFiles]:  # noqa: ANN001
+def ptau(ptau_of: Callable[[int], Path]) -> Path:
+    return ptau_of(SMALL_PTAU_POWER)
+
+
+@pytest.fixture(scope="session")
+def circuit(
+    ptau_of: Callable[[int], Path], tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[str], CircuitFiles]:
     """circuit(name) -> its compiled, set-up files, built once per session."""
     out = tmp_path_factory.mktemp("circuits")
     built: dict[str, CircuitFiles] = {}
 
     def get(name: str) -> CircuitFiles:
         if name not in built:
-            built[name] = build_circuit(name, ptau, out)
+            power = PTAU_POWER.get(name, SMALL_PTAU_POWER)
+            built[name] = build_circuit(name, ptau_of(power), out)
         return built[name]
 
     return get
