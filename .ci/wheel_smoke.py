@@ -47,6 +47,14 @@ EXPECTED_EXIT: dict[str, tuple[int, ...]] = {
     "groth16 verify verification_key.json public.json proof.json": (0,),
     "groth16 check circuit.r1cs witness.wtns": (0,),
 }
+# README command -> (doc, pattern): each figure the pattern finds in the doc must be in the
+# command's output, so the docs' figures are the installed package's.
+FIGURES: dict[str, tuple[str, str]] = {
+    "gate scenarios/gate --baseline scenarios/gate/baseline.json": (
+        "docs/simulator.md",
+        r"the gate prints ([\d.]+) s/proof now",
+    ),
+}
 PLACEHOLDERS = {"SCENARIO": "scenarios/phase9-single-worker.toml"}
 NEEDS_DEVICE = ("gpu-run", "validate")
 
@@ -111,6 +119,17 @@ def argv_for(command: str, device: str) -> list[str]:
     if argv[0] in NEEDS_DEVICE and device != "real":
         argv += ["--device", device]
     return argv
+
+
+def missing_figures(command: str, output: str) -> list[str]:
+    """The figures FIGURES[command]'s doc states that the command's output does not show."""
+    if command not in FIGURES:
+        return []
+    doc, pattern = FIGURES[command]
+    figures = re.findall(pattern, (ROOT / doc).read_text())
+    if not figures:
+        return [f"(no `{pattern}` in {doc})"]
+    return [f for f in figures if not re.search(rf"(?<![\d.]){re.escape(f)}(?![\d])", output)]
 
 
 def run(argv: list[str], **kw) -> subprocess.CompletedProcess[str]:  # noqa: ANN003
@@ -182,6 +201,10 @@ def smoke(keep: bool = False) -> int:
             ok = done.returncode in EXPECTED_EXIT[command] and "Traceback" not in output
             if done.returncode == 2:
                 ok = ok and len(output.strip().splitlines()) == 1
+            missing = missing_figures(command, done.stdout)
+            if missing:
+                ok = False
+                output += f"\nfigures the docs state but the output lacks: {missing}"
             print(f"{'ok  ' if ok else 'FAIL'} exit {done.returncode} "
                   f"{time.monotonic() - t:5.1f} s  cuzk_sim {' '.join(argv)}")  # fmt: skip
             if not ok:

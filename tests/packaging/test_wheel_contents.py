@@ -92,3 +92,15 @@ def test_ci_runs_the_wheel_smoke_after_the_readme_test_command() -> None:
     lines = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines()]
     assert ".ci/wheel-smoke" in lines
     assert lines.index(".ci/wheel-smoke") > lines.index("python3 -m pytest -n auto")
+
+
+def test_the_wheel_smoke_compares_the_docs_figures_with_the_output() -> None:
+    smoke = load_smoke()
+    (command,) = smoke.FIGURES
+    doc, pattern = smoke.FIGURES[command]
+    figures = re.findall(pattern, (ROOT / doc).read_text())
+    assert len(figures) == 2  # the two H200 gate scenarios
+    table = "\n".join(f"│ gate-x │ no │ {f} │ {f} │ +0.0% │ PASS │" for f in figures)
+    assert smoke.missing_figures(command, table) == []
+    changed = table.replace(f" {figures[1]} ", " 1.5 ")
+    assert smoke.missing_figures(command, changed) == [figures[1]]
