@@ -7,11 +7,16 @@ pytest's cache directory, keyed by power and snarkjs version: 2^8 (seconds) serv
 circuit but big_domain, whose 2^12 (about two minutes on two cores) is made only when a
 big_domain case runs, and those are in the `slowtier` (deselected by the README test
 command, run by .ci/run as its own step). Circuits, zkeys and witnesses are built once per
-session.
+session, from a build shared by the xdist workers and later runs (pytest's cache directory,
+keyed by the circuit's sources and the powers of tau).
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,9 +26,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from snarkjs_toolchain import (  # noqa: E402
+    CIRCUITS,
     CircuitFiles,
     ToolchainUnavailable,
     build_circuit,
+    circuit_files,
     ensure_node_modules,
     powers_of_tau,
 )
@@ -59,18 +66,48 @@ def ptau(ptau_of: Callable[[int], Path]) -> Path:
     return ptau_of(SMALL_PTAU_POWER)
 
 
+def _built_once(name: str, ptau: Path, shared: Path) -> Path:
+    """The circuit's snarkjs files, built once per machine into `shared` (keyed by the
+    circuit's sources, input and powers of tau; the beacon makes every build identical),
+    so xdist workers and later runs copy them instead of running circom and setup again."""
+    digest = hashlib.sha256(ptau.name.encode())
+    for source in sorted(CIRCUITS.rglob("*")):
+        if source.is_file() and not source.name.startswith("bench_"):
+            digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    done = shared / f"{name}-{digest.hexdigest()[:16]}"
+    shared.mkdir(parents=True, exist_ok=True)
+    with open(shared / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            work = shared / f"{name}.{os.getpid()}"
+            shutil.rmtree(work, ignore_errors=True)
+            build_circuit(name, ptau, work)
+            os.replace(work / name, done)
+            shutil.rmtree(work, ignore_errors=True)
+    return done
+
+
 @pytest.fixture(scope="session")
 def circuit(
-    ptau_of: Callable[[int], Path], tmp_path_factory: pytest.TempPathFactory
+    ptau_of: Callable[[int], Path],
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Callable[[str], CircuitFiles]:
-    """circuit(name) -> its compiled, set-up files, built once per session."""
+    """circuit(name) -> its compiled, set-up files: a copy of its shared build for this
+    session (tests write snarkjs exports beside them)."""
+    cache = getattr(request.config, "cache", None)
+    shared = Path(cache.mkdir("cuzk-interop-circuits")) if cache else None
     out = tmp_path_factory.mktemp("circuits")
     built: dict[str, CircuitFiles] = {}
 
     def get(name: str) -> CircuitFiles:
         if name not in built:
-            power = PTAU_POWER.get(name, SMALL_PTAU_POWER)
-            built[name] = build_circuit(name, ptau_of(power), out)
+            ptau = ptau_of(PTAU_POWER.get(name, SMALL_PTAU_POWER))
+            if shared is None:
+                built[name] = build_circuit(name, ptau, out)
+            else:
+                shutil.copytree(_built_once(name, ptau, shared), out / name)
+                built[name] = circuit_files(name, out)
         return built[name]
 
     return get
