@@ -180,3 +180,13 @@ def test_readme_context_figure_is_the_bundled_h200_profile():
         r"CUDA context with our\s+kernels is ([\d.]+) GiB", (ROOT / "README.md").read_text()
     )
     assert said and said.group(1) == f"{gib:.2f}"
+
+
+def test_benchmarks_gpu_test_count_is_what_the_device_logs_say():
+    rows = table_rows(section((DOCS / "benchmarks.md").read_text(), "Current figures"))
+    (figure,) = [r[1] for r in rows if r[0] == "GPU tests on the H200"]
+    total, parts = re.search(r"passed: (\d+) \(([\d + ]+)\)", figure).groups()
+    logs = sorted((RAW / "h200-2026-12-01-99d692d").glob("gputests*.log"))
+    passed = [int(re.findall(r"(\d+) passed", log.read_text())[-1]) for log in logs]
+    assert sorted(int(p) for p in parts.split("+")) == sorted(passed)
+    assert int(total) == sum(passed)
