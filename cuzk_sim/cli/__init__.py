@@ -60,4 +60,10 @@ for _name in _COMMAND_MODULES:
 
 
 def main() -> None:
+    from cuzk_sim.source_tree import mixed_trees
+
+    refusal = mixed_trees()
+    if refusal is not None:
+        typer.echo(f"error: {refusal}", err=True)
+        raise SystemExit(2)
     app()
