@@ -9,16 +9,19 @@ The real counterpart of every mechanism the model has (cuzk_sim/model/engine.py)
   the code whose plan the model replays;
 - the card's size `hardware.vram`: a ballast (raw cudaMalloc) takes what is free beyond
   `vram - context`, so cudaMalloc and the pools fail as on the smaller card;
-- synthetic partitions of the plan's shape (random a/b/c and witness, key points made on
-  the GPU and tiled), generated once per shape and reused; or, with `verify`, a small
-  reference circuit whose every proof is compared with the reference prover's;
+- synthetic partitions of the plan's shape (random a/b/c and witness; a key of distinct
+  points made on the GPU, gpu/keygen.py), made once per process before the workers start
+  and shared by all of them (gpu/hostdata.py, which also estimates the host and device
+  memory a run needs: `check_memory` refuses a run the machine cannot hold); or, with
+  `verify`, a small reference circuit whose every proof is compared with the reference
+  prover's;
 - `on_oom`: a partition that hits OOM returns no proof, its buffers are freed and the
   worker goes on (continue) or the run stops (stop: nothing finishing later is counted).
 
 Two devices: `real` (CuPy on the GPU) and `dry-run` (no GPU, no CuPy: device memory is
 the model's own allocator ledger, kernels take no time), so that everything here except
 the CUDA calls is tested in CI. The output is a `SimResult`: the same JSON as `run`.
-CuPy is imported only in this module, inside the functions that need it.
+CuPy is imported only inside the functions that need it.
 """
 
 from __future__ import annotations
