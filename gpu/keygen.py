@@ -135,16 +135,42 @@ def make_key_points(
 ) -> tuple[dict[str, np.ndarray], KeyStats]:
     """Per stage (stage -> (group, points)) a host array of distinct GPU-made points, in
     page-locked memory when `pinned`; `progress(points)` after each chunk. The device
-    memory it used (the tables, one chunk) is returned to CuPy's pool."""
-    import cupy as cp
-
-    from .module import launch
-
+    memory it used (the tables, one chunk) is returned to the driver. Where the kernel
+    fails (it does not compile, or its first point is not s G), the comb table's points
+    are tiled instead (`KeyStats.method` "tiled", the reason in `notes`)."""
     stats = KeyStats(bytes=key_bytes(sizes))
     t = time.perf_counter()
     host = {st: _host_array(n, POINT_WORDS[g], pinned) for st, (g, n) in sizes.items()}
     stats.alloc_s = time.perf_counter() - t
     t = time.perf_counter()
+    try:
+        _fixed_base(sizes, host, progress)
+    except Exception as e:  # the kernel does not compile or is wrong here: tile the table
+        stats.method = "tiled"
+        stats.notes.append(f"fixed-base generation failed ({type(e).__name__}: {e})")
+        for stage, (group, _) in sizes.items():
+            _tile(host[stage], table_limbs(group))
+    stats.generate_s = time.perf_counter() - t
+    return host, stats
+
+
+def _tile(out: np.ndarray, rows: np.ndarray) -> None:
+    """Fill `out` with copies of `rows` (the fallback: valid points, not distinct)."""
+    for start in range(0, out.shape[0], rows.shape[0]):
+        m = min(rows.shape[0], out.shape[0] - start)
+        out[start : start + m] = rows[:m]
+
+
+def _fixed_base(
+    sizes: Mapping[str, tuple[str, int]],
+    host: dict[str, np.ndarray],
+    progress: Callable[[int], None] | None,
+) -> None:
+    """Fill `host` (stage -> array) with the stages' points, chunk by chunk on the GPU."""
+    import cupy as cp
+
+    from .module import launch
+
     tables = {g: _table(g) for g in sorted({g for g, _ in sizes.values()})}
     buf: dict[str, Any] = {}
     for stage, (group, count) in sizes.items():
@@ -177,8 +203,6 @@ def make_key_points(
     cp.cuda.Device().synchronize()
     del buf, tables
     cp.get_default_memory_pool().free_all_blocks()
-    stats.generate_s = time.perf_counter() - t
-    return host, stats
 
 
 def make_key_with_progress(

@@ -1091,9 +1091,12 @@ class RealRun:
         total = need.key_bytes + need.inputs_bytes + need.droppable_bytes
         available = self.host_start.get("available_bytes")
         short = available is not None and need.host_bytes > available
-        if need.droppable_bytes and (total > KEEP_SYNTHETIC_BYTES or short):
-            store.retain(wanted)
         real = self.backend.kind == "real"
+        drop = need.droppable_bytes and (total > KEEP_SYNTHETIC_BYTES or short)
+        if drop and store.retain(wanted) and real:  # CuPy's pinned pool keeps freed blocks
+            import cupy
+
+            cupy.get_default_pinned_memory_pool().free_all_blocks()
         t = time.perf_counter()
         for kind, w in self.spec.work.items():
             self.data[kind] = synthetic_data(w.shape, real, w.flags.key_pinned)
@@ -1109,6 +1112,8 @@ class RealRun:
             key_alloc_seconds=sum(k.alloc_s for k in stats),
             key_generate_seconds=sum(k.generate_s for k in stats),
             key_made_bytes=sum(k.bytes for k in stats),
+            key_method=sorted({k.method for k in stats}),
+            key_notes=[n for k in stats for n in k.notes],
         )
         if real:
             self.log(f"host data made in {made:.1f} s (key {self.host_start['key_seconds']:.1f} s)")
