@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,12 +98,37 @@ class KeyStats:
         return self.alloc_s + self.generate_s
 
 
-def _host_array(rows: int, words: int, pinned: bool) -> np.ndarray:
-    if not pinned:
+def host_array(rows: int, words: int, pinned: bool) -> np.ndarray:
+    """(rows, words) uint32 in host memory; pinned: one cudaHostAlloc of exactly its size
+    (CuPy's pinned pool, behind cupyx.empty_pinned, rounds every allocation up to a power
+    of two: a 12 GiB stage of a 2^27 key would lock 16 GiB, the whole key 96 GiB for 72)."""
+    if not pinned or rows * words == 0:
         return np.empty((rows, words), dtype=np.uint32)
-    import cupyx
+    import cupy
 
-    return cupyx.empty_pinned((rows, words), dtype=np.uint32)
+    portable = 1  # cudaHostAllocPortable: pinned for every context (every GPU's workers)
+    mem = cupy.cuda.PinnedMemory(4 * rows * words, portable)
+    return np.ndarray((rows, words), np.uint32, cupy.cuda.PinnedMemoryPointer(mem, 0))
+
+
+def allocate_in_order(
+    sizes: Mapping[str, tuple[str, int]],
+    alloc: Callable[[int, int], np.ndarray],
+) -> Iterator[tuple[str, np.ndarray, float]]:
+    """Each stage's host array, allocated one after another on a helper thread, yielded
+    in stage order as each is ready with the seconds the caller waited for it: the
+    page-locking of the next stages (the driver's, ~1 GiB/s on the H200's host) runs
+    while the caller fills the stages before them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="keygen-alloc") as pool:
+        futures = [
+            (stage, pool.submit(alloc, n, POINT_WORDS[g])) for stage, (g, n) in sizes.items()
+        ]
+        for stage, fut in futures:
+            t = time.perf_counter()
+            arr = fut.result()
+            yield stage, arr, time.perf_counter() - t
 
 
 def _table(group: str) -> Any:
@@ -140,17 +165,23 @@ def make_key_points(
     are tiled instead (`KeyStats.method` "tiled", the reason in `notes`)."""
     stats = KeyStats(bytes=key_bytes(sizes))
     t = time.perf_counter()
-    host = {st: _host_array(n, POINT_WORDS[g], pinned) for st, (g, n) in sizes.items()}
-    stats.alloc_s = time.perf_counter() - t
-    t = time.perf_counter()
-    try:
-        _fixed_base(sizes, host, progress)
-    except Exception as e:  # the kernel does not compile or is wrong here: tile the table
-        stats.method = "tiled"
-        stats.notes.append(f"fixed-base generation failed ({type(e).__name__}: {e})")
-        for stage, (group, _) in sizes.items():
-            _tile(host[stage], table_limbs(group))
-    stats.generate_s = time.perf_counter() - t
+    host: dict[str, np.ndarray] = {}
+    fill = _FixedBase(sizes)
+    for stage, arr, waited in allocate_in_order(sizes, lambda n, w: host_array(n, w, pinned)):
+        stats.alloc_s += waited
+        host[stage] = arr
+        group = sizes[stage][0]
+        try:
+            if fill.error is None:
+                fill.stage(stage, arr, progress)
+        except Exception as e:  # the kernel does not compile or is wrong here: tile
+            fill.error = e
+            stats.method = "tiled"
+            stats.notes.append(f"fixed-base generation failed ({type(e).__name__}: {e})")
+        if fill.error is not None:
+            _tile(arr, table_limbs(group))
+    fill.close()
+    stats.generate_s = time.perf_counter() - t - stats.alloc_s
     return host, stats
 
 
@@ -161,48 +192,59 @@ def _tile(out: np.ndarray, rows: np.ndarray) -> None:
         out[start : start + m] = rows[:m]
 
 
-def _fixed_base(
-    sizes: Mapping[str, tuple[str, int]],
-    host: dict[str, np.ndarray],
-    progress: Callable[[int], None] | None,
-) -> None:
-    """Fill `host` (stage -> array) with the stages' points, chunk by chunk on the GPU."""
-    import cupy as cp
+class _FixedBase:
+    """Fills stage arrays with their points, chunk by chunk on the GPU (kernels/keygen.cu),
+    checking each stage's first point against py_ecc; `close` gives the device memory
+    (tables, one chunk buffer per group) back to the driver."""
 
-    from .module import launch
+    def __init__(self, sizes: Mapping[str, tuple[str, int]]) -> None:
+        self.sizes = sizes
+        self.tables: dict[str, Any] = {}
+        self.buf: dict[str, Any] = {}
+        self.error: Exception | None = None
 
-    tables = {g: _table(g) for g in sorted({g for g, _ in sizes.values()})}
-    buf: dict[str, Any] = {}
-    for stage, (group, count) in sizes.items():
+    def stage(self, stage: str, out: np.ndarray, progress: Callable[[int], None] | None) -> None:
+        import cupy as cp
+
+        from .module import launch
+
+        group, count = self.sizes[stage]
+        if group not in self.tables:
+            self.tables[group] = _table(group)
         seed = STAGE_SEEDS.get(stage, 0x9000 + len(stage))
         words = POINT_WORDS[group]
-        d = buf.get(group)
-        if d is None:
-            d = buf[group] = cp.empty((min(CHUNK_POINTS, max(count, 1)), words), dtype=cp.uint32)
+        k = 8 if group == "g1" else 4  # points per thread (one inversion each)
         for start in range(0, count, CHUNK_POINTS):
             m = min(CHUNK_POINTS, count - start)
-            if m > d.shape[0]:
-                d = buf[group] = cp.empty((m, words), dtype=cp.uint32)
-            k = 8 if group == "g1" else 4
+            d = self.buf.get(group)
+            if d is None or d.shape[0] < m:
+                d = self.buf[group] = cp.empty((m, words), dtype=cp.uint32)
             launch(
                 "keygen.cu",
                 f"{group}_fixed_base",
                 -(-m // k),
-                tables[group],
+                self.tables[group],
                 d,
                 np.int64(m),
                 np.int64(start),
                 np.uint64(seed),
                 threads=128,
             )
-            d[:m].get(out=host[stage][start : start + m])
+            d[:m].get(out=out[start : start + m])
             if start == 0:
-                _check(group, host[stage], seed, 0)
+                _check(group, out, seed, 0)
             if progress is not None:
                 progress(m)
-    cp.cuda.Device().synchronize()
-    del buf, tables
-    cp.get_default_memory_pool().free_all_blocks()
+
+    def close(self) -> None:
+        if not self.tables and not self.buf:
+            return
+        import cupy as cp
+
+        cp.cuda.Device().synchronize()
+        self.tables.clear()
+        self.buf.clear()
+        cp.get_default_memory_pool().free_all_blocks()
 
 
 def make_key_with_progress(

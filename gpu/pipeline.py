@@ -1115,6 +1115,8 @@ class RealRun:
             key_method=sorted({k.method for k in stats}),
             key_notes=[n for k in stats for n in k.notes],
         )
+        for note in self.host_start["key_notes"]:
+            self.log(f"synthetic key: {note}")
         if real:
             self.log(f"host data made in {made:.1f} s (key {self.host_start['key_seconds']:.1f} s)")
 

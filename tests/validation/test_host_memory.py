@@ -213,3 +213,34 @@ def test_random_limbs_are_scalars_below_2_254():
     assert a.shape == (1000, 8) and a.dtype == np.uint32
     assert (a[:, 7] < 1 << 30).all() and a[:, 0].std() > 2**30  # top limb masked, low random
     assert (pipeline._random_limbs(np.random.default_rng(3), 1000) == a).all()  # seeded
+
+
+def test_stage_arrays_are_allocated_in_order_beside_the_caller():
+    """allocate_in_order: every stage's array, in stage order, each allocated on the helper
+    thread (the caller fills one while the next is page-locked)."""
+    threads = []
+
+    def alloc(rows, words):
+        threads.append(threading.current_thread().name)
+        return np.zeros((rows, words), np.uint32)
+
+    sizes = {"msm_h": ("g1", 3), "msm_b_g2": ("g2", 2), "msm_l": ("g1", 1)}
+    got = [(st, a.shape) for st, a, _ in keygen.allocate_in_order(sizes, alloc)]
+    assert got == [("msm_h", (3, 24)), ("msm_b_g2", (2, 48)), ("msm_l", (1, 24))]
+    assert all(t.startswith("keygen-alloc") for t in threads) and len(threads) == 3
+
+
+def test_without_the_kernel_the_key_falls_back_to_tiled_valid_points():
+    # no CuPy here: the fixed-base fill fails at its first stage and every stage is the
+    # comb table's points tiled -- valid points (on the curve), reported as such
+    sizes = {"msm_a": ("g1", 5000), "msm_b_g2": ("g2", 300)}
+    seen = []
+    points, stats = keygen.make_key_points(sizes, False, seen.append)
+    assert stats.method == "tiled" and "fixed-base generation failed" in stats.notes[0]
+    assert points["msm_a"].shape == (5000, 24) and points["msm_b_g2"].shape == (300, 48)
+    g1 = keygen.table_limbs("g1")
+    assert (points["msm_a"][4096 + 7] == g1[7]).all()
+    p = g1_from_limbs(points["msm_a"][4096 + 300])  # row 300 = 256 w + d: w 1, d 44
+    assert bls.is_on_curve(p, bls.b) and bls.eq(p, bls.multiply(bls.G1, 44 << 8))
+    q = g2_from_limbs(points["msm_b_g2"][299])  # 43 * 2^8 G2 (row 256 + 43)
+    assert bls.eq(q, bls.multiply(bls.G2, 43 << 8))
