@@ -207,6 +207,16 @@ def refusal(
     return None
 
 
+def report_line(host: dict[str, Any]) -> str:
+    """A run's host memory (`RealRun.host_report()`) against the bound, and the key's
+    making time, in one line."""
+    key = f"; key made in {host['key_seconds']:.1f} s" if host.get("key_made_bytes") else ""
+    return (
+        f"host memory: peak RSS {host['peak_rss_bytes'] / GIB:.1f} GiB, bound "
+        f"{host['bound_bytes'] / GIB:.1f} GiB (1.2 x (key + each worker's inputs)){key}"
+    )
+
+
 def host_available(meminfo: str = "/proc/meminfo") -> int | None:
     """MemAvailable in bytes (Linux); None when it cannot be read."""
     try:

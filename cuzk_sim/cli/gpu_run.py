@@ -76,16 +76,6 @@ def write_cuzk_log(path: Path, run: Any) -> None:
     tmp.replace(path)
 
 
-def host_line(host: dict[str, Any]) -> str:
-    """The run's host memory against issue 24's bound, and the key's making time."""
-    gib = 2**30
-    key = f"; key made in {host['key_seconds']:.1f} s" if host.get("key_made_bytes") else ""
-    return (
-        f"host memory: peak RSS {host['peak_rss_bytes'] / gib:.1f} GiB, bound "
-        f"{host['bound_bytes'] / gib:.1f} GiB (1.2 x (key + each worker's inputs)){key}"
-    )
-
-
 def gpu_run(
     scenario: Annotated[Path, typer.Argument(help="Scenario TOML file ([plan] gpu_prover).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
@@ -218,7 +208,9 @@ def gpu_run(
             f"faults injected {info['faults_injected']}",
             markup=False,
         )
-        console.print(host_line(info["host"]), markup=False, soft_wrap=True)
+        from cuzk_sim.gpu.hostdata import report_line
+
+        console.print(report_line(info["host"]), markup=False, soft_wrap=True)
     try:
         if trace:
             from cuzk_sim.trace import write_chrome_trace
