@@ -204,6 +204,7 @@ def gpu_run(
                 faults=faults,
                 verify=refs,
                 step_times=any(p is not None for p in (trace, log, details)),
+                say=lambda line: Console(stderr=True).print(line, markup=False, soft_wrap=True),
             )
         except ValueError as e:  # CUZK_SIM_PIPELINE_TUNE
             raise InputError(str(e)) from None
@@ -231,6 +232,9 @@ def gpu_run(
             f"faults injected {info['faults_injected']}",
             markup=False,
         )
+        from cuzk_sim.gpu.hostdata import report_line
+
+        console.print(report_line(info["host"]), markup=False, soft_wrap=True)
     try:
         if trace:
             from cuzk_sim.trace import write_chrome_trace
