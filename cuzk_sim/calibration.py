@@ -301,6 +301,10 @@ class Profile:
     # host-to-device copies measured per size ((bytes, seconds), ascending; copy_seconds)
     pageable_points: tuple[tuple[float, float], ...] = ()
     pinned_points: tuple[tuple[float, float], ...] = ()
+    # a profile derived by the card scaling rules (cuzk_sim/profiles/derive.py): the card
+    # preset it was derived for and the measured profile it was scaled from; None: not derived
+    derived_for: str | None = None
+    derived_from: str | None = None
 
     def driver_seconds(self, op: str, nbytes: int) -> float:
         """Host time of the cudaMalloc ("alloc") or cudaFree ("free") of a sync buffer."""
@@ -340,10 +344,17 @@ BUNDLED = ("rtx5070ti", "h200")
 
 
 def load_profile(name_or_path: str, base: Path | None = None) -> Profile:
-    """A bundled profile by name (`rtx5070ti`) or a TOML file path (relative to `base`)."""
+    """A bundled profile by name (`rtx5070ti`), a profile derived for a card preset
+    (`rtx4090`, `rtx4090+ours`: cuzk_sim/cards.py, profiles/derive.py) or a TOML file
+    path (relative to `base`)."""
+    from cuzk_sim.cards import derived_profiles
+
+    derived = derived_profiles()
     if name_or_path in BUNDLED:
         ref = resources.files("cuzk_sim.profiles") / f"{name_or_path}.toml"
         text, source = ref.read_text(), f"cuzk_sim/profiles/{name_or_path}.toml"
+    elif name_or_path in derived:
+        return _derived_profile(name_or_path, *derived[name_or_path])
     else:
         path = Path(name_or_path)
         if base is not None and not path.is_absolute():
@@ -351,10 +362,30 @@ def load_profile(name_or_path: str, base: Path | None = None) -> Profile:
         if path_kind(path, "profile") == "missing":
             raise InputError(
                 f"profile {name_or_path!r}: no such file and not a bundled profile "
-                f"(bundled: {', '.join(BUNDLED)})"
+                f"(bundled: {', '.join(BUNDLED)}; derived for a card: {', '.join(derived)})"
             )
         text, source = read_text(path, "profile", MAX_TOML_BYTES), str(path)  # bounded
     raw = parse_toml(text, source)  # numbers in range: no inf, no 5,000-digit integers
+    return profile_from_raw(raw, source)
+
+
+def _derived_profile(name: str, card_name: str, prover: str) -> Profile:
+    from dataclasses import replace
+
+    from cuzk_sim.cards import CARDS, DERIVE_BASE
+    from cuzk_sim.profiles.derive import derive_raw
+
+    base_name = DERIVE_BASE[prover]
+    ref = resources.files("cuzk_sim.profiles") / f"{base_name}.toml"
+    base_raw = parse_toml(ref.read_text(), f"cuzk_sim/profiles/{base_name}.toml")
+    base_card = next(c for c in CARDS.values() if base_name in c.measured.values())
+    raw = derive_raw(base_raw, base_card, CARDS[card_name], name)
+    prof = profile_from_raw(raw, f"derived: {base_name} scaled to {card_name}")
+    return replace(prof, derived_for=card_name, derived_from=base_name)
+
+
+def profile_from_raw(raw: dict, source: str) -> Profile:
+    """Validate a profile's TOML table and build the Profile."""
     try:
         p = _ProfileIn.model_validate(raw)
     except ValidationError as e:
@@ -443,6 +474,15 @@ def profile_warnings(scenario: Any) -> list[str]:
                 f"hardware.card = {card!r} ({c.model}) but {where} was measured on "
                 f"{prof.gpu_model}: its timings are that card's"
             )
+    if card and hw.vram is not None:
+        from cuzk_sim.cards import card as preset
+        from cuzk_sim.units import format_size
+
+        out.append(
+            f"hardware.vram = {hw.vram} overrides the VRAM of hardware.card = {card!r} "
+            f"({format_size(preset(str(card)).vram_bytes)}): the run uses {hw.vram} "
+            "(cuzk_sim/scenario/card_rule.py)"
+        )
     if hw.vram is not None and abs(parse_size(hw.vram) - prof.vram) > VRAM_SAME * prof.vram:
         from cuzk_sim.units import format_size
 

@@ -60,7 +60,7 @@ def _known_card(v: str | None) -> str | None:
 
 class Hardware(_Strict):
     gpus: int = Field(1, ge=1, le=64)
-    card: str | None = None  # a preset of cuzk_sim/cards.py: sets vram (unless given)
+    card: str | None = None  # a preset of cuzk_sim/cards.py: sets vram and profile (card_rule.py)
     vram: SizeText | None = None  # default: the card's, else the profile's card
     context_overhead: SizeText | None = None  # default: the profile's constant
     host_ram: SizeText = "512 GiB"
@@ -196,7 +196,8 @@ class ScenarioFile(_Strict):
     description: str = Field("", max_length=100_000)
     seed: int = Field(0, ge=0, le=2**64 - 1)
     on_oom: Literal["stop", "continue"] = "stop"
-    profile: Text = "rtx5070ti"
+    # default: the card's own profile (hardware.card), else rtx5070ti (scenario/card_rule.py)
+    profile: Text | None = None
     duration: DurationText | None = None
     # daemon restarts: in-flight proofs, device and pinned buffers and the in-memory PCE lost
     restarts: list[DurationText] = Field([], max_length=10_000)
