@@ -105,6 +105,12 @@ class _CostIn(_Strict):
     # then read off them (`time`/`fixed` stay as the line through them, for reading)
     points: list[tuple[int, DurationText]] | None = None
     threads: float = 1.0  # cores the measured run kept busy (the demand of engine work)
+    # synthesis only (model/host_side.py): the share of its full-speed time bound by host
+    # memory bandwidth, and how many syntheses at once saturate that bandwidth; absent: no
+    # contention beyond the cores
+    memory_bound: float = 0.0
+    saturating: float | None = None
+    without_pce: float = 1.0  # synthesis only: slowdown of the old path (no PCE)
     source: str = ""  # where the figure comes from
     basis: BasisIn = None  # measured | fitted | derived | assumed
 
@@ -113,6 +119,20 @@ class _CostIn(_Strict):
     def _threads(cls, v: float) -> float:
         if not v > 0:
             raise ValueError("expected a positive number of cores")
+        return v
+
+    @field_validator("memory_bound")
+    @classmethod
+    def _share(cls, v: float) -> float:
+        if not 0.0 <= v <= 1.0:
+            raise ValueError("expected a share between 0 and 1")
+        return v
+
+    @field_validator("saturating")
+    @classmethod
+    def _saturating(cls, v: float | None) -> float | None:
+        if v is not None and not v > 0:
+            raise ValueError("expected a positive number of syntheses")
         return v
 
     @field_validator("size")
@@ -249,6 +269,11 @@ def _figures(p: _ProfileIn) -> tuple[Figure, ...]:
         value = f"{c.time} at size {c.size}" + (f", fixed {c.fixed}" if c.fixed != "0 s" else "")
         value += f", {c.scaling}" if c.scaling != "linear" else ""
         value += f", {c.threads:g} threads" if c.threads != 1.0 else ""
+        if c.saturating is not None:
+            value += (
+                f"; {c.memory_bound:g} of it memory-bound, bandwidth saturated by "
+                f"{c.saturating:g} at once"
+            )
         if c.points:
             value += "; read off " + ", ".join(f"{t} at {n}" for n, t in c.points)
         return Figure(key, value, _basis(c.basis, "time"), c.source)
@@ -291,6 +316,11 @@ class Profile:
     pce_host_bytes: int
     host_cores: int = 96
     synthesis_threads: float = 1.0  # cores one partition's synthesis keeps busy
+    # the synthesis contention law ([cpu.synthesis] memory_bound, saturating): see
+    # model/host_side.py; saturating None: syntheses contend for cores only
+    synthesis_memory_bound: float = 0.0
+    synthesis_saturating: float | None = None
+    synthesis_without_pce: float = 1.0  # engine.pce.enabled = false: synthesis x this
     pin_rate: float = 20 * 2**30  # bytes per second
     pin_fixed: float = 0.0
     prover: str | None = None  # "cuzk" | "cuzk_sim.gpu"; None: the profile does not say
@@ -421,6 +451,9 @@ def profile_from_raw(raw: dict, source: str) -> Profile:
         pce_host_bytes=parse_size(p.pce.host_bytes),
         host_cores=p.host.cores,
         synthesis_threads=p.cpu["synthesis"].threads,
+        synthesis_memory_bound=p.cpu["synthesis"].memory_bound,
+        synthesis_saturating=p.cpu["synthesis"].saturating,
+        synthesis_without_pce=p.cpu["synthesis"].without_pce,
         pin_rate=parse_bandwidth(p.host.pin_rate),
         pin_fixed=parse_duration(p.host.pin_fixed),
         prover=p.prover,

@@ -134,6 +134,8 @@ def replayed_shape(kind: CircuitShape, plan: Plan, host: PlanHost) -> CircuitSha
             constraints=round(kind.constraints * scale),
             domain_log2=domain.bit_length() - 1,
             host_bytes=round(kind.host_bytes * scale),
+            srs_bytes=round(kind.srs_bytes * scale),
+            pce_bytes=round(kind.pce_bytes * scale),
         )
     return dataclasses.replace(
         shape,

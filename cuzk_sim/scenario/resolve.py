@@ -41,6 +41,7 @@ class Scenario:
     # for it by the scaling rules, or assumed (another card's profile standing in)
     vram_source: str = ""
     profile_kind: str = "measured"
+    host_bound: str = ""  # which reservation bounds the partitions held (config.host_bound)
 
 
 def load_scenario(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Scenario:
@@ -82,6 +83,8 @@ def scenario_from_dict(raw: dict, source: str, base: Path | None = None) -> Scen
         b_g2_threads=min(spec.engine.gpus.gpu_threads or cores, cores),
     )
     parts = partition_plans(spec, variant, vram, source, base)
+    if not spec.engine.pce.enabled:
+        parts = without_pce(parts, profile)
     config.check_host_fits(spec, parts.shapes, profile, budget, source)
     engine = config.engine_config(spec, profile, vram, budget, source)
     name = spec.name or (Path(source).stem if source else "scenario")
@@ -97,4 +100,20 @@ def scenario_from_dict(raw: dict, source: str, base: Path | None = None) -> Scen
         parts.shapes,
         vram_source=card_rule.vram_source(spec, profile),
         profile_kind=pricing_kind(spec.hardware.card, profile),
+        host_bound=config.host_bound(spec, parts.shapes, budget),
     )
+
+
+def without_pce(parts, profile: Profile):
+    """engine.pce.enabled = false: no kind uses a PCE; synthesis takes the profile's time
+    x its `without_pce` factor (the old path), unless [plan.host] states it."""
+    import dataclasses
+
+    shapes = {}
+    for k, shape in parts.shapes.items():
+        secs = shape.synthesis_s
+        if secs is None:
+            secs = profile.cpu_seconds("synthesis", shape.constraints, f"synthesis of {k}")
+            secs *= profile.synthesis_without_pce
+        shapes[k] = dataclasses.replace(shape, pce=False, synthesis_s=secs)
+    return dataclasses.replace(parts, shapes=shapes)

@@ -94,6 +94,9 @@ class MemorySection(_Strict):
 
 
 class PceSection(_Strict):
+    # false: the engine before cuzk's Phase 5 (no PCE: nothing to extract or keep resident,
+    # synthesis x the profile's `without_pce`), as in the Phase 2 baseline
+    enabled: bool = True
     cache_writable: bool = True  # can the PCE be saved to the param cache?
     cached: list[ProofKind] = []  # PCEs already on disk at start
 
