@@ -123,17 +123,12 @@ def test_every_card_has_a_profile_for_both_provers() -> None:
 
 
 def test_phase9_gpu_section_per_partition() -> None:
-    """Phase 9 gpu_total 1824 ms per partition (cuzk-project.md Phase 9 table): the
-    profile's NTT-H 690 ms + batch additions 600 ms + tail MSMs ~130 ms, within 10 %."""
-    p = load_profile("rtx5070ti")
-    ntt_h = (
-        7 * p.kernel_seconds("ntt", 2**27, "t")
-        + 2 * p.kernel_seconds("pointwise", 2**27, "t")
-        + p.kernel_seconds("msm_g1", 2**27, "t")
-    )
-    batch = 2 * p.kernel_seconds("batch_add_g1", 130_278_541, "t") + 0.5 * (
-        p.kernel_seconds("batch_add_g1", 130_278_541, "t")
-        + p.kernel_seconds("batch_add_g2", 130_278_541, "t")
-    )
-    total = ntt_h + batch + 0.13
-    assert total == pytest.approx(1.824, rel=0.10)
+    """Phase 9 gpu_total ~1824 ms per partition (cuzk-project.md, Phase 9 per-partition
+    table): the model's GPU section (the mutex held, per partition) is within 15 %: it
+    serialises the staged 6 GiB upload (0.25 s at 24 GiB/s) before the NTTs, where cuzk
+    lets each NTT wait only on its own vector's CUDA event (docs/simulator.md)."""
+    scn = api.load(PUBLISHED / "phase9-single-proof.toml")
+    r = simulate(scn)
+    dev = r.metrics.devices[0]
+    per_partition = dev.mutex_held * r.metrics.time_s / 10
+    assert per_partition == pytest.approx(1.824, rel=0.15)
