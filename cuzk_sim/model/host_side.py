@@ -164,8 +164,12 @@ class HostSide:
         sim = self.sim
         threads = sim.profile.synthesis_threads
         if self.contention is not None:
+            # the syntheses' threads count in the host's demand figure (peak_core_demand)
+            demand = (self.contention.demand / MILLI + count) * threads
+            cores = sim.cores
+            cores.peak_demand = max(cores.peak_demand, demand + cores.demand / MILLI)
             yield simpy.AllOf(sim.env, [self.contention.run(seconds, 1) for _ in range(count)])
-            sim.cores.work_s += count * seconds * threads
+            cores.work_s += count * seconds * threads
         elif sim.cores_shared:
             yield sim.cores.run(seconds, count * threads)
         else:

@@ -134,11 +134,11 @@ def replayed_shape(kind: CircuitShape, plan: Plan, host: PlanHost) -> CircuitSha
             constraints=round(kind.constraints * scale),
             domain_log2=domain.bit_length() - 1,
             host_bytes=round(kind.host_bytes * scale),
-            srs_bytes=round(kind.srs_bytes * scale),
-            pce_bytes=round(kind.pce_bytes * scale),
         )
     return dataclasses.replace(
         shape,
+        srs_bytes=0,  # a replayed plan holds its own key (e.g. key_pinned buffers): cuzk's
+        pce_bytes=0,  # SRS and PCE residency belong to the cuzk builder's kinds
         host_bytes=shape.host_bytes
         if host.partition_bytes is None
         else parse_size(host.partition_bytes),
