@@ -124,9 +124,12 @@ def test_every_card_has_a_profile_for_both_provers() -> None:
 
 def test_phase9_gpu_section_per_partition() -> None:
     """Phase 9 gpu_total ~1824 ms per partition (cuzk-project.md, Phase 9 per-partition
-    table): the model's GPU section (the mutex held, per partition) is within 15 %: it
-    serialises the staged 6 GiB upload (0.25 s at 24 GiB/s) before the NTTs, where cuzk
-    lets each NTT wait only on its own vector's CUDA event (docs/simulator.md)."""
+    table): the model's GPU section (the mutex held, per partition) is within 15 %. Hand
+    arithmetic of the model's 2.03 s: kernels 1.41 s (7 NTTs x 45 ms, 2 pointwise x 10 ms,
+    H MSM 350 ms, batch additions 600 ms, tail MSMs 127 ms) + a's staged upload 0.17 s
+    (4 GiB at 24 GiB/s) + 0.45 s waiting inside the mutex for prep_msm (1.6 s, started
+    0.3 s of page-locking before the lock); Phase 9 itself names the CPU critical path
+    (prep_msm + b_g2_msm, 2.4 s) as longer than its 1.8 s of kernels."""
     scn = api.load(PUBLISHED / "phase9-single-proof.toml")
     r = simulate(scn)
     dev = r.metrics.devices[0]
