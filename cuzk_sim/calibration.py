@@ -399,17 +399,29 @@ def load_profile(name_or_path: str, base: Path | None = None) -> Profile:
     return profile_from_raw(raw, source)
 
 
-def _derived_profile(name: str, card_name: str, prover: str) -> Profile:
-    from dataclasses import replace
-
-    from cuzk_sim.cards import CARDS, DERIVE_BASE
+def derived_profile_raw(name: str) -> dict | None:
+    """The TOML table of the profile derived for a card (`rtx4090`), None for another name."""
+    from cuzk_sim.cards import CARDS, DERIVE_BASE, derived_profiles
     from cuzk_sim.profiles.derive import derive_raw
 
+    if name not in (derived := derived_profiles()):
+        return None
+    card_name, prover = derived[name]
     base_name = DERIVE_BASE[prover]
     ref = resources.files("cuzk_sim.profiles") / f"{base_name}.toml"
     base_raw = parse_toml(ref.read_text(), f"cuzk_sim/profiles/{base_name}.toml")
     base_card = next(c for c in CARDS.values() if base_name in c.measured.values())
-    raw = derive_raw(base_raw, base_card, CARDS[card_name], name)
+    return derive_raw(base_raw, base_card, CARDS[card_name], name)
+
+
+def _derived_profile(name: str, card_name: str, prover: str) -> Profile:
+    from dataclasses import replace
+
+    from cuzk_sim.cards import DERIVE_BASE
+
+    raw = derived_profile_raw(name)
+    assert raw is not None  # name is a derived profile's (load_profile checked)
+    base_name = DERIVE_BASE[prover]
     prof = profile_from_raw(raw, f"derived: {base_name} scaled to {card_name}")
     return replace(prof, derived_for=card_name, derived_from=base_name)
 

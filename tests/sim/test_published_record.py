@@ -135,3 +135,28 @@ def test_phase9_gpu_section_per_partition() -> None:
     dev = r.metrics.devices[0]
     per_partition = dev.mutex_held * r.metrics.time_s / 10
     assert per_partition == pytest.approx(1.824, rel=0.15)
+
+
+def test_calibrate_drops_the_contention_law_it_cannot_separate(tmp_path: Path) -> None:
+    """A log's synth_ms is read at its own concurrency: calibrating over a base with the
+    contention law keeps the fitted time and drops the law (else it slows twice). The
+    fitted time is the logged one: pw=4 -> 29 s x (0.91 + 0.045 x 4) = 31.61 s."""
+    import tomllib
+
+    from typer.testing import CliRunner
+
+    from cuzk_sim.cli import app
+    from cuzk_sim.logs.from_result import write_scenario_log
+
+    scn = api.load(PUBLISHED / "curio-ram-256gib.toml", {"engine.synthesis.partition_workers": 4})
+    result = simulate(scn, record=True)
+    log, out = tmp_path / "d.log", tmp_path / "p.toml"
+    write_scenario_log(result, scn, str(log))
+    for base in ("rtx5070ti", "rtx4090"):  # a measured base and a card's derived one
+        r = CliRunner().invoke(app, ["calibrate", str(log), "--base", base, "-o", str(out)])
+        assert r.exit_code == 0, r.output
+        syn = tomllib.loads(out.read_text())["cpu"]["synthesis"]
+        assert "saturating" not in syn and "memory_bound" not in syn
+        assert load_profile(str(out)).cpu_seconds("synthesis", 130_278_541, "t") == (
+            pytest.approx(31.61, rel=0.01)
+        )
