@@ -98,4 +98,4 @@ def test_the_incident_scenario_holds_its_expectation(rtx4000ada):
     }
     assert rows[2, "none"]["oom"] and not rows[1, "none"]["oom"]
     assert rows[2, "none"]["vram_bytes"] == 20 * 2**30
-    assert "assumed" in rows[2, "none"]["pricing"]  # profile rtx5070ti stated beside the card
+    assert "derived from rtx5070ti" in rows[2, "none"]["pricing"]  # the card's own profile
