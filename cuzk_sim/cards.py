@@ -19,8 +19,8 @@ the VRAM is a stated override: the run prints that it overrides the card's.
 **Every card is priced by its own profile**: the bundled profile measured on it for the
 plan's prover, else one derived for it from a measured profile by the scaling rules of
 cuzk_sim/profiles/derive.py (kernels by SMs x boost clock x 32-bit integer multiply-add
-rate, NTT and pointwise by memory bandwidth, copies by PCIe generation x lanes), which
-needs each card's figures below. `pricing_kind` says whether a run's timings were
+rate, NTT and pointwise by memory bandwidth, pinned copies by PCIe generation x lanes),
+which needs each card's figures below. `pricing_kind` says whether a run's timings were
 measured on the card, derived for it, or assumed (another card's profile stands in).
 
 Sources (vendor product pages and datasheets, read 2026-12-01 and 2026-12-03): VRAM,

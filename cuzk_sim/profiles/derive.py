@@ -11,8 +11,12 @@ The measured profiles are `rtx5070ti` (cuzk, from its project's published figure
 - **memory-bound kernels** (`ntt`, `pointwise`): time x base / target memory bandwidth.
   A 2^27 NTT of 32-byte elements streams 4 GiB per pass with little arithmetic per
   byte; a pointwise product reads two vectors and writes one.
-- **copies** (`copy_engine.pinned`, `.pageable` and their measured points): bandwidth x
-  target / base PCIe rate (generation x lanes); the latency is kept.
+- **pinned copies** (`copy_engine.pinned` and its measured points): DMA at link speed,
+  bandwidth x target / base PCIe rate (generation x lanes); the latency is kept.
+- **pageable copies** (`copy_engine.pageable` and its points): bounded by the host's
+  staging through the driver's bounce buffer, not by the link (6.7 GiB/s on the RTX 5070
+  Ti's PCIe 5.0 x16, a quarter of its pinned rate): kept from the base, capped at the
+  target's pinned rate.
 - **kept** (the base's figure and basis, said so in `source`): the CUDA context, the
   host side (`cpu.*`, `pce.*`, `[host]`, `[allocator]`): the card does not change the
   host, so a derived profile keeps the measured host; replace them with your host's.
@@ -77,9 +81,10 @@ def _mem_rule(base: Card, target: Card) -> str:
 def _copy_rule(base: Card, target: Card) -> str:
     f = pcie_factor(base, target)
     return (
-        f"derived (copies: bandwidth x {f:.4f} = target / base PCIe rate: {base.name} "
+        f"derived (pinned copies: bandwidth x {f:.4f} = target / base PCIe rate: {base.name} "
         f"PCIe {base.pcie_gen}.0 x{base.pcie_lanes}, {target.name} PCIe {target.pcie_gen}.0 "
-        f"x{target.pcie_lanes}; latency kept)"
+        f"x{target.pcie_lanes}; pageable copies: the host's staging rate kept, capped at "
+        "the pinned rate; latency kept)"
     )
 
 
@@ -114,15 +119,26 @@ def derive_raw(base_raw: dict[str, Any], base: Card, target: Card, name: str) ->
         elif kind in MEMORY_KINDS:
             raw["kernel"][kind] = _scale_cost(cost, memory_factor(base, target), mem_rule)
     ce, f = raw["copy_engine"], pcie_factor(base, target)
-    for key in ("pinned", "pageable"):
-        ce[key] = _bandwidth_text(parse_bandwidth(ce[key]) * f)
-        pts = ce.get(f"{key}_points")
-        if pts:
-            ce[f"{key}_points"] = [[b, _seconds_text(parse_duration(t) / f)] for b, t in pts]
-    latency_basis = ce.get("basis", {})
-    latency_basis = latency_basis.get("latency") if isinstance(latency_basis, dict) else None
-    latency_basis = latency_basis or "assumed"
-    ce["basis"] = {"pinned": "derived", "pageable": "derived", "latency": latency_basis}
+    pinned = parse_bandwidth(ce["pinned"]) * f
+    ce["pinned"] = _bandwidth_text(pinned)
+    if ce.get("pinned_points"):
+        ce["pinned_points"] = [
+            [b, _seconds_text(parse_duration(t) / f)] for b, t in ce["pinned_points"]
+        ]
+    pageable = parse_bandwidth(ce["pageable"])
+    cap = min(1.0, pinned / pageable)  # the host's staging rate, at most the link's
+    ce["pageable"] = _bandwidth_text(pageable * cap)
+    if ce.get("pageable_points") and cap < 1.0:
+        ce["pageable_points"] = [
+            [b, _seconds_text(parse_duration(t) / cap)] for b, t in ce["pageable_points"]
+        ]
+    old_basis = ce.get("basis", {})
+    old_basis = old_basis if isinstance(old_basis, dict) else {}
+    ce["basis"] = {
+        "pinned": "derived",
+        "pageable": "derived" if cap < 1.0 else old_basis.get("pageable", "assumed"),
+        "latency": old_basis.get("latency") or "assumed",
+    }
     ce["source"] = f"{_copy_rule(base, target)}; from {base_name}: {ce.get('source', '')}"
     gpu = raw["gpu"]
     ctx_basis = gpu.get("basis", {})

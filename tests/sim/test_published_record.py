@@ -110,6 +110,10 @@ def test_derived_profile_follows_the_rules() -> None:
         base.kernel_seconds("ntt", n, "t") * memory, rel=1e-5
     )
     assert d.pinned_bw == pytest.approx(base.pinned_bw * pcie, rel=1e-5)
+    # pageable: the host's staging rate (6.7 GiB/s) is below the 4090's pinned 12 GiB/s
+    assert d.pageable_bw == pytest.approx(base.pageable_bw, rel=1e-5)
+    slow = load_profile("rtx4000ada")  # PCIe 4.0 x16 too: the same
+    assert slow.pageable_bw == pytest.approx(base.pageable_bw, rel=1e-5)
     assert d.cpu_seconds("synthesis", 10, "t") == base.cpu_seconds("synthesis", 10, "t")
     assert d.vram == 24 * GiB and d.derived_from == "rtx5070ti"
     assert {f.basis for f in d.figures if f.key.startswith("kernel.")} == {"derived"}
