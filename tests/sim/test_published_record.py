@@ -176,3 +176,16 @@ def test_a_known_miss_masks_only_its_figures_and_fails_once_reached() -> None:
     assert not got[1].passed  # not a figure: still a failure
     reached = _known_miss([Check("seconds_per_proof", "[1, 2] s", "1.5 s", True)], "why")
     assert not reached[-1].passed and reached[-1].key == "known_miss"
+
+
+def test_profile_show_and_list_name_the_derived_profiles() -> None:
+    from typer.testing import CliRunner
+
+    from cuzk_sim.cli import app
+
+    r = CliRunner().invoke(app, ["profile", "show", "rtx4090"])
+    assert r.exit_code == 0, r.output
+    assert "derived for rtx4090 from rtx5070ti" in r.output
+    assert "x 0.5317" in r.output  # (70 x 2450) / (128 x 2520), the integer rule's factor
+    r = CliRunner().invoke(app, ["profile", "list"])
+    assert r.exit_code == 0 and "h200+cuzk" in r.output and "rtx4090+ours" in r.output
