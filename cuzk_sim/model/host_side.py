@@ -29,7 +29,10 @@ the host's memory bandwidth with the others. A profile may state the law
 its full-speed time on memory traffic, and k0 syntheses at once saturate the bandwidth,
 so with k running each progresses at 1 / ((1 - f) + f * max(1, k / k0)) of its speed
 (times min(1, cores / (k x threads)) when they also oversubscribe the cores) — processor
-sharing of the bandwidth among the memory-bound parts. That is why cuzk's synthesis of
+sharing of the bandwidth among the memory-bound parts. A host with more cores than the
+profile's (`hardware.host_cores` above `[host] cores`) is taken as that many such hosts
+(sockets, each with its memory channels): k0 x host cores / profile cores; one with fewer
+keeps the profile host's memory system. That is why cuzk's synthesis of
 one proof's 10 partitions took 35.5 s and of two proofs' 20 partitions 46-49 s
 (cuzk-project.md Phase 5, j=2), and why the RAM table's s/proof is not 10 x t / pw with
 one t. Without the law, syntheses share the cores only (model/cores.py).
@@ -120,8 +123,9 @@ class HostSide:
         if p.synthesis_saturating is None:
             return None
         cores = self.sim.config.host_cores
+        hosts = max(1.0, cores / p.host_cores)  # more cores than the profile's host: sockets
         return Contention(
-            self.sim.env, p.synthesis_saturating, p.synthesis_memory_bound, cores,
+            self.sim.env, p.synthesis_saturating * hosts, p.synthesis_memory_bound, cores,
             p.synthesis_threads,
         )  # fmt: skip
 

@@ -189,3 +189,28 @@ def test_profile_show_and_list_name_the_derived_profiles() -> None:
     assert "x 0.5317" in r.output  # (70 x 2450) / (128 x 2520), the integer rule's factor
     r = CliRunner().invoke(app, ["profile", "list"])
     assert r.exit_code == 0 and "h200+cuzk" in r.output and "rtx4090+ours" in r.output
+
+
+def test_contention_rate_and_the_host_scaling_rule() -> None:
+    """Hand arithmetic of the law: 20 syntheses, f = 0.09; k0 = 2 on a 96-core host,
+    x 192 / 96 = 4 on a 192-core one (two hosts' memory channels)."""
+    import simpy
+
+    from cuzk_sim.model.cores import MILLI
+    from cuzk_sim.model.host_side import Contention
+
+    env = simpy.Environment()
+    one = Contention(env, saturating=2, memory_bound=0.09, cores=96, threads=6.4)
+    two = Contention(env, saturating=4, memory_bound=0.09, cores=192, threads=6.4)
+    one.demand = two.demand = 20 * MILLI
+    # 96 cores: min(1, 96 / 128) / (0.91 + 0.09 x 10) = 0.75 / 1.81
+    assert one.rate() == pytest.approx(0.75 / 1.81)
+    # 192 cores: min(1, 192 / 128) / (0.91 + 0.09 x 5) = 1 / 1.36
+    assert two.rate() == pytest.approx(1 / 1.36)
+    sim = api.load(ROOT / "scenarios" / "sweeps" / "cards-porep.toml")
+    from cuzk_sim.model.engine import Simulation
+    from cuzk_sim.model.worker import compile_plan
+
+    plans = {k: compile_plan(p, sim.profile) for k, p in sim.plans.items()}
+    run = Simulation(sim.name, sim.config, plans, sim.shapes, sim.profile)
+    assert run.host_side.contention.saturating == pytest.approx(4.0)
