@@ -76,7 +76,7 @@ class Footprint:
 class Contention(HostCores):
     """Syntheses sharing the host's memory bandwidth (and cores): every running synthesis
     progresses at the same rate (see the module docstring), so HostCores' virtual work
-    clock applies with another rate law; each task asks for one unit."""
+    clock applies with another rate law; a task asks for one unit per synthesis."""
 
     def __init__(
         self, env: simpy.Environment, saturating: float, memory_bound: float, cores: float,
@@ -172,7 +172,8 @@ class HostSide:
             demand = (self.contention.demand / MILLI + count) * threads
             cores = sim.cores
             cores.peak_demand = max(cores.peak_demand, demand + cores.demand / MILLI)
-            yield simpy.AllOf(sim.env, [self.contention.run(seconds, 1) for _ in range(count)])
+            # `count` syntheses started together progress together: one task of that demand
+            yield self.contention.run(seconds, count)
             cores.work_s += count * seconds * threads
         elif sim.cores_shared:
             yield sim.cores.run(seconds, count * threads)
