@@ -119,7 +119,9 @@ def check_key_path(path: str) -> None:
 
 def apply_overrides(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
     """A deep copy of `raw` with each `path: value` set. Missing tables are created;
-    a list index must exist (`workload[1]` needs two workload entries)."""
+    a list index must exist (`workload[1]` needs two workload entries). A
+    `hardware.card` set here replaces the VRAM and profile of `raw` unless set here too
+    (cuzk_sim/scenario/card_rule.py)."""
     out: dict[str, Any] = copy.deepcopy(dict(raw))
     for path, value in overrides.items():
         check_key_path(path)
@@ -137,6 +139,9 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dic
             if not isinstance(node, dict):
                 raise InputError(f"{path}: the scenario holds a value where a table is needed")
             node[last] = copy.deepcopy(value)
+    from cuzk_sim.scenario.card_rule import apply_card_rule
+
+    apply_card_rule(out, overrides)  # a card set here replaces earlier vram/profile
     return out
 
 

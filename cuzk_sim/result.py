@@ -113,6 +113,9 @@ class SimResult:
     stopped_at_oom: bool = False
     peak_host_bytes: int = 0  # host RAM budget in use at its peak (reservations + pinned)
     host_budget_bytes: int = 0
+    # the process's resident host memory at its peak (SRS, PCE, partitions by stage:
+    # model/host_side.py), what RSS measures; peak_host_bytes is the budget's ledger
+    peak_host_rss_bytes: int = 0
     peak_core_demand: float = 0.0  # most CPU threads asked for at once (0: never counted)
     events: int = 0  # scheduler wake-ups processed (for benchmarks)
     pce_extractions: int = 0
@@ -176,6 +179,7 @@ class SimResult:
             "peak_vram_bytes": {str(d): b for d, b in sorted(self.peak_vram_bytes.items())},
             "vram_total_bytes": {str(d): b for d, b in sorted(self.vram_total_bytes.items())},
             "peak_host_bytes": self.peak_host_bytes,
+            "peak_host_rss_bytes": self.peak_host_rss_bytes,
             "host_budget_bytes": self.host_budget_bytes,
             "peak_core_demand": self.peak_core_demand,
             "seconds_per_proof": self.seconds_per_proof,

@@ -441,8 +441,12 @@ def log_card(a: Analyzer) -> tuple[str, str] | None:
 
 def base_raw(name_or_path: str) -> tuple[dict, str]:
     """The base profile's TOML document (to copy its other figures) and its name."""
+    from cuzk_sim.calibration import derived_profile_raw
+
     if name_or_path in BUNDLED:
         text = (resources.files("cuzk_sim.profiles") / f"{name_or_path}.toml").read_text()
+    elif (derived := derived_profile_raw(name_or_path)) is not None:  # a card's derived
+        return derived, name_or_path
     else:
         try:
             text = Path(name_or_path).read_text()
@@ -505,6 +509,16 @@ def calibrated_profile(
                 entry.pop("points", None)
             entry["source"] = fit.provenance
             entry["basis"] = fit.basis
+            if key == "cpu.synthesis" and "saturating" in entry:
+                # synth_ms was read at the log's own concurrency: the fitted time stands
+                # for it, and the base's contention law (model/host_side.py) would slow
+                # it twice; dropped, and said so
+                for law in ("memory_bound", "saturating"):
+                    entry.pop(law, None)
+                cal.notes.append(
+                    "cpu.synthesis: fitted at the log's own concurrency; the base's "
+                    "synthesis contention law (memory_bound, saturating) is dropped"
+                )
     ce = raw["copy_engine"]
     keys = ("pageable", "pinned", "latency")
     copy_fits = {k: f for k in keys for f in fits if f.key == f"copy_engine.{k}"}

@@ -32,6 +32,7 @@ from cuzk_sim.model.allocator import NEVER, DeviceMemory
 from cuzk_sim.model.cores import HostCores
 from cuzk_sim.model.gpu import Device
 from cuzk_sim.model.host import HostMemory, PceCache
+from cuzk_sim.model.host_side import HostSide
 from cuzk_sim.model.interpreter import panic
 from cuzk_sim.model.jitter import Jitter, replica_seed
 from cuzk_sim.model.machine import Machine
@@ -199,6 +200,7 @@ class Simulation:
             writable=cfg.pce_writable,
             on_disk=set(cfg.pce_on_disk),
         )
+        self.host_side = HostSide(self)  # residency, RSS, synthesis contention
         self.jobs = simpy.PriorityStore(env)
         if cfg.partition_workers:
             # cuzk engine.rs (Phase 7): the synthesis -> GPU channel, auto-sized to
@@ -290,12 +292,10 @@ class Simulation:
         """partition_workers > 0: take a proof, make its PCE available, hand each partition
         to its own synthesis task (which waits for a permit), and go on to the next proof
         (cuzk spawns the tasks and does not wait for them)."""
-        env = self.env
         while True:
             item = yield self.jobs.get()
             proof: Proof = item.item
-            if self.shapes[proof.kind].pce:
-                yield from self.pce.ensure(env, self.ram, proof.kind, self.log)
+            yield from self.host_side.load_kind(proof.kind)  # SRS, PCE resident
             for p in range(proof.partitions):
                 self._spawn(self._synthesize_partition(proof, p))
 
@@ -315,11 +315,7 @@ class Simulation:
         self.ram_wait_s += env.now - asked
         seconds = self._synthesis_seconds(proof)
         t0 = env.now
-        if self.cores_shared:
-            yield self.cores.run(self.jitter.scale(seconds), self.profile.synthesis_threads)
-        else:
-            yield env.timeout(self.jitter.scale(seconds))
-            self.cores.work_s += seconds * self.profile.synthesis_threads
+        yield from self.host_side.synthesize(proof.kind, self.jitter.scale(seconds))
         self.events += 2
         self.synth_busy_s += env.now - t0
         if self.record or self.timeline is not None:
@@ -338,25 +334,16 @@ class Simulation:
             asked = env.now
             yield self.ram.reserve("synthesis", proof.id, proof.partitions * shape.host_bytes)
             self.ram_wait_s += env.now - asked  # metrics.py: synthesizers waiting on RAM
-            if shape.pce:
-                yield from self.pce.ensure(env, self.ram, proof.kind, self.log)
+            yield from self.host_side.load_kind(proof.kind)  # SRS, PCE resident
             rounds = math.ceil(proof.partitions / cfg.max_parallel_synthesis)
             seconds = self._synthesis_seconds(proof)
             t0 = env.now
-            if self.cores_shared:  # each round: its partitions in parallel, sharing cores
-                left = proof.partitions
-                for _ in range(rounds):
-                    now_parts = min(left, cfg.max_parallel_synthesis)
-                    left -= now_parts
-                    yield self.cores.run(
-                        self.jitter.scale(seconds), now_parts * self.profile.synthesis_threads
-                    )
-            else:
-                if self.jitter:
-                    yield env.timeout(sum(self.jitter.scale(seconds) for _ in range(rounds)))
-                else:
-                    yield env.timeout(rounds * seconds)
-                self.cores.work_s += proof.partitions * seconds * self.profile.synthesis_threads
+            left = proof.partitions
+            for _ in range(rounds):  # each round: its partitions side by side
+                now_parts = min(left, cfg.max_parallel_synthesis)
+                left -= now_parts
+                scaled = self.jitter.scale(seconds)
+                yield from self.host_side.synthesize(proof.kind, scaled, now_parts)
             self.events += 4
             self.synth_busy_s += env.now - t0  # metrics.py: synthesizer busy time
             if self.record or self.timeline is not None:
@@ -411,6 +398,7 @@ class Simulation:
         memory is released; the proof finishes with its last partition."""
         if reserved:
             self.ram.unreserve("synthesis", proof.id, self.shapes[proof.kind].host_bytes)
+            self.host_side.partition_done(proof.kind)
         proof.returned += 1
         if proof.returned == proof.partitions:  # every partition is back (done or not)
             proof.finished = True
@@ -498,6 +486,7 @@ class Simulation:
         self._fresh_queues()
         self.pce.restart()
         self.pce.pending.clear()  # an extraction in flight died with the process
+        self.host_side.restart()  # SRS and PCE no longer resident
         self.sections.clear()  # learnt sections keyed by the old memories' states
         lost_text = f"; {len(lost)} proofs in flight lost" if lost else ""
         self.log(f"daemon restart: in-memory PCE dropped{lost_text}")
@@ -638,6 +627,7 @@ class Simulation:
             seconds_per_proof=spp,
             peak_vram_bytes={d.index: d.memory.peak_used for d in self.devices},
             peak_host_bytes=self.ram.peak_used,
+            peak_host_rss_bytes=self.host_side.rss.peak,
             host_budget_bytes=self.ram.budget,
             peak_core_demand=self.cores.peak_demand,
             host_samples=self.ram.samples if self.timeline is None and self.ram.samples else [],

@@ -137,6 +137,8 @@ def replayed_shape(kind: CircuitShape, plan: Plan, host: PlanHost) -> CircuitSha
         )
     return dataclasses.replace(
         shape,
+        srs_bytes=0,  # a replayed plan holds its own key (e.g. key_pinned buffers): cuzk's
+        pce_bytes=0,  # SRS and PCE residency belong to the cuzk builder's kinds
         host_bytes=shape.host_bytes
         if host.partition_bytes is None
         else parse_size(host.partition_bytes),

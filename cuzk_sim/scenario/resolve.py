@@ -18,7 +18,7 @@ from cuzk_sim.model.engine import EngineConfig
 from cuzk_sim.plan import Plan
 from cuzk_sim.plans.circuits import CircuitShape
 from cuzk_sim.plans.cuzk import CuzkVariant
-from cuzk_sim.scenario import config
+from cuzk_sim.scenario import card_rule, config
 from cuzk_sim.scenario.bounds import check_run_bounds
 from cuzk_sim.scenario.flags import build_flags
 from cuzk_sim.scenario.plan_sources import partition_plans
@@ -36,6 +36,12 @@ class Scenario:
     profile: Profile
     plans: dict[str, Plan]
     shapes: dict[str, CircuitShape]
+    # what priced and sized the run, for results and rows (scenario/card_rule.py):
+    # where the VRAM came from, and whether the profile was measured on the card, derived
+    # for it by the scaling rules, or assumed (another card's profile standing in)
+    vram_source: str = ""
+    profile_kind: str = "measured"
+    host_bound: str = ""  # which reservation bounds the partitions held (config.host_bound)
 
 
 def load_scenario(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Scenario:
@@ -62,7 +68,7 @@ def scenario_from_dict(raw: dict, source: str, base: Path | None = None) -> Scen
         raise from_validation(source, e) from None
     check_run_bounds(spec, source)
     try:
-        profile = load_profile(spec.profile, base)
+        profile = load_profile(card_rule.profile_name(spec), base)
     except InputError as e:
         raise InputError(f"{source}: profile: {e}") from None
     vram = config.vram_bytes(spec, profile, source)
@@ -77,7 +83,37 @@ def scenario_from_dict(raw: dict, source: str, base: Path | None = None) -> Scen
         b_g2_threads=min(spec.engine.gpus.gpu_threads or cores, cores),
     )
     parts = partition_plans(spec, variant, vram, source, base)
+    if not spec.engine.pce.enabled:
+        parts = without_pce(parts, profile)
     config.check_host_fits(spec, parts.shapes, profile, budget, source)
     engine = config.engine_config(spec, profile, vram, budget, source)
     name = spec.name or (Path(source).stem if source else "scenario")
-    return Scenario(name, source, spec, engine, profile, parts.plans, parts.shapes)
+    from cuzk_sim.cards import pricing_kind
+
+    return Scenario(
+        name,
+        source,
+        spec,
+        engine,
+        profile,
+        parts.plans,
+        parts.shapes,
+        vram_source=card_rule.vram_source(spec, profile),
+        profile_kind=pricing_kind(spec.hardware.card, profile),
+        host_bound=config.host_bound(spec, parts.shapes, budget),
+    )
+
+
+def without_pce(parts, profile: Profile):
+    """engine.pce.enabled = false: no kind uses a PCE; synthesis takes the profile's time
+    x its `without_pce` factor (the old path), unless [plan.host] states it."""
+    import dataclasses
+
+    shapes = {}
+    for k, shape in parts.shapes.items():
+        secs = shape.synthesis_s
+        if secs is None:
+            secs = profile.cpu_seconds("synthesis", shape.constraints, f"synthesis of {k}")
+            secs *= profile.synthesis_without_pce
+        shapes[k] = dataclasses.replace(shape, pce=False, synthesis_s=secs)
+    return dataclasses.replace(parts, shapes=shapes)

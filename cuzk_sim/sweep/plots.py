@@ -239,6 +239,11 @@ def frontier_figure(spec: SweepSpec, rows: list[dict], summary: dict):
             ax.step(fx, fy + fy[-1:], where="post", color="black", lw=1.2, label="Pareto frontier")
             ax.scatter(fx[:-1], fy, color="black", s=22, zorder=3, gid="frontier")
         ax.set_ylabel("seconds per proof (safe)")
+        ax.ticklabel_format(axis="y", useOffset=False, style="plain")
+        ys = [r["seconds_per_proof"] for r in safe]
+        if ys and max(ys) - min(ys) < 0.02 * max(ys):  # a flat row: a readable span around it
+            mid = (max(ys) + min(ys)) / 2
+            ax.set_ylim(mid * 0.95, mid * 1.05)
         ax.grid(alpha=0.3)
         ax.tick_params(labelbottom=False)
         # no throughput to draw: a row of their own, one cross per configuration

@@ -52,10 +52,14 @@ def test_unknown_card_suggests_names():
 
 
 def test_pricing_notes_say_whose_figures():
-    assert "unprofiled card" in pricing_note("rtx4000ada", "rtx5070ti")
+    # the card rule (card_rule.py): another card's profile is "assumed"; the card's own
+    # derived profile "derived"; the one measured on it "measured"
+    assert "assumed" in pricing_note("rtx4000ada", "rtx5070ti")
+    assert "own profile is rtx4000ada" in pricing_note("rtx4000ada", "rtx5070ti")
+    assert "derived from rtx5070ti" in pricing_note("rtx4000ada", "rtx4000ada")
     assert "measured on this card" in pricing_note("rtx5070ti", "rtx5070ti")
-    assert "own profile is h200" in pricing_note("h200", "rtx5070ti")
-    assert pricing_note(None, "rtx5070ti") == "priced by profile rtx5070ti"
+    assert "own profile is h200+cuzk" in pricing_note("h200", "rtx5070ti")
+    assert "measured on this card" in pricing_note(None, "rtx5070ti")
 
 
 def test_api_load_with_overrides_is_load_scenario():
