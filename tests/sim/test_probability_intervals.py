@@ -90,20 +90,21 @@ def test_zero_of_r_is_not_shown_as_proven_safe():
 def test_api_results_carry_the_warnings_the_cli_prints():
     from cuzk_sim import api
 
-    snap = ROOT / "scenarios" / "sweeps" / "rtx4000ada-snapdeals.toml"
-    cli = runner.invoke(app, ["run", str(snap)])
+    # a VRAM the profile's card does not have: the run warns that its timings are that card's
+    snap = ROOT / "scenarios" / "phase9-dual-worker-three-part-fix.toml"
+    cli = runner.invoke(app, ["run", str(snap), "--set", "hardware.vram=20 GiB"])
     printed = [x.removeprefix("warning: ") for x in cli.stderr.splitlines() if "warning" in x]
-    assert printed and "rtx4000ada" in printed[0]  # the card is not the profile's card
-    scn = api.load(snap)
+    assert printed and "hardware.vram = 20 GiB" in printed[0]
+    scn = api.load(snap, {"hardware.vram": "20 GiB"})
     result = api.simulate(scn)
     assert result.warnings == printed
     assert result.to_dict()["warnings"] == printed
-    assert (result.profile, result.card) == ("rtx5070ti", "rtx4000ada")
+    assert (result.profile, result.card) == ("rtx5070ti", None)
     report = api.simulate(scn, replicas=3, jitter=0.05)
     assert report.warnings == printed
     assert report.to_json()["warnings"] == printed
     assert report.oom_interval == wilson_interval(report.ooms, 3)
-    assert (report.profile, report.card) == ("rtx5070ti", "rtx4000ada")
+    assert (report.profile, report.card) == ("rtx5070ti", None)
     assert report.to_json()["profile"] == "rtx5070ti"
     assert report.to_json()["vram_total_bytes"] == {"0": 20 * 2**30}  # the card's 20 GiB
 
