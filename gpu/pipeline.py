@@ -48,6 +48,7 @@ from .prover import (
     partition,
     pin_points,
 )
+from .witness_data import shaped_witness, witness_shaped
 
 DeviceKind = Literal["real", "dry-run"]
 NEVER = 2**64 - 1
@@ -92,6 +93,7 @@ def kind_work(plan: Plan, where: str) -> KindWork:
     shape = PartitionShape(
         m["domain_size"], m["num_vars"], m["num_public"], m["h_len"], m["reduction"]
     )
+    shape = witness_shaped(shape, m)  # issue 23: the densities and witness shape, if given
     flags = ProverFlags(**m["flags"])
     # not in the real pipeline yet: a resident key (and its tables) would outlive a
     # partition's Device, and the tails already run in the assembler process (`cuzk-sim
@@ -761,7 +763,9 @@ def synthetic_data(shape: PartitionShape, real: bool, key_pinned: bool = False) 
     pts = {st: (g2 if grp == "g2" else g1)[:count] for st, (grp, count) in sizes.items()}
     if key_pinned:
         pts = pin_points(pts)
-    data = PartitionInput(_random_limbs(rng, 3 * n).reshape(3, n, 8), _random_limbs(rng, m), pts)
+    abc = _random_limbs(rng, 3 * n).reshape(3, n, 8)
+    witness, scalars = shaped_witness(shape, rng)  # issue 23: the shape's 0 / 1 share
+    data = PartitionInput(abc, witness, pts, scalars)
     key = HostKey(pts, bls.G1, bls.G1, bls.G2, bls.G1, bls.G2)
     made = PartitionData(data, key)
     while _SYNTHETIC and sum(map(_nbytes, _SYNTHETIC.values())) + _nbytes(made) > (
