@@ -166,12 +166,13 @@ class PartitionShape:
         return witness_shape(self.witness)
 
     @classmethod
-    def of_key(cls, pk: ProvingKey) -> PartitionShape:
-        """The key's shape; a query some variables never enter (their point is infinity)
-        holds only the others' points (host_key leaves the rest out)."""
+    def of_key(cls, pk: ProvingKey, compact: bool = False) -> PartitionShape:
+        """The key's shape. `compact`: as a real key, a query holds only the points of the
+        variables it enters (the others' are infinity; host_key(..., compact=True) leaves
+        them out, and `prove` runs so); else every variable's."""
         a, b = (len(query_index(m, pk.num_vars)) for m in (pk.A, pk.B))
-        a_count = a if a < pk.num_vars else None
-        b_count = b if b < pk.num_vars else None
+        a_count = a if compact and a < pk.num_vars else None
+        b_count = b if compact and b < pk.num_vars else None
         h_len = len(pk.h_query)
         return cls(
             pk.domain_size, pk.num_vars, pk.num_public, h_len, pk.reduction, a_count, b_count
@@ -234,7 +235,7 @@ class HostKey:
     density: Mapping[str, Sequence[int]] = field(default_factory=dict)
 
 
-_HOST_KEYS: dict[tuple[int, bool], tuple[ProvingKey, HostKey]] = {}
+_HOST_KEYS: dict[tuple[int, bool, bool], tuple[ProvingKey, HostKey]] = {}
 
 
 def pin_points(points: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -254,15 +255,16 @@ def key_points_bytes(shape: PartitionShape) -> int:
     return sum(4 * POINT_WORDS[group] * count for group, count in shape.msm_sizes().values())
 
 
-def host_key(pk: ProvingKey, pinned: bool = False) -> HostKey:
+def host_key(pk: ProvingKey, pinned: bool = False, compact: bool = False) -> HostKey:
     """Convert (once per key object) the query points to limbs; `pinned`: a copy of them in
     page-locked host memory, also made once per key and kept while the key is cached
-    (ProverFlags.key_pinned)."""
-    hit = _HOST_KEYS.get((id(pk), pinned))
+    (ProverFlags.key_pinned). `compact`: the A / B queries without the points of variables
+    they never enter (PartitionShape.of_key(pk, compact), what `prove` runs)."""
+    hit = _HOST_KEYS.get((id(pk), pinned, compact))
     if hit is not None and hit[0] is pk:
         return hit[1]
     if pinned:
-        base = host_key(pk)
+        base = host_key(pk, compact=compact)
         key = HostKey(
             pin_points(base.points),
             base.alpha_g1,
@@ -272,9 +274,9 @@ def host_key(pk: ProvingKey, pinned: bool = False) -> HostKey:
             base.delta_g2,
             base.density,
         )
-        _HOST_KEYS[(id(pk), True)] = (pk, key)
+        _HOST_KEYS[(id(pk), True, compact)] = (pk, key)
         return key
-    shape = PartitionShape.of_key(pk)
+    shape = PartitionShape.of_key(pk, compact)
     density = {}
     if shape.a_count is not None:
         density["a"] = query_index(pk.A, pk.num_vars)
@@ -301,7 +303,7 @@ def host_key(pk: ProvingKey, pinned: bool = False) -> HostKey:
     )
     if len(_HOST_KEYS) >= 4:
         _HOST_KEYS.clear()
-    _HOST_KEYS[(id(pk), False)] = (pk, key)
+    _HOST_KEYS[(id(pk), False, compact)] = (pk, key)
     return key
 
 
@@ -624,8 +626,8 @@ def prove_partition(
     check_key_shape(pk)
     check_witness(pk, witness)
     r, s = draw_scalar(r, rng, "r"), draw_scalar(s, rng, "s")
-    shape = PartitionShape.of_key(pk)
-    key = host_key(pk, pinned=flags.key_pinned)
+    shape = PartitionShape.of_key(pk, compact=True)  # as a real key: no infinity points
+    key = host_key(pk, pinned=flags.key_pinned, compact=True)
     dev = Device(mode, gpu_index, flags.allocator)
     n = pk.domain_size
 

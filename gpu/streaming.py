@@ -39,16 +39,18 @@ def chunk_for_budget(shape: Any, flags: Any) -> int | None:
         return None
     top = max(count for _, count in shape.msm_sizes().values())
     chunk = 1 << max(0, (top - 1).bit_length() - 1)  # the largest power of two below top
-    peak = 0
+    peak, before = 0, None
     while chunk >= MIN_BUDGET_CHUNK:
         peak = plan_peak(dry_run_plan(shape, dataclasses.replace(base, msm_chunk=chunk)))
         if peak <= budget:
             return chunk
-        chunk //= 2
+        if peak == before:  # the floor: the NTT phase, which no chunk changes
+            break
+        before, chunk = peak, chunk // 2
     raise ValueError(
         f"ProverFlags.vram_budget_bytes={budget} ({budget / 2**30:.2f} GiB) is below what a "
         f"2^{shape.log_n} partition needs: {peak} bytes ({peak / 2**30:.2f} GiB) with "
-        f"{MIN_BUDGET_CHUNK}-point chunks (the NTT phase alone needs its three vectors)"
+        f"{chunk}-point chunks (the NTT phase alone needs its three vectors)"
     )
 
 

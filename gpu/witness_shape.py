@@ -80,7 +80,7 @@ DENSE = _register(
 )
 
 # measured by `measure` on reference/circuits_sha256.py: 4 chained compressions of random
-# blocks (seed 1; 107,489 constraints, 106,752 aux variables): zeros 55,072, ones 51,680,
+# blocks (seed 1; 107,489 constraints, 106,752 aux variables): zeros 55,073, ones 51,679,
 # others 0; in A 61,824, in B 27,552 (tests/gpu_prover/test_witness_shape.py recounts it)
 SHA256 = _register(
     WitnessShape(

@@ -55,7 +55,7 @@ def test_the_key_goes_up_once_and_both_partitions_trace_the_dry_run_plan():
 
     pk, w, _ = random_circuit(4, "bellman", constraints=12)
     flags = ProverFlags(key_resident=True)
-    planned = dry_run_plan(PartitionShape.of_key(pk), flags)
+    planned = dry_run_plan(PartitionShape.of_key(pk, compact=True), flags)
     _, first = prove_partition(pk, w, 1, 2, flags=flags, mode="traced")
     _, second = prove_partition(pk, w, 3, 4, flags=flags, mode="traced")
     assert first.plan("t").steps == planned.steps == second.plan("t").steps

@@ -72,7 +72,7 @@ def test_two_partitions_trace_the_dry_run_plan_and_only_the_first_builds():
 
     pk, w, _ = random_circuit(4, "bellman", constraints=12)
     flags = ProverFlags(key_resident=True, key_tables=True)
-    planned = dry_run_plan(PartitionShape.of_key(pk), flags)
+    planned = dry_run_plan(PartitionShape.of_key(pk, compact=True), flags)
     p1, first = prove_partition(pk, w, 1, 2, flags=flags, mode="traced")
     p2, second = prove_partition(pk, w, 3, 4, flags=flags, mode="traced")
     assert first.plan("t").steps == planned.steps == second.plan("t").steps

@@ -1,0 +1,125 @@
+"""The streamed MSMs (msm_chunk with overlap_uploads), the VRAM budget and the split MSM
+in the dry-run plan: orders, buffers and peaks worked out by hand."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, dry_run_plan
+from cuzk_sim.gpu.schedule import overlap
+from cuzk_sim.gpu.streaming import chunk_for_budget, plan_peak
+from typer.testing import CliRunner
+
+GIB = 1 << 30
+STREAM = ProverFlags(key_pinned=True, overlap_uploads=True, msm_chunk=1000)
+
+
+def _names(plan, op):
+    return [(i, s) for i, s in enumerate(plan.steps) if s.op == op]
+
+
+def test_each_chunk_goes_up_beside_the_msm_before_it_into_the_other_buffer():
+    shape = PartitionShape.synthetic(11)  # 2048: every stage in 3 chunks (1000, 1000, 48)
+    plan = dry_run_plan(shape, STREAM)
+    assert plan.meta["gpu_stream"] == "legacy_default+key_upload"
+    copies = [(i, s) for i, s in _names(plan, "copy") if s.stream == "key_upload"]
+    points = [(i, s) for i, s in copies if s.name.endswith("_points")]
+    assert len(points) == 15  # 5 stages x 3 chunks, and no whole-stage upload
+    msms = [(i, s) for i, s in _names(plan, "kernel") if s.name in plan.meta["flags"] or True]
+    msm_at = [i for i, s in msms if s.name.startswith("msm_") and "." not in s.name]
+    assert len(msm_at) == 15
+    # chunk k + 1's upload is issued after the sync for chunk k and before chunk k's MSM
+    for k in range(14):
+        assert msm_at[k - 1] < points[k + 1][0] < msm_at[k] if k else points[1][0] < msm_at[0]
+    # the double buffer: the points alternate between key_chunk.0 and key_chunk.1
+    allocs = {s.buffer: s.bytes for _, s in _names(plan, "alloc")}
+    assert allocs["key_chunk.0"] == allocs["key_chunk.1"] == 192 * 1000  # G2's chunk
+    # the witness streams beside its points (no d_witness); H reads d_a, freed after it
+    assert "d_witness" not in allocs
+    assert allocs["scalar_chunk.0"] == 32 * 1000
+    frees = [s.buffer for _, s in _names(plan, "free")]
+    last_h = max(i for i, s in _names(plan, "kernel") if s.name == "msm_h")
+    free_a = next(i for i, s in _names(plan, "free") if s.buffer == "d_a")
+    first_a = min(i for i, s in _names(plan, "kernel") if s.name == "msm_a")
+    assert last_h < free_a < first_a and frees.count("d_a") == 1
+
+
+def test_the_overlap_counts_every_upload_but_the_first():
+    plan = dry_run_plan(PartitionShape.synthetic(11), STREAM)
+    o = overlap(plan)
+    # 15 point chunks + 12 scalar chunks (H's scalars are d_a); all but chunk 0 ride beside
+    assert (o.copies, o.overlapped) == (27, 26)
+    first = 96 * 1000  # msm_h's first chunk of points
+    assert o.copy_bytes - o.overlapped_bytes == first
+
+
+def test_a_14_gib_budget_streams_a_porep_2_27_partition_within_it():
+    shape = PartitionShape.synthetic(27, witness="porep")
+    flags = ProverFlags(
+        key_pinned=True, overlap_uploads=True, split_msm=True, vram_budget_bytes=14 * GIB
+    )
+    chunk = chunk_for_budget(shape, flags)
+    assert chunk is not None and chunk & (chunk - 1) == 0
+    plan = dry_run_plan(shape, flags)
+    assert 12 * GIB < plan_peak(plan) <= 14 * GIB  # the NTT phase: d_a 4 + d_bc 8 GiB
+    bigger = dataclasses.replace(flags, vram_budget_bytes=None, msm_chunk=2 * chunk)
+    assert plan_peak(dry_run_plan(shape, bigger)) > 14 * GIB  # the largest that fits
+
+
+def test_a_budget_below_the_ntt_phase_is_refused_by_name():
+    flags = ProverFlags(key_pinned=True, overlap_uploads=True, vram_budget_bytes=10 * GIB)
+    with pytest.raises(ValueError, match=r"vram_budget_bytes=10737418240 \(10.00 GiB\)"):
+        dry_run_plan(PartitionShape.synthetic(27), flags)
+
+
+def test_a_budget_the_whole_msms_fit_leaves_them_whole():
+    shape = PartitionShape.synthetic(12)
+    flags = ProverFlags(vram_budget_bytes=80 * GIB)
+    assert chunk_for_budget(shape, flags) is None
+    assert [s for s in dry_run_plan(shape, flags).steps] == list(dry_run_plan(shape).steps)
+
+
+def test_the_split_msm_plan_classifies_sums_the_ones_then_runs_the_rest():
+    shape = PartitionShape.synthetic(10, witness="porep")
+    plan = dry_run_plan(shape, ProverFlags(split_msm=True))
+    kernels = [s for _, s in _names(plan, "kernel")]
+    names = [s.name for s in kernels]
+    for stage in ("msm_a", "msm_b_g1", "msm_b_g2", "msm_l"):
+        at = names.index(f"{stage}.split")
+        assert names[at + 1] == f"{stage}.ones" and names[at + 2] == stage
+        count = shape.msm_sizes()[stage][1]
+        zeros = round(0.5159 * count)
+        ones = min(count - zeros, round(0.4841 * count))
+        assert kernels[at + 1].size == -(-ones // 16)  # one addition per one, priced
+        assert kernels[at + 2].size == count - zeros - ones  # the rest's Pippenger
+    assert "msm_h.split" not in names  # H's scalars are field elements
+    copies = [s.name for _, s in _names(plan, "copy")]
+    assert "msm_a.split_counts" in copies and "msm_a.ones.result" in copies
+
+
+@pytest.mark.parametrize(
+    ("kw", "says"),
+    [
+        ({"split_msm": True, "msm_algo": "unsigned"}, "split_msm needs"),
+        ({"vram_budget_bytes": 0}, "vram_budget_bytes must be"),
+        ({"vram_budget_bytes": 1 << 34, "key_resident": True}, "vram_budget_bytes does not"),
+    ],
+)
+def test_flags_that_do_not_combine_are_refused_by_name(kw, says):
+    with pytest.raises(ValueError, match=says):
+        ProverFlags(**kw)
+
+
+def test_gpu_plan_shows_the_two_streams_and_the_peak_within_the_budget():
+    from cuzk_sim.cli import app
+
+    args = ["gpu-plan", "--domain-log2", "27", "--key-pinned", "--overlap-uploads"]
+    args += ["--witness", "porep", "--split-msm", "--vram-budget", "14 GiB"]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    peak = int(out.output.split("peak device bytes: ")[1].split()[0])
+    assert peak <= 14 * GIB
+    assert "stream key_upload:" in out.output and "beside a kernel" in out.output
+    bad = CliRunner().invoke(app, ["gpu-plan", "--domain-log2", "20", "--witness", "x"])
+    assert bad.exit_code == 2 and "--witness" in bad.output
