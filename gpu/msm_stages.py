@@ -18,18 +18,12 @@ from .blinding import scale_g1
 from .device import Buffer, Device
 from .msm import POINT_WORDS, SignedShape, WindowSums, build_table, msm
 from .msm_split import msm_split
+from .scalars import Scalars
 
 SPLIT_STAGES = ("msm_a", "msm_b_g1", "msm_b_g2", "msm_l")  # witness scalars; H's are not
 STREAM_BUFFERS = ("key_chunk.0", "key_chunk.1")
 SCALAR_BUFFERS = ("scalar_chunk.0", "scalar_chunk.1")
 FR_BYTES = 32
-
-
-@dataclass(frozen=True)
-class Scalars:
-    """Where each stage's scalars are on the device: (buffer, offset in u32 words)."""
-
-    by_stage: Mapping[str, tuple[Buffer, int]]
 
 
 @dataclass(frozen=True)
@@ -60,9 +54,8 @@ def _run_msm(
     table: Buffer | None,
 ) -> list[Any]:
     """One chunk's MSM: its partial results (two with the split: ones, rest)."""
-    buf, offset = scalars.by_stage[part.stage]
-    offset += 8 * part.start
-    return _chunk_msm(dev, shape, flags, part, d_p, buf, offset, table)
+    buf, offset = scalars.acquire(part.stage)
+    return _chunk_msm(dev, shape, flags, part, d_p, buf, offset + 8 * part.start, table)
 
 
 def _chunk_msm(
@@ -298,6 +291,7 @@ def _staged(
             parts = _run_msm(dev, shape, flags, Chunk(stage, group, start, m), d_p, scalars, table)
             partials += _collect(parts, stage, tails, scale)
         results[stage] = partials
+        scalars.release(stage)
         if not flags.key_resident:
             dev.free(f"{stage}.points")
     return results

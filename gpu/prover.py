@@ -33,8 +33,9 @@ from . import encoding
 from .blinding import assemble_blinded, blinding, scale_g1, scales
 from .device import AllocatorName, Device, Mode
 from .msm import MSM_ALGOS, POINT_WORDS, MsmAlgo, WindowSums
-from .msm_stages import Scalars, finish_tail, run_msms, run_streamed, streams
+from .msm_stages import finish_tail, run_msms, run_streamed, streams
 from .ntt import DeviceTables, domain_tables, tables_bytes
+from .scalars import Scalars
 from .streaming import resolve_budget
 from .witness_shape import WitnessShape, witness_shape
 
@@ -462,45 +463,13 @@ def partition(
             if not flags.free_bc_early:
                 dev.free("d_bc")
             return results
-        d_w = dev.alloc("d_witness", shape.num_vars * FR_BYTES)
-        dev.copy_htod(  # `pinned` covers the witness as it does a/b/c
-            "upload_witness",
-            d_w,
-            data.witness if data else None,
-            shape.num_vars * FR_BYTES,
-            pinned=flags.pinned,
-        )
-        scalars = _scalar_buffers(dev, shape, flags, data, d_a, d_w)
+        scalars = Scalars(dev, shape, flags, data, d_a, eager=False)
         results = run_msms(dev, shape, flags, data, scalars, tails, scale)
-        for q in ("b", "a"):
-            if f"d_scalars_{q}" in dev.live:
-                dev.free(f"d_scalars_{q}")
-        dev.free("d_witness")
+        scalars.close()
         if not flags.free_bc_early:
             dev.free("d_bc")
         dev.free("d_a")
     return results
-
-
-def _scalar_buffers(
-    dev: Device, shape: PartitionShape, flags: ProverFlags, data: Any, d_a: Any, d_w: Any
-) -> Scalars:
-    """Each MSM's scalars on the device: H's in d_a, the witness in d_witness (L from its
-    aux part), and for a query that leaves variables out (a_count / b_count) the witness
-    gathered at its variables (`gather_scalars`), uploaded into d_scalars_a / _b."""
-    at = {st: (d_w, 0) for st in ("msm_a", "msm_b_g1", "msm_b_g2")}
-    at |= {"msm_h": (d_a, 0), "msm_l": (d_w, 8 * (shape.num_public + 1))}
-    for q, count, stages in (
-        ("a", shape.a_count, ("msm_a",)),
-        ("b", shape.b_count, ("msm_b_g1", "msm_b_g2")),
-    ):
-        if count is None:
-            continue
-        buf = dev.alloc(f"d_scalars_{q}", max(1, count) * FR_BYTES)
-        host = data.scalars[q] if data else None
-        dev.copy_htod(f"upload_scalars_{q}", buf, host, count * FR_BYTES, pinned=flags.pinned)
-        at |= {st: (buf, 0) for st in stages}
-    return Scalars(at)
 
 
 _TAIL_POOL: list[Executor] = []

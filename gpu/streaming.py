@@ -10,6 +10,7 @@ records, so the budget holds for exactly what runs (and the model replays).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 MIN_BUDGET_CHUNK = 1 << 10  # below this the MSMs' fixed scratch dominates: refuse instead
@@ -27,6 +28,7 @@ def plan_peak(plan: Any) -> int:
     return peak
 
 
+@functools.lru_cache(maxsize=32)  # per (shape, flags): a partition asks once per run
 def chunk_for_budget(shape: Any, flags: Any) -> int | None:
     """The largest power-of-two msm_chunk whose plan peaks within flags.vram_budget_bytes
     (None: the whole MSMs fit); ValueError naming the budget when even

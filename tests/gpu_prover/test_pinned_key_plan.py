@@ -120,7 +120,7 @@ def _scenario(tmp_path, flags: str, workers: int = 1, proofs: int = 1):
         [engine.pce]
         cached = ["porep"]
         [plan]
-        gpu_prover = {{ domain_log2 = 10, {flags} }}
+        gpu_prover = {{ domain_log2 = 10, witness = "dense", {flags} }}
         [[workload]]
         kind = "porep"
         count = {proofs}
