@@ -7,11 +7,12 @@
 - split: G1 MSM 2^24 with the witness shape's 0/1 scalars: the split MSM, the signed
   Pippenger on the same scalars (their sums must be equal), and on random scalars;
 - partition: one 2^log2 partition of the shape (default 2^27, porep): synthetic data in
-  pinned host memory (tiled blocks: an MSM's or NTT's work does not depend on which
-  values repeat), the key streamed within --budget (key_pinned, overlap_uploads, split,
-  pinned a/b/c), wall per partition in steady state (after a first one), the traced
-  split (each step's CUDA-event time, run serialised), the plan's peak and its PCIe
-  bytes; then the key resident on the device (one worker: no key uploads after the first).
+  pinned host memory (key points tiled from 2^14 GPU-made ones; a/b/c, witness and
+  gathered scalars random, the latter of the shape's 0/1 shares), the key streamed
+  within --budget (key_pinned, overlap_uploads, split, pinned a/b/c), wall per partition
+  in steady state (after a first one), the traced split (each step's CUDA-event time,
+  run serialised), the plan's peak and its PCIe bytes; then the key resident on the
+  device (one worker: no key uploads after the first).
 
 Usage: python3 benchmarks/production_bench.py [--only link,micro,split,partition]
        [--log2 27] [--budget "14 GiB"] [--witness porep] [--reps 3] [--json out.json]
@@ -133,6 +134,22 @@ def bench_split(reps: int, witness: str, log2: int = 24) -> list[dict]:
         out[name] = _sum_parts(parts)
         rows.append({"what": "split_msm", "case": name, "log2": log2, "witness": witness, "ms": ms})
         print(f"msm g1 2^{log2} {witness} [{name}]: {ms:.2f} ms", flush=True)
+    import cuzk_sim.gpu.msm as gmsm
+
+    for bits in (16, 20):  # H's MSM: random scalars, 2^23 points (a streamed chunk)
+        gmsm.MAX_WINDOW_BITS, default = bits, gmsm.MAX_WINDOW_BITS
+        try:
+            k = 1 << 23
+            s_k = Buffer("r", 0, s_rand.array[: 8 * k])
+            dev = Device("real")
+            ms = _timeit(lambda d=dev, s=s_k, k=k: msm(d, "m", "g1", p, s, k, 0, defer=True), reps)
+            sums = _sum_parts([msm(Device("real"), "m", "g1", p, s_k, k, 0, defer=True)])
+        finally:
+            gmsm.MAX_WINDOW_BITS = default
+        out[f"c{bits}"] = sums
+        rows.append({"what": "msm_window_bits", "log2": 23, "max_window_bits": bits, "ms": ms})
+        print(f"msm g1 2^23 random, window bits <= {bits}: {ms:.2f} ms", flush=True)
+    print(f"window bits 16 == 20: {out['c16'] == out['c20']}", flush=True)
     equal = out["split"] == out["pippenger, same scalars"]
     print(f"split == pippenger on the same scalars: {equal}", flush=True)
     rows.append({"what": "split_equal", "equal": bool(equal)})
@@ -160,22 +177,46 @@ def _tiled(block: np.ndarray, rows: int) -> np.ndarray:
     return out
 
 
+def _pinned_scalars(rows: int, zero: float, one: float, seed: int) -> np.ndarray:
+    """`rows` scalars < 2^254 in pinned host memory, made on the GPU 2^24 rows at a time:
+    a `zero` share of 0 and a `one` share of 1 in random places, the rest uniform. Not
+    tiled: a/b/c with a period would make H's coefficients mostly zero (the iNTT of a
+    periodic vector), and an MSM skips zero digits."""
+    import cupy as cp
+    import cupyx
+
+    out = cupyx.empty_pinned((rows, 8), np.uint32)
+    rng = cp.random.default_rng(seed)
+    step = 1 << 24
+    for start in range(0, rows, step):
+        k = min(step, rows - start)
+        s = rng.integers(0, 2**32, size=(k, 8), dtype=cp.uint64).astype(cp.uint32)
+        s[:, 7] &= 0x3FFFFFFF
+        if zero or one:
+            u = rng.random(k)
+            s[u < zero + one] = 0
+            s[(u >= zero) & (u < zero + one), 0] = 1
+        s.get(out=out[start : start + k])
+    return out
+
+
 def partition_data(shape):
     """Pinned synthetic data of `shape` (module docstring): key points tiled from 2^14
-    GPU-made ones, a/b/c from a 2^20 random block, the witness and gathered scalars from
-    2^22 blocks of the shape's 0/1 shares."""
+    GPU-made ones (which points repeat does not change an MSM's work), a/b/c uniformly
+    random, the witness and the gathered scalars random of the shape's 0/1 shares."""
     from cuzk_sim.gpu.prover import PartitionInput
-    from cuzk_sim.gpu.witness_data import random_scalars, shaped_scalars
 
     ws = shape.witness_shape()
-    rng = np.random.default_rng(1)
     base = {g: _device_points(g, 1 << 14).get() for g in ("g1", "g2")}
     pts = {st: _tiled(base[g], count) for st, (g, count) in shape.msm_sizes().items()}
     n, m = shape.domain_size, shape.num_vars
-    abc = _tiled(random_scalars(rng, 1 << 20), 3 * n).reshape(3, n, 8)
-    block = shaped_scalars(rng, 1 << 22, ws.zero_fraction, ws.one_fraction)
-    witness = _tiled(block, m)
-    scalars = {q: _tiled(block, c) for q, c in (("a", shape.a_count), ("b", shape.b_count)) if c}
+    abc = _pinned_scalars(3 * n, 0.0, 0.0, 1).reshape(3, n, 8)
+    z, o = ws.zero_fraction, ws.one_fraction
+    witness = _pinned_scalars(m, z, o, 2)
+    witness[0] = 0
+    witness[0, 0] = 1
+    counts = (("a", shape.a_count, 3), ("b", shape.b_count, 4))
+    scalars = {q: _pinned_scalars(c, z, o, seed) for q, c, seed in counts if c}
     return PartitionInput(abc, witness, pts, scalars)
 
 

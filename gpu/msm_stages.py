@@ -1,9 +1,10 @@
 """The five MSMs of a partition (msm_h, msm_a, msm_b_g1, msm_b_g2, msm_l) and how the key's
 points reach them: whole, in chunks through one buffer, ahead on the upload stream, resident,
 or streamed (ProverFlags.msm_chunk with overlap_uploads): chunks of every stage in one
-sequence through two buffers, chunk i + 1 uploaded on the `key_upload` stream while chunk
-i's MSM runs (double buffering: the copy into a buffer is queued after the MSM that last
-read it, and each MSM waits for its chunk with `sync key_upload`).
+sequence (msm_h's spread among the others': `interleaved`) through two buffers, chunk
+i + 1 uploaded on the `key_upload` stream while chunk i's MSM runs (double buffering: the
+copy into a buffer is queued after the MSM that last read it, and each MSM waits for its
+chunk with `sync key_upload`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,21 @@ class Chunk:
     group: str
     start: int
     count: int
+
+
+def interleaved(seq: list[Chunk]) -> list[Chunk]:
+    """msm_h's chunks spread among the others': H's MSMs (random scalars) are compute-bound
+    and the witness MSMs (mostly 0/1 scalars, split) upload-bound, so alternating them
+    keeps the copy engine busy beside H's MSMs instead of idle until they end."""
+    h = [c for c in seq if c.stage == "msm_h"]
+    rest = [c for c in seq if c.stage != "msm_h"]
+    if not h or not rest:
+        return seq
+    out: list[Chunk] = []
+    for j, c in enumerate(h):
+        out.append(c)
+        out += rest[round(j * len(rest) / len(h)) : round((j + 1) * len(rest) / len(h))]
+    return out
 
 
 def chunks(shape: Any, chunk: int | None) -> list[Chunk]:
@@ -152,7 +168,7 @@ def _streamed(
     """Chunks of every stage through two buffers, each next chunk's points and witness
     scalars uploaded on the `key_upload` stream beside the MSM before it (module
     docstring); no whole witness on the device, and d_a (H's scalars) freed after msm_h."""
-    seq = chunks(shape, flags.msm_chunk)
+    seq = interleaved(chunks(shape, flags.msm_chunk))
     size = max(4 * POINT_WORDS[c.group] * c.count for c in seq)
     bufs = [dev.alloc(name, size) for name in STREAM_BUFFERS]
     most = max(c.count for c in seq if c.stage != "msm_h") if len(shape.msm_sizes()) > 1 else 1
@@ -191,7 +207,7 @@ def _streamed(
         buf, offset = (d_a, 8 * c.start) if c.stage == "msm_h" else (sbufs[i % 2], 0)
         parts = _chunk_msm(dev, shape, flags, c, bufs[i % 2], buf, offset, None)
         results[c.stage] += _collect(parts, c.stage, tails, scale)
-        if c.stage == "msm_h" and (i + 1 == len(seq) or seq[i + 1].stage != "msm_h"):
+        if c.stage == "msm_h" and all(later.stage != "msm_h" for later in seq[i + 1 :]):
             dev.free("d_a")  # H's scalars: no later MSM reads them
     for name in (*reversed(SCALAR_BUFFERS), *reversed(STREAM_BUFFERS)):
         dev.free(name)

@@ -17,14 +17,18 @@ MIN_BUDGET_CHUNK = 1 << 10  # below this the MSMs' fixed scratch dominates: refu
 
 
 def plan_peak(plan: Any) -> int:
-    """Peak of the device bytes live at once along a plan's allocs and frees."""
-    sizes, live, peak = dict(plan.buffers()), 0, 0
+    """Peak of the device bytes live at once along a plan's allocs and frees (a free
+    returns what its buffer's latest alloc took: one name may be allocated again with
+    another size, as a stage's last, shorter chunk is)."""
+    live: dict[str, int] = {}
+    total = peak = 0
     for s in plan.steps:
         if s.op == "alloc" and s.memory == "device":
-            live += s.bytes
-            peak = max(peak, live)
-        elif s.op == "free" and s.memory == "device":
-            live -= sizes[s.buffer]
+            live[s.buffer] = s.bytes
+            total += s.bytes
+            peak = max(peak, total)
+        elif s.op == "free" and s.buffer in live:
+            total -= live.pop(s.buffer)
     return peak
 
 

@@ -72,6 +72,7 @@ def register(app: typer.Typer) -> None:
         if assume_free_bytes is not None and assume_free_bytes < 0:
             raise typer.BadParameter("must be >= 0", param_hint="--assume-free-bytes")
         from cuzk_sim.gpu.schedule import overlap_report
+        from cuzk_sim.gpu.streaming import plan_peak
         from cuzk_sim.gpu.witness_shape import WITNESS_SHAPES
         from cuzk_sim.units import parse_size
 
@@ -119,15 +120,10 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(plan.to_json())
             return
-        sizes, live, peak = dict(plan.buffers()), 0, 0
         for i, step in enumerate(plan.steps):
             detail = {k: v for k, v in step.__dict__.items() if k != "op"}
-            if step.op == "alloc" and step.memory == "device":
-                live += step.bytes
-                peak = max(peak, live)
-            elif step.op == "free" and step.memory == "device":
-                live -= sizes[step.buffer]
             typer.echo(f"{i:4d} {step.op:7s} {detail}")
+        peak = plan_peak(plan)  # each free returns what its buffer's latest alloc took
         typer.echo(f"peak device bytes: {peak} ({peak / 2**30:.2f} GiB)")
         overlap_report(plan, typer.echo)
         kept = sum(s.bytes for s in plan.steps if s.op == "alloc" and s.persistent and s.per_device)

@@ -26,10 +26,10 @@ def test_each_chunk_goes_up_beside_the_msm_before_it_into_the_other_buffer():
     copies = [(i, s) for i, s in _names(plan, "copy") if s.stream == "key_upload"]
     points = [(i, s) for i, s in copies if s.name.endswith("_points")]
     assert len(points) == 15  # 5 stages x 3 chunks, and no whole-stage upload
-    msms = [(i, s) for i, s in _names(plan, "kernel") if s.name in plan.meta["flags"] or True]
-    msm_at = [i for i, s in msms if s.name.startswith("msm_") and "." not in s.name]
+    kernels = _names(plan, "kernel")
+    msm_at = [i for i, s in kernels if s.name.startswith("msm_") and "." not in s.name]
     assert len(msm_at) == 15
-    # chunk k + 1's upload is issued after the sync for chunk k and before chunk k's MSM
+    # chunk k + 1's upload is issued after chunk k - 1's MSM and before chunk k's
     for k in range(14):
         assert msm_at[k - 1] < points[k + 1][0] < msm_at[k] if k else points[1][0] < msm_at[0]
     # the double buffer: the points alternate between key_chunk.0 and key_chunk.1
@@ -41,8 +41,19 @@ def test_each_chunk_goes_up_beside_the_msm_before_it_into_the_other_buffer():
     frees = [s.buffer for _, s in _names(plan, "free")]
     last_h = max(i for i, s in _names(plan, "kernel") if s.name == "msm_h")
     free_a = next(i for i, s in _names(plan, "free") if s.buffer == "d_a")
-    first_a = min(i for i, s in _names(plan, "kernel") if s.name == "msm_a")
-    assert last_h < free_a < first_a and frees.count("d_a") == 1
+    after = [s.name for i, s in _names(plan, "kernel") if last_h < i and "." not in s.name]
+    assert last_h < free_a and frees.count("d_a") == 1 and "msm_h" not in after
+
+
+def test_h_chunks_are_spread_among_the_witness_chunks():
+    """H's 3 chunks and the 12 others (a, b_g1, b_g2, l: 3 each): H, 4 others, H, 4, H, 4
+    (round(j 12 / 3) .. round((j + 1) 12 / 3)), so the copies of the upload-bound witness
+    MSMs run beside H's compute-bound ones."""
+    plan = dry_run_plan(PartitionShape.synthetic(11), STREAM)
+    order = [s.name for _, s in _names(plan, "kernel") if s.name.startswith("msm_")]
+    order = [n for n in order if "." not in n]
+    h = [i for i, n in enumerate(order) if n == "msm_h"]
+    assert h == [0, 5, 10] and len(order) == 15
 
 
 def test_the_overlap_counts_every_upload_but_the_first():
