@@ -134,22 +134,6 @@ def bench_split(reps: int, witness: str, log2: int = 24) -> list[dict]:
         out[name] = _sum_parts(parts)
         rows.append({"what": "split_msm", "case": name, "log2": log2, "witness": witness, "ms": ms})
         print(f"msm g1 2^{log2} {witness} [{name}]: {ms:.2f} ms", flush=True)
-    import cuzk_sim.gpu.msm as gmsm
-
-    for bits in (16, 20):  # H's MSM: random scalars, 2^23 points (a streamed chunk)
-        gmsm.MAX_WINDOW_BITS, default = bits, gmsm.MAX_WINDOW_BITS
-        try:
-            k = 1 << 23
-            s_k = Buffer("r", 0, s_rand.array[: 8 * k])
-            dev = Device("real")
-            ms = _timeit(lambda d=dev, s=s_k, k=k: msm(d, "m", "g1", p, s, k, 0, defer=True), reps)
-            sums = _sum_parts([msm(Device("real"), "m", "g1", p, s_k, k, 0, defer=True)])
-        finally:
-            gmsm.MAX_WINDOW_BITS = default
-        out[f"c{bits}"] = sums
-        rows.append({"what": "msm_window_bits", "log2": 23, "max_window_bits": bits, "ms": ms})
-        print(f"msm g1 2^23 random, window bits <= {bits}: {ms:.2f} ms", flush=True)
-    print(f"window bits 16 == 20: {out['c16'] == out['c20']}", flush=True)
     equal = out["split"] == out["pippenger, same scalars"]
     print(f"split == pippenger on the same scalars: {equal}", flush=True)
     rows.append({"what": "split_equal", "equal": bool(equal)})

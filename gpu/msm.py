@@ -45,9 +45,6 @@ TREE_FAN_IN = 2
 # one bucket set (precomputed bases): the tree's sum is the result, copied on the device;
 # False runs the host tail as for several sets (window sums to the host, Horner, back)
 ONE_SET_ON_DEVICE = True
-# window bits of a plain signed MSM at most (benchmarks/production_bench.py measures 20
-# beside it at 2^23 points: fewer windows, 16 x more buckets per window)
-MAX_WINDOW_BITS = 16
 AFFINE_BATCH = 256  # sorted entries per affine batch (ACC_AFFINE=1): the pairs of a pass
 # accumulation threads with ACC_AFFINE=1: one wave of the H200 at 255 registers (132 SMs x 256),
 # so ranges are entries / 2^15 (>= MIN_ACC_CHUNK): 512 at 2^20 points (two batches), 144 at
@@ -135,8 +132,7 @@ class SignedShape:
         bits = n.bit_length()
         # one bucket set (precomputed): wider windows cost 2^(c-1) buckets once, not per
         # window; c = ceil(log2 n) up to 20 (2^20 - 1 points too: 13 tables, not 14 at c = 19)
-        top = MAX_WINDOW_BITS
-        c = max(4, min(20, (n - 1).bit_length())) if precomputed else max(4, min(top, bits - 4))
+        c = max(4, min(20, (n - 1).bit_length())) if precomputed else max(4, min(16, bits - 4))
         windows = -(-SIGNED_BITS // c)
         if precomputed and n * windows >= 1 << 31:
             raise ValueError(f"precomputed MSM of {n} points x {windows} tables: index > 2^31")
