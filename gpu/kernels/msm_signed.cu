@@ -102,6 +102,7 @@ extern "C" __global__ void signed_scatter(const u32* scalars, u32* cursor, u32* 
     }
 }
 
+#ifndef FIELD_HOST_EMULATION  // warp intrinsics: not in the host C++ emulation's harnesses
 // The split of a split MSM (gpu/msm_split.py): positions of the scalars equal to 1 to
 // index[0, 1, ...), of the rest (not 0, not 1) to index[n - 1, n - 2, ...); counts[1] and
 // counts[2] count them (counts zeroed before; counts[0] = 0 is the ones' bucket start).
@@ -131,6 +132,7 @@ extern "C" __global__ void split_scalars(const u32* scalars, long long n, u32* i
         if (rest) index[n - 1 - (base_rest + __popc(rests & below))] = (u32)i;
     }
 }
+#endif
 
 // 16-byte loads of an affine point (G1: 6, G2: 12); points are 96 / 192 bytes apart.
 template <class F>
