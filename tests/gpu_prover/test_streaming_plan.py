@@ -9,6 +9,8 @@ import pytest
 from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, dry_run_plan
 from cuzk_sim.gpu.schedule import overlap
 from cuzk_sim.gpu.streaming import chunk_for_budget, plan_peak
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 GIB = 1 << 30
@@ -185,3 +187,47 @@ def test_the_model_runs_the_streamed_uploads_beside_the_msms(tmp_path):
     serial = _model_seconds(tmp_path, common)
     streamed = _model_seconds(tmp_path, common + ", overlap_uploads = true")
     assert serial - streamed >= 2 * hidden_s * 0.99  # two partitions
+
+
+@given(
+    log2=st.integers(2, 12),
+    witness=st.sampled_from(["dense", "sha256", "porep"]),
+    chunk_log=st.integers(0, 12),
+    split=st.booleans(),
+    stream=st.booleans(),
+)
+def test_every_size_plans_whole_chunks_and_frees_what_it_allocates(
+    log2, witness, chunk_log, split, stream
+):
+    """At any size, shape and chunk: the plan validates, every MSM's points are covered by
+    its chunks exactly once, and nothing but the persistent buffers is live at its end."""
+    shape = PartitionShape.synthetic(log2, witness=witness)
+    chunk = 1 << chunk_log
+    flags = ProverFlags(key_pinned=True, overlap_uploads=stream, msm_chunk=chunk, split_msm=split)
+    plan = dry_run_plan(shape, flags)
+    live: dict[str, int] = {}
+    for s in plan.steps:
+        if s.op == "alloc" and s.memory == "device":
+            assert s.buffer not in live
+            live[s.buffer] = s.bytes
+        elif s.op == "free":
+            assert live.pop(s.buffer, None) is not None
+    assert not live
+    msm_kernels = [s for s in plan.steps if s.op == "kernel" and s.name.startswith("msm_")]
+    for stage, (_, count) in shape.msm_sizes().items():
+        pieces = [s for s in msm_kernels if s.name == stage]
+        assert len(pieces) == max(1, -(-count // chunk))  # one Pippenger per chunk
+        uploads = [s for s in plan.steps if s.op == "copy" and s.name == f"upload_{stage}_points"]
+        per_point = 192 if stage == "msm_b_g2" else 96
+        assert sum(c.bytes for c in uploads) == per_point * count  # every point once
+
+
+@pytest.mark.parametrize("log2", [16, 20, 24, 27])
+def test_a_budget_holds_at_every_size(log2):
+    shape = PartitionShape.synthetic(log2, witness="porep")
+    stream = ProverFlags(key_pinned=True, overlap_uploads=True, split_msm=True)
+    whole = plan_peak(dry_run_plan(shape, stream))
+    ntt = 3 * 32 * (1 << log2)  # d_a and d_bc: the floor no chunk lowers
+    budget = (ntt + whole) // 2  # between the NTT phase and the whole MSMs
+    flags = dataclasses.replace(stream, vram_budget_bytes=budget)
+    assert ntt <= plan_peak(dry_run_plan(shape, flags)) <= budget < whole
