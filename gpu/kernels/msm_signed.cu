@@ -102,7 +102,9 @@ extern "C" __global__ void signed_scatter(const u32* scalars, u32* cursor, u32* 
     }
 }
 
-#ifndef FIELD_HOST_EMULATION  // warp intrinsics: not in the host C++ emulation's harnesses
+// warp intrinsics: in a host C++ emulation only where its harness supplies them
+// (tests/gpu_prover/test_msm_split_host.py: each thread a warp of its own)
+#if !defined(FIELD_HOST_EMULATION) || defined(HOST_WARP_INTRINSICS)
 // The split of a split MSM (gpu/msm_split.py): positions of the scalars equal to 1 to
 // index[0, 1, ...), of the rest (not 0, not 1) to index[n - 1, n - 2, ...); counts[1] and
 // counts[2] count them (counts zeroed before; counts[0] = 0 is the ones' bucket start).
