@@ -32,9 +32,16 @@ RSS_BOUND_FACTOR = 1.2  # issue 24: peak RSS <= 1.2 x (key + each worker's parti
 GIB = 1 << 30
 
 
-def inputs_bytes(domain_size: int, num_vars: int) -> int:
-    """Host bytes of one partition's inputs: a, b, c (3 n Fr) and the witness (m Fr)."""
-    return (3 * domain_size + num_vars) * FR_BYTES
+def inputs_bytes(domain_size: int, num_vars: int, sparse_scalars: int = 0) -> int:
+    """Host bytes of one partition's inputs: a, b, c (3 n Fr), the witness (m Fr) and,
+    for a sparse key (issue 23's witness shapes), the A and B queries' gathered scalars
+    (a_count + b_count Fr)."""
+    return (3 * domain_size + num_vars + sparse_scalars) * FR_BYTES
+
+
+def _sparse(shape: Any) -> int:
+    """The gathered scalars of a sparse key's A and B queries (None: dense, none)."""
+    return sum(c for c in (getattr(shape, "a_count", None), getattr(shape, "b_count", None)) if c)
 
 
 def sizes_key(sizes: dict[str, tuple[str, int]]) -> tuple:
@@ -77,7 +84,10 @@ class SyntheticStore:
             if k not in self.inputs:
                 self.made["inputs"] += 1
                 self.inputs[k] = make() if self.real else None
-                arrays = self.inputs[k] or ()
+                arrays = list(self.inputs[k] or ())
+                for a in list(arrays):  # a dict of arrays (a sparse query's scalars) counts too
+                    if isinstance(a, dict):
+                        arrays.extend(a.values())
                 self.nbytes[k] = sum(getattr(a, "nbytes", 0) for a in arrays)
             return self.inputs[k]
 
@@ -152,7 +162,7 @@ def memory_need(
     (the dry-run device) and needs none but the process. `store`: what it holds already."""
     work = list(work)
     keys = {entries(s, p)[0]: key_bytes(s.msm_sizes()) for s, p in work}
-    inputs = {entries(s, p)[1]: inputs_bytes(s.domain_size, s.num_vars) for s, p in work}
+    inputs = {entries(s, p)[1]: inputs_bytes(s.domain_size, s.num_vars, _sparse(s)) for s, p in work}
     if not real_data:
         keys = {k: 0 for k in keys}
         inputs = {k: 0 for k in inputs}

@@ -59,6 +59,7 @@ from .prover import (
     msm_results,
     partition,
 )
+from .witness_data import shaped_witness, witness_shaped
 
 DeviceKind = Literal["real", "dry-run"]
 NEVER = 2**64 - 1
@@ -110,6 +111,7 @@ def kind_work(plan: Plan, where: str) -> KindWork:
     shape = PartitionShape(
         m["domain_size"], m["num_vars"], m["num_public"], m["h_len"], m["reduction"]
     )
+    shape = witness_shaped(shape, m)  # issue 23: the densities and witness shape, if given
     flags = ProverFlags(**m["flags"])
     # not in the real pipeline yet: a resident key (and its tables) would outlive a
     # partition's Device, and the tails already run in the assembler process (`cuzk-sim
@@ -761,19 +763,19 @@ def synthetic_data(shape: PartitionShape, real: bool, key_pinned: bool = False) 
 
     store = SYNTHETIC if real else DRY_SYNTHETIC
 
-    def inputs() -> tuple[np.ndarray, np.ndarray]:
-        n, m = shape.domain_size, shape.num_vars
+    def inputs() -> tuple[np.ndarray, np.ndarray, dict]:
+        n = shape.domain_size
         rng = np.random.default_rng(shape.domain_size)
         abc = _random_limbs(rng, 3 * n).reshape(3, n, 8)
-        witness = _random_limbs(rng, m)
-        return abc, witness
+        witness, scalars = shaped_witness(shape, rng)  # issue 23: the shape's 0 / 1 share
+        return abc, witness, scalars
 
     pts = store.key(shape.msm_sizes(), key_pinned)
     made = store.partition_inputs(shape, inputs)
     if not real:
         return PartitionData(None, None)
-    abc, witness = made
-    data = PartitionInput(abc, witness, pts)
+    abc, witness, scalars = made
+    data = PartitionInput(abc, witness, pts, scalars)
     return PartitionData(data, HostKey(pts, bls.G1, bls.G1, bls.G2, bls.G1, bls.G2))
 
 

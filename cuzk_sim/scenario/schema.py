@@ -131,6 +131,9 @@ class GpuProverShape(_Strict):
     reduction: Literal["bellman", "snarkjs"] = "bellman"
     num_vars: int | None = Field(None, ge=2, le=2**40)  # m + 1 wires; default: 2^domain_log2
     num_public: int = Field(1, ge=0, le=2**40)  # l
+    # gpu/witness_shape.py: query densities and the 0/1 share of the scalars (dense,
+    # sha256, porep); default: porep when every replayed kind is porep, else dense
+    witness: Literal["dense", "sha256", "porep"] | None = None
     # dry run only: the free bytes a memory-aware allocation sees; default: none given, the
     # replayed plan carries both branches and the model's free memory picks one
     assume_free: SizeText | None = None

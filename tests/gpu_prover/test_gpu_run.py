@@ -29,7 +29,7 @@ def _scenario(tmp: Path, vram: str, log2: int, workers: int, on_oom: str, count:
             [engine.gpus]
             gpu_workers_per_device = {workers}
             [plan]
-            gpu_prover = {{ domain_log2 = {log2} }}
+            gpu_prover = {{ domain_log2 = {log2}, witness = "dense" }}
             [plan.host]
             synthesis = "0 s"
             pce = false
