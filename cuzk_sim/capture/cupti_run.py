@@ -1,0 +1,5 @@
+"""placeholder"""
+
+
+def run_captured(cmd):
+    raise NotImplementedError
