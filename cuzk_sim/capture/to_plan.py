@@ -33,6 +33,7 @@ from typing import Any
 
 from cuzk_sim.capture.trace import MemEvent, Trace, TraceError
 from cuzk_sim.plan import Alloc, Copy, Free, Kernel, Plan, Step, Sync
+from cuzk_sim.plan_json import MAX_STEPS
 
 MAX_NAME = 200  # a kernel's demangled name can be long; the plan's names stop at 256
 CAPTURED_KIND = "captured"
@@ -246,6 +247,11 @@ def trace_to_plan(
         else:
             b.work(kind, e)
     b.steps.extend(Sync(s) for s in b.streams if s != "compute")
+    if len(b.steps) > MAX_STEPS:
+        raise TraceError(
+            f"{trace.source}: {len(b.steps)} steps, more than a plan holds ({MAX_STEPS}): "
+            "choose one partition's work with --window NAME (docs/capture.md)"
+        )
     ctx = trace.process(pid).context_bytes.get(device)
     meta: dict[str, Any] = {
         "builder": "cuzk_sim.capture",

@@ -257,3 +257,31 @@ def test_two_processes_need_pid(tmp_path):
     assert "several processes [1, 2]: choose one with --pid" in _run_bad(path)
     r = CliRunner().invoke(app, ["import-nsys", str(path), "--pid", "2"])
     assert r.exit_code == 0, r.output
+
+
+def test_what_the_plan_cannot_hold_is_dropped_and_counted(tmp_path):
+    ex = Export()
+    ex.context()
+    ex.mem(10, ALLOC, 0x10, 2 * MiB, "cudaMallocManaged_v6000", kind=4)  # managed
+    ex.mem(20, ALLOC, 0x20, 4 * MiB, "cuMemAllocWeird")  # an API we do not know
+    ex.copy(30, 31, 41, 1024, 9, src=PAGEABLE, dst=PAGEABLE)  # host to host
+    ex.sync(50, 60, 2, stream=7)  # stream-wait-event: a device-side dependency
+    ex.mem(70, FREE, 0x20, 4 * MiB, "cuMemFreeWeird")
+    ex.mem(80, FREE, 0x10, 2 * MiB, "cudaFree_v3020", kind=4)
+    imp = trace_to_plan(read_nsys(ex.write(tmp_path / "r.sqlite")))
+    assert imp.plan.steps == (Alloc("d0_4MiB", 4 * MiB, "sync"), Free("d0_4MiB"))
+    assert imp.dropped == {
+        "managed memory allocation": 1,
+        "allocation by an unknown API, taken as sync": 1,
+        "HtoH copy": 1,
+        "stream_wait_event synchronisation": 1,
+    }
+
+
+def test_too_many_steps_ask_for_a_window(tmp_path, monkeypatch):
+    from cuzk_sim.capture import to_plan
+
+    monkeypatch.setattr(to_plan, "MAX_STEPS", 5)
+    trace = read_nsys(one_partition().write(tmp_path / "r.sqlite"))
+    with pytest.raises(TraceError, match=r"11 steps, more than a plan holds \(5\): choose one"):
+        trace_to_plan(trace)
