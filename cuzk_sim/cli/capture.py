@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cuzk_sim.input_errors import InputError
+
+if TYPE_CHECKING:
+    from cuzk_sim.capture.trace import Trace
 
 EXIT_BAD_INPUT = 2
 
@@ -55,7 +58,17 @@ def _check_out(option: str, path: Path | None) -> None:
         check_output_path(option, path, (".json",))
 
 
-def emit(trace, out, window, occurrence, pid, device, name, as_json, save_trace) -> None:  # noqa: ANN001
+def emit(
+    trace: Trace,
+    out: Path | None,
+    window: str | None,
+    occurrence: int,
+    pid: int | None,
+    device: int | None,
+    name: str | None,
+    as_json: bool,
+    save_trace: Path | None,
+) -> None:
     """The shared tail of both commands: trace -> plan, summary, files (all or none)."""
     from cuzk_sim.capture.summary import facts, render
     from cuzk_sim.capture.to_plan import trace_to_plan

@@ -285,3 +285,15 @@ def test_too_many_steps_ask_for_a_window(tmp_path, monkeypatch):
     trace = read_nsys(one_partition().write(tmp_path / "r.sqlite"))
     with pytest.raises(TraceError, match=r"11 steps, more than a plan holds \(5\): choose one"):
         trace_to_plan(trace)
+
+
+def test_save_trace_round_trips(tmp_path):
+    from cuzk_sim.capture.trace import Trace
+
+    path = one_partition().write(tmp_path / "r.sqlite")
+    saved = tmp_path / "trace.json"
+    r = CliRunner().invoke(app, ["import-nsys", str(path), "--save-trace", str(saved)])
+    assert r.exit_code == 0, r.output
+    assert Trace.from_dict(json.loads(saved.read_text())) == read_nsys(path)
+    r = CliRunner().invoke(app, ["import-nsys", str(path), "-o", str(tmp_path / "p.txt")])
+    assert r.exit_code == 2 and "must end in one of .json" in r.stderr
