@@ -92,7 +92,8 @@ class Copy:
     charged only while that buffer has not been filled on this device yet (the first copy
     after the buffer is created); later partitions find it filled and skip the copy.
     Several steps may fill one buffer (a copy, then a `kernel` with `fills` that builds
-    on it): the partition that reaches the first of them runs them all."""
+    on it): the partition that reaches the first of them runs them all.
+    seconds: measured duration (a captured trace): it overrides the profile's price."""
 
     name: str
     bytes: int
@@ -100,6 +101,7 @@ class Copy:
     pinned: bool = False
     stream: str = "compute"
     fills: str | None = None
+    seconds: float | None = None
     op: Literal["copy"] = "copy"
 
 
@@ -109,13 +111,16 @@ class Kernel:
     `msm_g1`, `msm_g2`, `batch_add_g1`, `pointwise`, ...); size is elements or points.
     fills: as `Copy.fills`, the persistent per-device buffer this kernel fills (e.g. the
     precomputed tables built from a resident key): charged by the partition that fills
-    the buffer on its device, skipped by the later ones there."""
+    the buffer on its device, skipped by the later ones there.
+    seconds: measured duration (a captured trace): it overrides the profile's price, so
+    `kind` need not be one the profile prices."""
 
     name: str
     kind: str
     size: int
     stream: str = "compute"
     fills: str | None = None
+    seconds: float | None = None
     op: Literal["kernel"] = "kernel"
 
 
@@ -166,6 +171,15 @@ STEP_TYPES: dict[str, type] = {
 }
 
 
+def _step_dict(step: Step) -> dict[str, Any]:
+    """A step's JSON form; a measured `seconds` appears only when set, so the plans of
+    the builders read as they did before the field existed."""
+    out = asdict(step)
+    if out.get("seconds", 0) is None:
+        del out["seconds"]
+    return out
+
+
 class PlanError(ValueError):
     """A plan that cannot be executed; the message names the step index and field."""
 
@@ -177,7 +191,7 @@ class Plan:
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "meta": self.meta, "steps": [asdict(s) for s in self.steps]}
+        return {"name": self.name, "meta": self.meta, "steps": [_step_dict(s) for s in self.steps]}
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)

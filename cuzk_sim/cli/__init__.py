@@ -50,6 +50,7 @@ _COMMAND_MODULES = (
     "groth16",
     "gpu_plan",
     "gpu_run",
+    "capture",
     "validate",
     "logs",
 )

@@ -73,8 +73,12 @@ def compile_plan(plan: Plan, profile: Profile, merge: bool = True) -> CompiledPl
         if isinstance(s, Label):
             labels[s.name] = len(steps)
             continue
-        if isinstance(s, Kernel):
-            t = profile.kernel_seconds(s.kind, s.size, where)
+        if isinstance(s, Kernel):  # a measured `seconds` (captured plan) overrides the price
+            t = (
+                s.seconds
+                if s.seconds is not None
+                else profile.kernel_seconds(s.kind, s.size, where)
+            )
             if merge and facts.mergeable[i]:
                 prev = steps[-1]
                 assert isinstance(prev, Kernel)
@@ -85,7 +89,7 @@ def compile_plan(plan: Plan, profile: Profile, merge: bool = True) -> CompiledPl
         elif isinstance(s, Cpu):
             t = profile.cpu_seconds(s.kind, s.size, where)
         elif isinstance(s, Copy):
-            t = profile.copy_seconds(s.bytes, s.pinned)
+            t = s.seconds if s.seconds is not None else profile.copy_seconds(s.bytes, s.pinned)
         elif isinstance(s, Alloc) and s.memory == "host_pinned":
             t = profile.pin_seconds(s.bytes)  # page-locking: paid when the pin succeeds
         else:
