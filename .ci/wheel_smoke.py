@@ -46,6 +46,10 @@ EXPECTED_EXIT: dict[str, tuple[int, ...]] = {
     "groth16 prove circuit.zkey witness.wtns proof.json public.json": (2,),
     "groth16 verify verification_key.json public.json proof.json": (0,),
     "groth16 check circuit.r1cs witness.wtns": (0,),
+    # report.sqlite: a two-partition Nsight Systems export written by write_nsys_export
+    "import-nsys report.sqlite -o plan.json --window partition": (0,),
+    # no GPU and no cupti-python here: the one-line refusal naming what is missing
+    "capture -o plan.json -- python3 prog.py": (2,),
 }
 # README command -> (doc, pattern): each figure the pattern finds in the doc must be in the
 # command's output, so the docs' figures are the installed package's.
@@ -176,6 +180,25 @@ def check_imports(python: Path, wheel: Path, venv: Path, cwd: Path) -> int:
     return len(names)
 
 
+def write_nsys_export(path: Path) -> None:
+    """A small Nsight Systems export (the schema of tests/capture/nsys_export.py): a key
+    allocated once, then two NVTX ranges `partition`, each allocating, running a kernel
+    and freeing."""
+    sys.path.insert(0, str(ROOT / "tests" / "capture"))
+    from nsys_export import ALLOC, FREE, Export
+
+    mib = 1 << 20
+    ex = Export(pid=77)
+    ex.context(null_stream=7)
+    ex.mem(10, ALLOC, 0xA000, 1 << 30, "cudaMalloc_v3020")
+    for k, t in enumerate((100, 300)):
+        ex.nvtx(t, t + 100, "partition")
+        ex.mem(t + 10, ALLOC, 0x100 * (k + 1), 8 * mib, "cudaMalloc_v3020")
+        ex.kernel(t + 20, t + 30, t + 50, "k")
+        ex.mem(t + 80, FREE, 0x100 * (k + 1), 8 * mib, "cudaFree_v3020")
+    ex.write(path)
+
+
 def smoke(keep: bool = False) -> int:
     device = os.environ.get("CUZK_SMOKE_DEVICE", "dry-run")
     commands = readme_commands((ROOT / "README.md").read_text())
@@ -189,6 +212,7 @@ def smoke(keep: bool = False) -> int:
         shutil.copytree(ROOT / "scenarios", work / "scenarios")
         (work / "out").mkdir()
         shutil.copyfile(FIXTURE_LOG, work / "daemon.log")
+        write_nsys_export(work / "report.sqlite")
         n_modules = check_imports(python, wheel, scratch / "venv", work)
         run([str(python), "-c", MAKE_GROTH16_FILES], cwd=work, check=True)
         print(f"wheel {wheel.name}: {n_modules} modules import from the venv "
