@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from cuzk_sim.model.engine import Simulation
 from cuzk_sim.model.fast import FastPaths
-from cuzk_sim.model.jitter import Jitter
+from cuzk_sim.model.jitter import Jitter, MeasuredJitter
 from cuzk_sim.model.worker import compile_plan
 from cuzk_sim.result import SimResult
 from cuzk_sim.scenario import Scenario
@@ -20,13 +20,16 @@ def simulate(
     jitter: float = 0.0,
     replica: int = 0,
     fast: FastPaths | None = None,
+    measured: MeasuredJitter | None = None,
 ) -> SimResult:
     """record: keep the timeline (spans, VRAM samples) for --trace and --plot — it changes
     no number; progress: called with (done, total) now and then (see Simulation.run).
     jitter: a fraction (0.05 = 5 %) by which every kernel, copy, CPU and arrival duration
     is perturbed (model/jitter.py); replica: which seeded noise stream (replica 0 without
     jitter is the plain deterministic run). fast: which speed-ups the model may use
-    (model/fast.py; default all, `FastPaths.none()` runs the plain interpreter)."""
+    (model/fast.py; default all, `FastPaths.none()` runs the plain interpreter).
+    measured: a profile's fitted jitter (model/jitter.py MeasuredJitter), sampled instead
+    of the uniform `jitter` (which must then be 0)."""
     fast = fast or FastPaths()
     plans = {
         k: compile_plan(p, scenario.profile, merge=fast.merge_kernels)
@@ -39,7 +42,7 @@ def simulate(
         scenario.shapes,
         scenario.profile,
         record,
-        jitter=Jitter(jitter, scenario.config.seed, replica),
+        jitter=Jitter(jitter, scenario.config.seed, replica, measured),
         fast=fast,
     )
     return sim.run(progress)

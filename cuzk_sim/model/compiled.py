@@ -116,18 +116,32 @@ def compile_plan(plan: Plan, profile: Profile, merge: bool = True) -> CompiledPl
     )
 
 
+def jitter_kind(s: Step) -> str:
+    """The step kind measured jitter is looked up by (model/jitter.py MeasuredJitter)."""
+    if isinstance(s, Kernel):
+        return f"kernel.{s.kind}"
+    if isinstance(s, Copy):
+        if s.direction != "HtoD":
+            return "copy.dtoh"
+        return "copy.pinned" if s.pinned else "copy.pageable"
+    if isinstance(s, Cpu):
+        return f"cpu.{s.kind}"
+    return "default"
+
+
 def durations(cp: CompiledPlan, jitter: Jitter) -> tuple[float, ...]:
     """The step times of one execution: the compiled ones, or each kernel, copy and CPU
     step (each kernel of a merged run) scaled by a fresh jitter factor."""
     if not jitter:
         return cp.seconds
     scale = jitter.scale
+    jitter.partition()  # one execution: measured jitter's per-partition factors
     out = []
     for s, t, run in zip(cp.steps, cp.seconds, cp.parts, strict=True):
         if run is not None:
-            out.append(sum(scale(p) for _, p in run))
+            out.append(sum(scale(p, "kernel") for _, p in run))
         elif s.op in JITTERED_OPS:
-            out.append(scale(t))
+            out.append(scale(t, jitter_kind(s)))
         else:
             out.append(t)
     return tuple(out)

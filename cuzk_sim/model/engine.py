@@ -261,7 +261,7 @@ class Simulation:
     def _arrive(self, a: Arrivals) -> Generator:
         env = self.env
         if a.start_s:
-            yield env.timeout(self.jitter.scale(a.start_s))
+            yield env.timeout(self.jitter.scale(a.start_s, "start"))
         shape = self.shapes[a.kind]
         for i in itertools.count():
             if a.count is not None and i >= a.count:
@@ -274,7 +274,7 @@ class Simulation:
             if a.every_s:
                 gap = self.rng.expovariate(1 / a.every_s) if a.poisson else a.every_s
                 self.events += 1
-                yield env.timeout(self.jitter.scale(gap))
+                yield env.timeout(self.jitter.scale(gap, "arrival"))
         self.arrivals_open -= 1
         self._maybe_finish()
 
@@ -315,7 +315,9 @@ class Simulation:
         self.ram_wait_s += env.now - asked
         seconds = self._synthesis_seconds(proof)
         t0 = env.now
-        yield from self.host_side.synthesize(proof.kind, self.jitter.scale(seconds))
+        yield from self.host_side.synthesize(
+            proof.kind, self.jitter.scale(seconds, "cpu.synthesis")
+        )
         self.events += 2
         self.synth_busy_s += env.now - t0
         if self.record or self.timeline is not None:
@@ -342,7 +344,7 @@ class Simulation:
             for _ in range(rounds):  # each round: its partitions side by side
                 now_parts = min(left, cfg.max_parallel_synthesis)
                 left -= now_parts
-                scaled = self.jitter.scale(seconds)
+                scaled = self.jitter.scale(seconds, "cpu.synthesis")
                 yield from self.host_side.synthesize(proof.kind, scaled, now_parts)
             self.events += 4
             self.synth_busy_s += env.now - t0  # metrics.py: synthesizer busy time
