@@ -182,15 +182,30 @@ def decompose(kind: str, ts: list[Timing]) -> KindFit | None:
         part_var = max((raw - w_var / k_bar) / (1 - 1 / k_bar), 0.0) if k_bar > 1 else 0.0
         part_var = min(part_var, w_var)
     pmean = {p: sum(v) / len(v) for p, v in per_part.items()}
+    # the partition effect removed as its best linear predictor: the partition's mean
+    # residual shrunk by part_var / (part_var + step_var / k) (nothing when part_var is 0)
+    step_var = max(w_var - part_var, 0.0)
+    count = {p: len(v) for p, v in per_part.items()}
+
+    def shrunk(p: tuple[int, int]) -> float:
+        if part_var == 0.0:
+            return 0.0
+        return pmean[p] * part_var / (part_var + step_var / count[p])
+
+    raw_ratios = [(t, math.exp(e - shrunk((t.run, t.partition)))) for t, e in resid]
+    # each step's ratios in a run scaled to an arithmetic mean of 1 (the factors the model
+    # draws have mean 1; exp of a mean-0 log residual does not)
+    sums: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0])
+    for t, x in raw_ratios:
+        acc = sums[(t.step, t.run)]
+        acc[0] += x
+        acc[1] += 1
     ratios = [
-        (t.run, math.exp(e - (pmean[(t.run, t.partition)] if part_var > 0 else 0.0)))
-        for t, e in resid
+        (t.run, x * sums[(t.step, t.run)][1] / sums[(t.step, t.run)][0]) for t, x in raw_ratios
     ]
     runs = len({t.run for t in ts})
     total = sum(t.seconds for t, _ in resid)
-    fit = KindFit(
-        kind, len(resid), runs, len(run_devs), total, run_var, part_var, max(w_var - part_var, 0.0)
-    )
+    fit = KindFit(kind, len(resid), runs, len(run_devs), total, run_var, part_var, step_var)
     fit.residuals = ratios
     return fit
 
