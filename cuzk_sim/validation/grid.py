@@ -58,8 +58,11 @@ def partitions_of(scn: Scenario) -> int:
 
 
 def predict(spec: ValidationSpec) -> dict[str, Any]:
-    """Every configuration's boundary and the model's result at each of its caps."""
-    configs, runs = [], []
+    """Every configuration's boundary and the model's result at each of its caps; for a
+    racing configuration (validation/race.py) its race caps with the model's P(OOM)."""
+    from cuzk_sim.validation.race import race_predictions
+
+    configs, runs, races = [], [], []
     for c in spec.configs:
         b = vram_boundary(c.scenario, spec.tolerance)
         caps = caps_around(b, c.caps, c.generous, c.scenario.config.context_overhead)
@@ -86,6 +89,9 @@ def predict(spec: ValidationSpec) -> dict[str, Any]:
                     "model": result.to_dict(log_lines=0),
                 }
             )
+        decision, race_runs = race_predictions(spec, c, b, parts)
+        races.append(decision)
+        runs.extend(race_runs)
     return {
         "spec": spec.name,
         "source": spec.source,
@@ -94,6 +100,7 @@ def predict(spec: ValidationSpec) -> dict[str, Any]:
         "profile": spec.configs[0].scenario.profile.source if spec.configs else None,
         "configs": configs,
         "runs": runs,
+        "races": races,
     }
 
 
@@ -189,9 +196,11 @@ def run_grid(
             # is one where both OOM at different buffers (is the real first buffer
             # stable?) and one where both fit with peaks more than 2 % apart (is the real
             # peak stable?)
-            for repeat in range(spec.repeats + 1):
+            # a race run (validation/race.py) runs its planned repeats, whatever they give
+            planned = int(p["repeats"]) if p.get("race") else spec.repeats + 1
+            for repeat in range(planned):
                 model = judged.get(p["key"]) or p["model"]
-                if repeat and not _disagrees(model, first_real[p["key"]]):
+                if repeat and not p.get("race") and not _disagrees(model, first_real[p["key"]]):
                     break
                 if (p["key"], repeat) in verdict:
                     continue
@@ -241,9 +250,15 @@ def _disagrees(model: dict, real: dict) -> bool:
 
 
 def write_report(out: Path, predictions: dict) -> tuple[list, dict]:
+    from cuzk_sim.validation.race import race_markdown, race_plot, race_rows
+
     reals = read_reals(out / "real.jsonl")
-    rows = compare_runs(predictions["runs"], reals)
+    rows = compare_runs([p for p in predictions["runs"] if not p.get("race")], reals)
     summary = summarize(rows)
+    races = race_rows(predictions, reals)
+    summary["races"] = races
+    if any(r["device"] != "dry-run" for r in races):  # a dry run's outcomes are fixed
+        summary["criteria"]["race_within_15pct"] = all(r["within"] for r in races if r["counted"])
     dates = sorted(r["date"] for r in reals)
     runs = "dry runs (no GPU)" if summary["device"] == "dry-run" else f"{summary['device']} runs"
     header = (
@@ -256,7 +271,13 @@ def write_report(out: Path, predictions: dict) -> tuple[list, dict]:
             f"**Re-priced after the runs** ({predictions['repriced_after_runs']}): these "
             "are not the predictions registered before the runs.\n"
         )
-    (out / "report.md").write_text(report_markdown(rows, summary, header))
+    text = report_markdown(rows, summary, header)
+    if predictions.get("races"):
+        text += race_markdown(races, predictions["races"])
+        if races:
+            race_plot(races, out / "race.png")
+            text += "\n![model P(OOM) against the real OOM frequency](race.png)\n"
+    (out / "report.md").write_text(text)
     (out / "summary.json").write_text(
         json.dumps({"summary": summary, "rows": rows_as_dicts(rows)}, indent=1)
     )
