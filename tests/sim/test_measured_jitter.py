@@ -133,3 +133,11 @@ def test_run_replicas_says_which_jitter_it_used():
     none = _run_json()["jitter_source"]  # rtx5070ti has no [jitter]
     assert none.startswith("none")
     assert math.isfinite(_run_json()["oom_probability"])
+
+
+def test_a_derived_profile_keeps_its_bases_jitter_and_says_it_is_assumed():
+    p = load_profile("rtx4090+ours")  # scaled from h200 (cuzk_sim/profiles/derive.py)
+    assert p.jitter is not None
+    assert p.jitter.source.startswith("kept from h200")
+    assert p.jitter.components == load_profile("h200").jitter.components
+    assert load_profile("rtx4090").jitter is None  # scaled from rtx5070ti, which has none
