@@ -69,3 +69,18 @@ def describe(mj: MeasuredJitter) -> str:
         for k, c in mj.components.items()
     ]
     return "per kind, step/partition/run relative sd: " + "; ".join(parts)
+
+
+def figure_rows(mj: MeasuredJitter | None) -> list[tuple[str, str, str]]:
+    """(key, value, source) per kind, as `profile show` lists a profile's figures."""
+    if mj is None:
+        return []
+    return [
+        (
+            f"jitter.{k}",
+            f"{c.family}: step {c.step:.1%}, partition {c.partition:.1%}, run {c.run:.1%} "
+            "(relative sd)",
+            mj.source,
+        )
+        for k, c in mj.components.items()
+    ]

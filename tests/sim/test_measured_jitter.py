@@ -141,3 +141,11 @@ def test_a_derived_profile_keeps_its_bases_jitter_and_says_it_is_assumed():
     assert p.jitter.source.startswith("kept from h200")
     assert p.jitter.components == load_profile("h200").jitter.components
     assert load_profile("rtx4090").jitter is None  # scaled from rtx5070ti, which has none
+
+
+def test_profile_show_lists_the_jitter_of_each_kind_with_its_basis():
+    r = CliRunner().invoke(app, ["profile", "show", "h200"], terminal_width=300)
+    assert r.exit_code == 0, r.output
+    row = next(line for line in r.output.splitlines() if "jitter.kernel.msm_g1" in line)
+    c = load_profile("h200").jitter.components["kernel.msm_g1"]
+    assert f"step {c.step:.1%}" in row and "fitted" in row
