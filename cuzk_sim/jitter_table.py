@@ -28,8 +28,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from cuzk_sim.input_errors import InputError, from_validation
 from cuzk_sim.model.jitter import MAX_JITTER, Component, MeasuredJitter
 
-Rel = float  # a relative standard deviation, 0 <= x <= MAX_JITTER
-
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)

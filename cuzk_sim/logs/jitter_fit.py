@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scipy import stats as sps
+from scipy.special import digamma
 
 from cuzk_sim.input_errors import InputError
 from cuzk_sim.model.jitter import MAX_JITTER
@@ -225,17 +226,11 @@ def fit_family(family: str, xs: list[float]) -> float:
     lo, hi = 1e-3, 1e7
     for _ in range(200):  # bisection on the score ln k + 1 - digamma(k) + s = 0
         mid = math.sqrt(lo * hi)
-        if math.log(mid) + 1 - sps_digamma(mid) + s > 0:
+        if math.log(mid) + 1 - float(digamma(mid)) + s > 0:
             lo = mid
         else:
             hi = mid
     return 1 / math.sqrt(lo)
-
-
-def sps_digamma(k: float) -> float:
-    from scipy.special import digamma
-
-    return float(digamma(k))
 
 
 def frozen(family: str, rel: float):
@@ -291,7 +286,7 @@ def _entry(f: KindFit) -> dict:
     }
 
 
-def pooled(name: str, fits: list[KindFit]) -> dict:
+def pooled(fits: list[KindFit]) -> dict:
     """One entry for several kinds: each variance component (of ln d) averaged with the
     kinds' measured time as weights, so the entry prices the time a scenario spends, not
     the many sub-millisecond steps; the family lognormal."""
@@ -324,10 +319,10 @@ def jitter_table(
     kinds = {f.kind: _entry(f) for f in fits}
     kernels = [f for f in fits if f.kind.startswith("kernel.")]
     if kernels:
-        kinds["kernel"] = pooled("kernel", kernels)
+        kinds["kernel"] = pooled(kernels)
     if "cpu.assemble" in kinds:
         kinds["cpu"] = dict(kinds["cpu.assemble"])
-    kinds["default"] = pooled("default", fits)
+    kinds["default"] = pooled(fits)
     names = names or [str(p) for p in paths]
     choice = "; ".join(
         f"{f.kind}: {f.family} (held-out mean log-lik "
