@@ -230,7 +230,13 @@ def run_grid(
                     judged[p["key"]] = at_achieved
                     first_real[p["key"]] = real
                 say(
-                    f"{p['key']}#{repeat}: model {'OOM' if p['model']['oom'] else 'fits'}, "
+                    f"{p['key']}#{repeat}: model "
+                    + (
+                        f"P(OOM) {p['p_oom']['p']:.2f}"
+                        if p.get("race")
+                        else ("OOM" if p["model"]["oom"] else "fits")
+                    )
+                    + ", "
                     f"{real.get('device') or 'real'} {'OOM' if real['oom'] else 'fits'} "
                     f"({real['first_oom_buffer'] or '-'}), {rec['wall_s']:.1f} s"
                 )

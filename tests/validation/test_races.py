@@ -44,6 +44,7 @@ def test_a_marked_race_runs_its_repeats_at_every_race_cap_end_to_end(tmp_path, s
     args = ["validate", str(spec), "--out", str(out), "--device", "dry-run"]
     r = runner.invoke(app, args)
     assert r.exit_code == 0, r.output  # dry runs: no race criterion to miss
+    assert "w2-nomutex@race-2%#9: model P(OOM) " in r.output  # the tenth repeat ran
     pred = json.loads((out / "predictions.json").read_text())
     race = [p for p in pred["runs"] if p.get("race")]
     assert [p["cap"] for p in race] == ["race-2%", "race-1%", "race+0%", "race+1%", "race+2%"]
