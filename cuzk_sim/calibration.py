@@ -24,9 +24,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
-from cuzk_sim.input_errors import InputError, from_validation
+from cuzk_sim.input_errors import InputError, validate_input
 from cuzk_sim.input_files import MAX_TOML_BYTES, parse_toml, path_kind, read_text
 from cuzk_sim.plan import CPU_KINDS, KERNEL_KINDS
 from cuzk_sim.units import (
@@ -355,10 +355,7 @@ def load_profile(name_or_path: str, base: Path | None = None) -> Profile:
             )
         text, source = read_text(path, "profile", MAX_TOML_BYTES), str(path)  # bounded
     raw = parse_toml(text, source)  # numbers in range: no inf, no 5,000-digit integers
-    try:
-        p = _ProfileIn.model_validate(raw)
-    except ValidationError as e:
-        raise from_validation(source, e) from None
+    p = validate_input(_ProfileIn, raw, source)  # strict types, as every input
     missing = [f"kernel.{k}" for k in KERNEL_KINDS if k not in p.kernel]
     missing += [f"cpu.{k}" for k in CPU_KINDS if k not in p.cpu]
     if missing:
