@@ -56,15 +56,19 @@ def validate_input(model: type[M], raw: Any, source: str, prefix: tuple = ()) ->
     goes through JSON text for that, so the same rules hold whether it came from a TOML
     file, a JSON file, a `--set` value or a sweep axis."""
     try:
-        text = json.dumps(raw, allow_nan=False, default=_refuse_type)
-    except _NotJson as e:
-        raise InputError(f"{source}: {e}") from None
-    except ValueError as e:  # a non-finite float: the readers refuse it before this
-        raise InputError(f"{source}: {e}") from None
-    try:
-        return model.model_validate_json(text, strict=True)
+        return validate_strict(model, raw, source)
     except ValidationError as e:
         raise from_validation(source, e, prefix) from None
+
+
+def validate_strict(model: type[M], raw: Any, source: str) -> M:
+    """`validate_input` raising pydantic's ValidationError for the caller to word (an
+    InputError only for a value JSON cannot hold)."""
+    try:
+        text = json.dumps(raw, allow_nan=False, default=_refuse_type)
+    except (_NotJson, ValueError) as e:  # a date; a non-finite float (refused earlier)
+        raise InputError(f"{source}: {e}") from None
+    return model.model_validate_json(text, strict=True)
 
 
 class _NotJson(TypeError):
@@ -76,3 +80,12 @@ def _refuse_type(value: Any) -> Any:
         return list(value)
     # a TOML date or time: no key of ours takes one
     raise _NotJson(f"a {type(value).__name__} value ({value!s:.40}) where no key takes one")
+
+
+class LineError(InputError):
+    """Bad input at one line of a stream (a log): the reader that knows the file names
+    it as `file:line: why`."""
+
+    def __init__(self, lineno: int, why: str) -> None:
+        super().__init__(f"line {lineno}: {why}")
+        self.lineno, self.why = lineno, why

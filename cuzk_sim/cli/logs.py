@@ -108,7 +108,7 @@ def logs(
     if as_json:
         typer.echo(json.dumps(to_dict(a, parser, lines), indent=2))
     else:
-        print_report(a, parser, lines, Console(width=160))
+        print_report(a, parser, lines, Console(width=160, highlight=False))
     if plot:
         from cuzk_sim.logs.plot import write_log_plot
 

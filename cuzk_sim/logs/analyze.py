@@ -9,8 +9,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cuzk_sim.input_errors import InputError
-from cuzk_sim.logs.parse import LogParser, open_log
+from cuzk_sim.input_errors import InputError, LineError
+from cuzk_sim.input_files import path_kind
+from cuzk_sim.logs.parse import (
+    READ_ERRORS,
+    LogParser,
+    LongLine,
+    bounded_lines,
+    open_log,
+    unreadable,
+)
 from cuzk_sim.logs.timeline import KEEP_PARTITIONS, Analyzer, Partition
 
 
@@ -33,34 +41,67 @@ def analyze_logs(
     kind: str | None = None,
     analyzer: Analyzer | None = None,
 ) -> tuple[Analyzer, LogParser, LineMap]:
-    """Stream every file through one parser and one analyzer; memory stays bounded."""
+    """Stream every file through one parser and one analyzer; memory stays bounded (lines
+    cut at MAX_LINE_BYTES, gzip inflated piece by piece with its CRC checked at the end,
+    the analyzer's open sections capped). Bad input is one InputError naming file:line."""
+    try:
+        return _analyze(paths, keep, on_close, kind, analyzer)
+    except LineError as e:  # the analyzer knows the line number, not the file
+        where = _where_now(e.lineno)
+        raise InputError(f"{where}: {e.why}") from None
+
+
+_LINES: list[LineMap] = []  # the map of the analysis under way (for LineError)
+
+
+def _where_now(lineno: int) -> str:
+    return _LINES[-1].where(lineno) if _LINES else f"line {lineno}"
+
+
+def _analyze(
+    paths: list[Path],
+    keep: int,
+    on_close: Callable[[Partition], None] | None,
+    kind: str | None,
+    analyzer: Analyzer | None,
+) -> tuple[Analyzer, LogParser, LineMap]:
     parser = LogParser()
     a = analyzer or Analyzer(keep=keep, on_close=on_close, kind=kind)
     lines = LineMap()
-    n = 0
-    for path in paths:
-        if not path.is_file():
-            raise InputError(f"{path}: no such log file")
-        lines.starts.append(n + 1)
-        lines.files.append(str(path))
-        try:
-            with open_log(path) as f:
-                feed, take = parser.feed, a.feed
-                nbytes = 0  # the log's text (a gzip file's decompressed)
-                for raw in f:
-                    n += 1
-                    nbytes += len(raw)
-                    rec = feed(raw, n)
-                    if rec is not None:
-                        take(rec)
-                        if parser.extra:
-                            for more in parser.drain():
-                                take(more)
-                parser.counts.bytes += nbytes
-        except (OSError, EOFError) as e:  # EOFError: a truncated gzip file
-            raise InputError(f"{path}: cannot read the log ({e})") from None
-    for rec in parser.finish():
-        a.feed(rec)
-    a.counts = parser.counts
-    a.finish()
+    _LINES.append(lines)
+    try:
+        n = 0
+        for path in paths:
+            if path_kind(path, "log") != "file":
+                raise InputError(f"{path}: no such log file (or not a regular file)")
+            lines.starts.append(n + 1)
+            lines.files.append(str(path))
+            n = _read_one(path, parser, a, n)
+        for rec in parser.finish():
+            a.feed(rec)
+        a.counts = parser.counts
+        a.finish()
+    finally:
+        _LINES.pop()
     return a, parser, lines
+
+
+def _read_one(path: Path, parser: LogParser, a: Analyzer, n: int) -> int:
+    """Feed one file's lines; returns the last global line number."""
+    try:
+        with open_log(path) as f:
+            feed, take = parser.feed, a.feed
+            nbytes = 0  # the log's text (a gzip file's decompressed)
+            for raw in bounded_lines(f):
+                n += 1
+                nbytes += len(raw)
+                rec = parser.long_line(raw, n) if raw.__class__ is LongLine else feed(raw, n)
+                if rec is not None:
+                    take(rec)
+                    if parser.extra:
+                        for more in parser.drain():
+                            take(more)
+            parser.counts.bytes += nbytes
+    except READ_ERRORS as e:
+        raise unreadable(path, e, n) from None
+    return n

@@ -46,9 +46,11 @@ def columns(spec: SweepSpec) -> list[str]:
 
 
 def check_replicas(replicas: int, jitter: float) -> None:
-    if replicas < 1:
-        raise InputError(f"--replicas {replicas}: expected at least 1")
     from cuzk_sim.model.jitter import MAX_JITTER
+    from cuzk_sim.replicas import MAX_REPLICAS
+
+    if isinstance(replicas, bool) or not 1 <= replicas <= MAX_REPLICAS:
+        raise InputError(f"--replicas {replicas}: expected 1 to {MAX_REPLICAS}")
 
     if not 0.0 <= jitter <= MAX_JITTER:
         raise InputError(f"--jitter {jitter * 100:g}%: must lie between 0 % and {MAX_JITTER:.0%}")
