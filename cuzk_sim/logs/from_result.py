@@ -325,5 +325,7 @@ def write_scenario_log(result: SimResult, scenario, path: str) -> int:
     }
     pool_max = scenario.config.pool_release_threshold == NEVER
     aware = scenario.spec.variant.memory_aware_margin is not None
-    with open(path, "w") as f:
+    from cuzk_sim.outputs import atomic_file
+
+    with atomic_file(path) as f:  # whole or not at all
         return write_cuzk_log(result, f, extract, pool_max, aware)
