@@ -130,7 +130,9 @@ def sweep_from_dict(raw: dict[str, Any], source: str, folder: Path) -> SweepSpec
     except InputError as e:
         raise InputError(f"{source}: base: {e}") from None
     _check_scenario(base_raw, str(base_path))
-    axes = tuple(_axis(source, p, v, base_raw, str(base_path)) for p, v in spec.axes.items())
+    # counts first (ranges, values, search groups), then each value against the schema
+    axes = tuple(_axis(source, p, v) for p, v in spec.axes.items())
+    _check_search_groups(source, spec.search, axes)
     if not axes and not (spec.search.min_vram or spec.search.max_workers):
         raise InputError(f"{source}: axes: give at least one axis (or a [search])")
     size = 1
@@ -141,7 +143,9 @@ def sweep_from_dict(raw: dict[str, Any], source: str, folder: Path) -> SweepSpec
             f"{source}: axes: the grid has {size} configurations (more than "
             f"{MAX_CONFIGURATIONS}); add [sample] count = N to draw N of them"
         )
-    _check_search_groups(source, spec.search, axes)
+    for a in axes:
+        for i, v in enumerate(a.values):
+            _check_value(f'{source}: axes."{a.path}"[{i}] = {_shown(v)}', a.path, v, base_raw)
     paths = [a.path for a in axes]
     for key in ("x", "y"):
         chosen = getattr(spec.plot, key)
@@ -163,7 +167,14 @@ def sweep_from_dict(raw: dict[str, Any], source: str, folder: Path) -> SweepSpec
     )
 
 
-def _axis(source: str, path: str, values: Any, base_raw: dict, base_source: str) -> Axis:
+def _shown(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 80 else text[:80] + "..."
+
+
+def _axis(source: str, path: str, values: Any) -> Axis:
+    """The axis's values (a range expanded), bounded and without repeats; each value is
+    checked against the scenario schema later (`_check_value`)."""
     from cuzk_sim.overrides import check_key_path
 
     where = f'{source}: axes."{path}"'
@@ -181,10 +192,9 @@ def _axis(source: str, path: str, values: Any, base_raw: dict, base_source: str)
             )
         values = list(range(lo, hi + 1))
     if not isinstance(values, list) or not values:
-        shown = repr(values) if len(repr(values)) <= 80 else repr(values)[:80] + "..."
         raise InputError(
             f"{where}: expected a non-empty list of values or an integer range such as "
-            f'"1..4", got {shown}'
+            f'"1..4", got {_shown(values)}'
         )
     if len(values) > MAX_AXIS_VALUES:
         raise InputError(f"{where}: {len(values)} values (at most {MAX_AXIS_VALUES})")
@@ -192,9 +202,8 @@ def _axis(source: str, path: str, values: Any, base_raw: dict, base_source: str)
     for i, v in enumerate(values):
         canon = json.dumps(v, sort_keys=True, default=str)  # 1 and true and 1.0 differ
         if canon in seen:
-            raise InputError(f"{where}[{i}]: {v!r} is listed twice")
+            raise InputError(f"{where}[{i}]: {_shown(v)} is listed twice")
         seen.add(canon)
-        _check_value(f"{where}[{i}] = {v!r}", path, v, base_raw)
     return Axis(path, tuple(values))
 
 
