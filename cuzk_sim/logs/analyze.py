@@ -44,31 +44,9 @@ def analyze_logs(
     """Stream every file through one parser and one analyzer; memory stays bounded (lines
     cut at MAX_LINE_BYTES, gzip inflated piece by piece with its CRC checked at the end,
     the analyzer's open sections capped). Bad input is one InputError naming file:line."""
-    try:
-        return _analyze(paths, keep, on_close, kind, analyzer)
-    except LineError as e:  # the analyzer knows the line number, not the file
-        where = _where_now(e.lineno)
-        raise InputError(f"{where}: {e.why}") from None
-
-
-_LINES: list[LineMap] = []  # the map of the analysis under way (for LineError)
-
-
-def _where_now(lineno: int) -> str:
-    return _LINES[-1].where(lineno) if _LINES else f"line {lineno}"
-
-
-def _analyze(
-    paths: list[Path],
-    keep: int,
-    on_close: Callable[[Partition], None] | None,
-    kind: str | None,
-    analyzer: Analyzer | None,
-) -> tuple[Analyzer, LogParser, LineMap]:
     parser = LogParser()
     a = analyzer or Analyzer(keep=keep, on_close=on_close, kind=kind)
     lines = LineMap()
-    _LINES.append(lines)
     try:
         n = 0
         for path in paths:
@@ -81,8 +59,8 @@ def _analyze(
             a.feed(rec)
         a.counts = parser.counts
         a.finish()
-    finally:
-        _LINES.pop()
+    except LineError as e:  # the analyzer knows the line number, the map the file
+        raise InputError(f"{lines.where(e.lineno)}: {e.why}") from None
     return a, parser, lines
 
 
