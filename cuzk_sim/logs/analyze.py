@@ -14,6 +14,7 @@ from cuzk_sim.input_files import path_kind
 from cuzk_sim.logs.parse import (
     READ_ERRORS,
     LogParser,
+    LogReadError,
     LongLine,
     bounded_lines,
     open_log,
@@ -80,6 +81,10 @@ def _read_one(path: Path, parser: LogParser, a: Analyzer, n: int) -> int:
                         for more in parser.drain():
                             take(more)
             parser.counts.bytes += nbytes
-    except READ_ERRORS as e:
+    except LogReadError as e:
+        raise unreadable(path, e.cause, n) from None
+    except READ_ERRORS as e:  # opening it, or closing a gzip file (its CRC)
+        if isinstance(e, OSError) and str(getattr(e, "filename", None)) != str(path):
+            raise  # not this log's: a write of the caller (logs --trace onto a full disk)
         raise unreadable(path, e, n) from None
     return n

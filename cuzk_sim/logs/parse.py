@@ -110,6 +110,14 @@ def _int(text: str) -> int:
     return int(text)
 
 
+class LogReadError(Exception):
+    """Reading a log failed (`cause`: the OSError, EOFError or zlib.error)."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
 class LongLine(bytes):
     """The first bytes of a line longer than MAX_LINE_BYTES (the rest was skipped)."""
 
@@ -118,7 +126,13 @@ def bounded_lines(f: BinaryIO) -> Iterator[bytes]:
     """The lines of `f`, none held beyond MAX_LINE_BYTES: a longer line is yielded as
     a LongLine of its first bytes, and the rest of it is read and dropped in pieces (a
     gzip file inflating to 1 GiB without a newline costs 1 MiB, not 2 GiB)."""
-    readline = f.readline
+
+    def readline(n: int) -> bytes:
+        try:
+            return f.readline(n)
+        except READ_ERRORS as e:  # a read, not a write of the caller's (EFBIG of --trace)
+            raise LogReadError(e) from None
+
     while True:
         raw = readline(MAX_LINE_BYTES)
         if not raw:
@@ -482,8 +496,8 @@ def _records(path: Path, f: BinaryIO, parser: LogParser) -> Iterator[Record]:
     with f:
         try:
             yield from parse_lines(bounded_lines(f), parser)
-        except READ_ERRORS as e:
-            raise unreadable(path, e, parser.counts.lines) from None
+        except LogReadError as e:
+            raise unreadable(path, e.cause, parser.counts.lines) from None
 
 
 # what reading a log can raise: OSError (a gzip CRC or length that does not match, a
