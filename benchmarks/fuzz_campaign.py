@@ -155,6 +155,7 @@ def summary(results: list[dict]) -> dict:
     oracle = collections.Counter()
     for r in results:
         table[r["surface"]][r["kind"]] += 1
+    for r in results:
         table["(all)"][r["kind"]] += 1
     for r in results:
         c = surfaces.case(r["surface"], r["seed"]) if r["kind"] in FINE else None

@@ -482,9 +482,11 @@ def open_log(path: Path) -> BinaryIO:
 def read_log(path: str | Path, parser: LogParser | None = None) -> Iterator[Record]:
     """Records of one log file (plain or gzip), streamed; a missing or unreadable file is
     an InputError."""
+    from cuzk_sim.input_files import path_kind
+
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such log file")
+    if path_kind(path, "log") != "file":
+        raise InputError(f"{path}: no such log file (or not a regular file)")
     try:
         f = open_log(path)
     except OSError as e:
