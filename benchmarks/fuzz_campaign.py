@@ -150,6 +150,17 @@ def run_campaign(
     return sorted(results, key=lambda r: r["i"])
 
 
+def _examples(failures: list[dict], per: int = 5) -> list[dict]:
+    """The first `per` failures of each surface and kind (every kind kept, with seeds)."""
+    seen: collections.Counter = collections.Counter()
+    out = []
+    for f in failures:
+        seen[f["surface"], f["kind"]] += 1
+        if seen[f["surface"], f["kind"]] <= per:
+            out.append(f)
+    return out
+
+
 def summary(results: list[dict]) -> dict:
     table: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     oracle = collections.Counter()
@@ -168,7 +179,7 @@ def summary(results: list[dict]) -> dict:
         "slowest_cpu_s": round(slowest["cpu"], 3),
         "slowest_case": [slowest["surface"], slowest["seed"]],
         "peak_child_rss_mib": round(max(r["rss"] for r in results), 1),
-        "failures": [r for r in results if r["kind"] in BAD][:50],
+        "failures": _examples([r for r in results if r["kind"] in BAD]),
     }
 
 
