@@ -114,16 +114,38 @@ _REAL_FIELDS = {"key": str, "config": str, "date": str, "real": dict, "details":
 _RUN_FIELDS = {"key": str, "config": str, "cap": str, "model": dict}
 
 
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _result_ok(d: Any) -> bool:
+    """The fields of a result (`run --json`) the comparison reads, of their types."""
+    if not isinstance(d, dict) or not isinstance(d.get("oom"), bool):
+        return False
+    if "first_oom_buffer" not in d or "seconds_per_proof" not in d:
+        return False
+    buf, spp = d.get("first_oom_buffer"), d.get("seconds_per_proof")
+    peaks = d.get("peak_vram_bytes")
+    return (
+        (buf is None or isinstance(buf, str))
+        and (spp is None or (isinstance(spp, int | float) and not isinstance(spp, bool)))
+        and isinstance(peaks, dict)
+        and all(_count(v) for v in peaks.values())
+    )
+
+
 def _is_real(rec: Any) -> bool:
     if not isinstance(rec, dict):
         return False
     if any(not isinstance(rec.get(k), t) for k, t in _REAL_FIELDS.items()):
         return False
-    rep = rec.get("repeat")
-    if isinstance(rep, bool) or not isinstance(rep, int) or rep < 0:
-        return False
-    real, at = rec["real"], rec.get("model_at_achieved")
-    return "oom" in real and "first_oom_buffer" in real and (at is None or isinstance(at, dict))
+    at, achieved = rec.get("model_at_achieved"), rec.get("achieved_vram")
+    return (
+        _count(rec.get("repeat"))
+        and _result_ok(rec["real"])
+        and (at is None or _result_ok(at))
+        and (achieved is None or _count(achieved))
+    )
 
 
 def scan_reals(path: Path) -> tuple[list[dict], int, int]:
@@ -168,13 +190,8 @@ def load_predictions(path: Path) -> dict:
         ok = isinstance(run, dict) and all(
             isinstance(run.get(k), t) for k, t in _RUN_FIELDS.items()
         )
-        vram = run.get("vram") if isinstance(run, dict) else None
-        if (
-            not ok
-            or isinstance(vram, bool)
-            or not isinstance(vram, int)
-            or "oom" not in run["model"]
-        ):
+        ok = ok and _count(run.get("vram")) and _count(run.get("partitions"))
+        if not ok or not _result_ok(run["model"]):
             raise InputError(f"{path}: runs[{i}]: not a prediction (damaged?)")
     for key in ("date", "source", "commit"):
         if not isinstance(doc.get(key), str):

@@ -375,6 +375,49 @@ def _json_doc(surface: str, rng: random.Random, seed: int) -> Case:
     return Case(surface, seed, oracle, run)
 
 
+def _calibrate(rng: random.Random, seed: int) -> Case:
+    """`calibrate`: a fixture log against a mutated base profile (a kernel whose time is
+    its fixed cost among the mutations: nothing to scale, once a division by zero)."""
+    from cuzk_sim.calibration import load_profile
+    from cuzk_sim.logs.analyze import analyze_logs
+    from cuzk_sim.logs.calibrate import calibrated_profile, cuzk_plans
+    from cuzk_sim.logs.scenario_out import logged_config
+    from cuzk_sim.logs.toml_out import dumps
+
+    base_text = (ROOT / "cuzk_sim" / "profiles" / "rtx5070ti.toml").read_text()
+    doc = tomllib.loads(base_text)
+    r = rng.random()
+    if r < 0.4:
+        kernel = rng.choice(["msm_g1", "ntt", "msm_g2", "pointwise"])
+        k = doc["kernel"][kernel]
+        k["fixed"] = k.get("fixed", "1 ms") if rng.random() < 0.5 else k["time"]
+        k["time"] = k["fixed"]
+        text = toml_text(doc) or base_text
+    elif r < 0.8:
+        text = toml_text(mutate_doc(doc, rng)) or base_text
+    else:
+        text = mutate_text(base_text, rng)
+    log = rng.choice(
+        ["mutex-contention.log", "synthesis-bound.log", "phase9-prestage-fallback.log"]
+    )
+    kind = rng.choice([None, "porep"])
+
+    def run(d: Path) -> str:
+        base = write(d, "base.toml", text)
+
+        def go() -> None:
+            a, _, _ = analyze_logs([LOGS / log], kind=kind)
+            profile = load_profile(str(base))
+            plans = cuzk_plans(logged_config(a), profile.vram)
+            doc, _, _ = calibrated_profile(a, str(base), plans, [log], "out")
+            out = write(d, "out.toml", dumps(doc))
+            load_profile(str(out))  # what calibrate writes must load
+
+        return outcome(go)
+
+    return Case("calibrate", seed, None, run)
+
+
 @functools.cache
 def cubic_bytes() -> dict[str, bytes]:
     """The cubic circuit's vk / proof / public JSON and witness, made once."""
@@ -459,6 +502,7 @@ def _binary(rng: random.Random, seed: int) -> Case:
 def _resume(rng: random.Random, seed: int) -> Case:
     """A sweep's results.json or a validation's real.jsonl / predictions.json, damaged."""
     from cuzk_sim.sweep.store import FORMAT, RowStore, rows_json
+    from cuzk_sim.validation.compare import compare_runs
     from cuzk_sim.validation.grid import load_predictions, scan_reals
 
     kind = rng.choice(["results", "real", "predictions"])
@@ -467,13 +511,11 @@ def _resume(rng: random.Random, seed: int) -> Case:
         rows = [{"key": f"{i:016x}", "index": i, "seed": i, "safe": True} for i in range(3)]
         text = rows_json({"format": FORMAT, **header}, rows)
     elif kind == "real":
-        rec = {"key": "a@1%", "config": "a", "date": "d", "real": {"oom": False,
-               "first_oom_buffer": None}, "details": {}, "repeat": 0}  # fmt: skip
+        rec = {"key": "a@+1%", "config": "a", "date": "d", "real": RESULT, "details": {},
+               "repeat": 0, "achieved_vram": 2**30, "model_at_achieved": None}  # fmt: skip
         text = "".join(json.dumps({**rec, "repeat": i}) + "\n" for i in range(3))
     else:
-        run_ = {"key": "a@1%", "config": "a", "cap": "+1%", "vram": 1, "model": {"oom": False}}
-        text = json.dumps({"spec": "t", "source": "s", "commit": "c", "date": "d",
-                           "configs": [], "runs": [run_]})  # fmt: skip
+        text = json.dumps(PREDICTIONS)
     text = mutate_text(text, rng)
 
     def run(d: Path) -> str:
@@ -485,13 +527,24 @@ def _resume(rng: random.Random, seed: int) -> Case:
                 store.close()
 
             return outcome(go)
-        if kind == "real":
+        if kind == "real":  # read, then compared with predictions (what the report does)
             path = write(d, "real.jsonl", text)
-            return outcome(lambda: scan_reals(path))
+            return outcome(lambda: compare_runs(PREDICTIONS["runs"], scan_reals(path)[0]))
         path = write(d, "predictions.json", text)
-        return outcome(lambda: load_predictions(path))
+        real = {**RESULT, "seconds_per_proof": 2.0}
+        return outcome(lambda: compare_runs(load_predictions(path)["runs"], [
+            {"key": "a@+1%", "repeat": 0, "real": real}]))  # fmt: skip
 
     return Case("resume", seed, None, run)
+
+
+RESULT = {"oom": False, "first_oom_buffer": None, "seconds_per_proof": 1.5,
+          "peak_vram_bytes": {"0": 2**30}}  # fmt: skip
+PREDICTIONS = {
+    "spec": "t", "source": "s", "commit": "c", "date": "d", "configs": [],
+    "runs": [{"key": "a@+1%", "config": "a", "cap": "+1%", "vram": 2**30, "partitions": 4,
+              "model": RESULT}],
+}  # fmt: skip
 
 
 def _options(rng: random.Random, seed: int) -> Case:
@@ -522,6 +575,7 @@ SURFACES: dict[str, Callable[[random.Random, int], Case]] = {
     "baseline": lambda rng, s: _json_doc("baseline", rng, s),
     "snarkjs": lambda rng, s: _json_doc("snarkjs", rng, s),
     "log": _log,
+    "calibrate": _calibrate,
     "wtns": _binary,
     "resume": _resume,
     "options": _options,
