@@ -119,6 +119,16 @@ def _mode_for(path: str) -> int:
         return 0o666 & ~umask
 
 
+def _sync_folder(folder: str) -> None:
+    """fsync the folder, so the rename itself survives a power loss (best effort)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
 @contextlib.contextmanager
 def atomic_file(path: Path | str, mode: str = "w", **kwargs: Any) -> Iterator[IO[Any]]:
     """A file object for a streaming writer; the target changes only if the block ends
@@ -139,6 +149,7 @@ def atomic_file(path: Path | str, mode: str = "w", **kwargs: Any) -> Iterator[IO
             os.fsync(f.fileno())
         os.chmod(temp, _mode_for(target))
         os.replace(temp, target)
+        _sync_folder(folder)
     except OSError as e:
         with contextlib.suppress(OSError):
             os.unlink(temp)

@@ -482,3 +482,52 @@ def test_a_damaged_predictions_json_is_reported_and_predicted_again(grid) -> Non
         again = json.loads((out / "predictions.json").read_text())
         assert again["runs"] == good["runs"]
     assert len(calls) == 3  # the real runs matched the new predictions: none ran again
+
+
+# --- the output layer itself ---------------------------------------------------------
+
+
+def test_an_interrupted_writer_leaves_the_previous_file(tmp_path) -> None:
+    from cuzk_sim.outputs import atomic_file
+
+    out = tmp_path / "out.log"
+    out.write_bytes(OLD)
+    with pytest.raises(KeyboardInterrupt), atomic_file(out) as f:
+        f.write("half of the new")
+        raise KeyboardInterrupt
+    assert out.read_bytes() == OLD
+    no_temporaries(tmp_path)
+
+
+def test_a_staged_file_that_fails_its_check_replaces_nothing(tmp_path) -> None:
+    from cuzk_sim.input_errors import InputError
+    from cuzk_sim.outputs import write_checked
+
+    out = tmp_path / "p.toml"
+    out.write_bytes(OLD)
+    seen = []
+
+    def check(staged: Path) -> None:
+        seen.append(staged.read_bytes())
+        assert staged.suffix == ".toml" and staged.parent == tmp_path
+        raise InputError("does not load")
+
+    with pytest.raises(InputError, match="does not load"):
+        write_checked(out, b"new", check)
+    assert seen == [b"new"] and out.read_bytes() == OLD
+    no_temporaries(tmp_path)
+
+
+def test_an_output_that_is_an_input_by_another_name_is_found(tmp_path) -> None:
+    from cuzk_sim.input_errors import InputError
+    from cuzk_sim.outputs import check_distinct
+
+    src = tmp_path / "s.toml"
+    src.write_bytes(OLD)
+    os.link(src, tmp_path / "hard.toml")
+    (tmp_path / "soft.toml").symlink_to(src)
+    for name in ("hard.toml", "soft.toml", "./s.toml", "x/../s.toml"):
+        (tmp_path / "x").mkdir(exist_ok=True)
+        with pytest.raises(InputError, match="is the input SCENARIO"):
+            check_distinct({"--log": tmp_path / name}, {"SCENARIO": src})
+    check_distinct({"--log": tmp_path / "other.log"}, {"SCENARIO": src})  # fine
