@@ -64,14 +64,14 @@ class SearchSection(_Strict):
 
 
 class PlotSection(_Strict):
-    x: str | None = None  # heatmap columns: an axis key path (default: the first axis)
-    y: str | None = None  # heatmap rows (default: the next axis with several values)
+    x: str | None = Field(None, max_length=256)  # heatmap columns: an axis key path
+    y: str | None = Field(None, max_length=256)  # heatmap rows (default: the next axis)
 
 
 class SweepFile(_Strict):
-    name: str | None = None
-    description: str = ""
-    base: str  # the scenario swept, relative to the spec file
+    name: str | None = Field(None, min_length=1, max_length=256)
+    description: str = Field("", max_length=100_000)
+    base: str = Field(min_length=1, max_length=4096)  # the scenario swept, relative to the spec
     axes: dict[str, Any] = {}
     sample: SampleSection | None = None
     search: SearchSection = SearchSection()

@@ -58,9 +58,9 @@ class _Strict(BaseModel):
 
 
 class ConfigIn(_Strict):
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.+-]+$")
-    set: dict[str, Any] = {}
-    kinds: dict[str, dict[str, Any]] = {}
+    name: str = Field(min_length=1, max_length=256, pattern=r"^[A-Za-z0-9_.+-]+$")
+    set: dict[str, Any] = Field({}, max_length=256)
+    kinds: dict[str, dict[str, Any]] = Field({}, max_length=16)
     caps: list[float] | None = None
     generous: bool | None = None
 
@@ -68,9 +68,9 @@ class ConfigIn(_Strict):
 
 
 class SpecIn(_Strict):
-    name: str = "validation"
-    description: str = ""
-    base: str
+    name: str = Field("validation", min_length=1, max_length=256)
+    description: str = Field("", max_length=100_000)
+    base: str = Field(min_length=1, max_length=4096)
     caps: list[float] = list(DEFAULT_CAPS)
     generous: bool = True
     tolerance: float = Field(0.001, gt=0, lt=0.5)
