@@ -18,9 +18,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from cuzk_sim.input_errors import InputError, from_validation, key_path
+from cuzk_sim.input_errors import InputError, key_path, validate_input
 from cuzk_sim.input_files import MAX_JSON_BYTES
 from cuzk_sim.plan import Lock, Plan, PlanError, Unlock
 from cuzk_sim.plans.circuits import SHAPES, CircuitShape
@@ -102,9 +100,7 @@ def gpu_prover_plan_of(
     except ImportError as e:
         raise InputError(f"{key}: our GPU prover (cuzk_sim.gpu) cannot be imported: {e}") from None
     try:
-        keys = flags_model(prover.ProverFlags, GpuProverShape).model_validate(raw)
-    except ValidationError as e:
-        raise from_validation(source, e, prefix=at) from None
+        keys = validate_input(flags_model(prover.ProverFlags, GpuProverShape), raw, source, at)
     except TypeError as e:  # ProverFlags is no dataclass any more
         raise InputError(f"{key}: the prover's ProverFlags changed: {e}") from None
     n = 1 << keys.domain_log2

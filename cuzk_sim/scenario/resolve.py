@@ -9,10 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from cuzk_sim.calibration import Profile, load_profile
-from cuzk_sim.input_errors import InputError, from_validation
+from cuzk_sim.input_errors import InputError, validate_input
 from cuzk_sim.input_files import load_toml
 from cuzk_sim.model.engine import EngineConfig
 from cuzk_sim.plan import Plan
@@ -62,10 +60,7 @@ def load_scenario(path: str | Path, overrides: Mapping[str, Any] | None = None) 
 
 def scenario_from_dict(raw: dict, source: str, base: Path | None = None) -> Scenario:
     """Resolve a scenario's TOML table; `base` is the folder relative paths start from."""
-    try:
-        spec = ScenarioFile.model_validate(raw)
-    except ValidationError as e:
-        raise from_validation(source, e) from None
+    spec = validate_input(ScenarioFile, raw, source)  # strict types: no `true` as a count
     check_run_bounds(spec, source)
     try:
         profile = load_profile(card_rule.profile_name(spec), base)
