@@ -60,7 +60,7 @@ def main() -> None:
 
     def kernels() -> None:
         from cuzk_sim.gpu.device import Device
-        from cuzk_sim.gpu.pipeline import synthetic_data
+        from cuzk_sim.gpu.partition_data import synthetic_data
         from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, partition
 
         shape = PartitionShape.synthetic(10)

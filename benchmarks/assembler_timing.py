@@ -20,14 +20,14 @@ import time
 import numpy as np
 import py_ecc.optimized_bls12_381 as bls
 from cuzk_sim.gpu import msm_tail
-from cuzk_sim.gpu.msm import SignedShape, WindowSums
-from cuzk_sim.gpu.pipeline import (
+from cuzk_sim.gpu.assembler import (
     TAIL_PROCESSES,
     _assemble_remote,
     assembler,
     cpu_halves,
     finish_in_pool,
 )
+from cuzk_sim.gpu.msm import SignedShape, WindowSums
 from cuzk_sim.gpu.prover import HostKey, assemble, msm_results
 
 STAGES = [("msm_h", "g1"), ("msm_a", "g1"), ("msm_b_g1", "g1"), ("msm_b_g2", "g2"), ("msm_l", "g1")]
