@@ -28,7 +28,8 @@ from cuzk_sim.gpu.assembler import (
     finish_in_pool,
 )
 from cuzk_sim.gpu.msm import SignedShape, WindowSums
-from cuzk_sim.gpu.prover import HostKey, assemble, msm_results
+from cuzk_sim.gpu.msm_results import msm_results
+from cuzk_sim.gpu.prover import HostKey, assemble
 
 STAGES = [("msm_h", "g1"), ("msm_a", "g1"), ("msm_b_g1", "g1"), ("msm_b_g2", "g2"), ("msm_l", "g1")]
 

@@ -208,7 +208,8 @@ def _run(shape, flags, data, mode: str = "real"):
     """One partition's GPU work and its tails: (gpu s, tails s, Device)."""
     import cupy as cp
     from cuzk_sim.gpu.device import Device
-    from cuzk_sim.gpu.prover import msm_results, partition
+    from cuzk_sim.gpu.msm_results import msm_results
+    from cuzk_sim.gpu.prover import partition
 
     dev = Device(mode)
     t0 = time.perf_counter()

@@ -8,7 +8,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .prover import HostKey, assemble, msm_results
+from .msm_results import msm_results
+from .prover import HostKey, assemble
 
 TUNES = frozenset({"streams", "switch", "local", "noaffinity", "serialtail"})
 

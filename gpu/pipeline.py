@@ -56,9 +56,10 @@ from .hostdata import (
     peak_rss,
     refusal,
 )
+from .msm_results import msm_results
 from .partition_data import PartitionData, synthetic_data, synthetic_store
 from .pipeline_device import PipelineDevice, RunStopped
-from .prover import PartitionShape, msm_results, partition
+from .prover import PartitionShape, partition
 from .run_report import Job, ProofState, RunReport
 from .run_spec import RunSpec
 

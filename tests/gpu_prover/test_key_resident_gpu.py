@@ -93,15 +93,8 @@ def test_overlapped_tails_come_back_as_futures_of_the_same_points():
     import py_ecc.optimized_bls12_381 as bls
     from cuzk_sim.gpu import encoding
     from cuzk_sim.gpu.device import Device
-    from cuzk_sim.gpu.prover import (
-        PartitionInput,
-        PartitionShape,
-        ProverFlags,
-        host_key,
-        msm_results,
-        partition,
-        tail_pool,
-    )
+    from cuzk_sim.gpu.msm_results import msm_results, tail_pool
+    from cuzk_sim.gpu.prover import PartitionInput, PartitionShape, ProverFlags, host_key, partition
     from cuzk_sim.reference.prove import prove_stages
     from cuzk_sim.reference.qap import evaluate_matrices
 

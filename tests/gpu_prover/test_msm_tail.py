@@ -107,7 +107,7 @@ def test_deferred_window_sums_finish_in_msm_results_and_cross_processes():
     import pickle
 
     from cuzk_sim.gpu.msm import WindowSums
-    from cuzk_sim.gpu.prover import msm_results
+    from cuzk_sim.gpu.msm_results import msm_results
 
     rng = random.Random(5)
     c, out, expected = 6, {}, {}
