@@ -12,7 +12,6 @@ With the same r and s the proof equals the reference's `prove(pk, w, r, s)` byte
 
 from __future__ import annotations
 
-import functools
 import random
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
@@ -20,19 +19,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from cuzk_sim.reference.domain import Domain
-from cuzk_sim.reference.field import GENERATOR_BELLMAN, R
 from cuzk_sim.reference.prove import assemble, check_key_shape, check_witness, draw_scalar
 from cuzk_sim.reference.qap import evaluate_matrices
 from cuzk_sim.reference.types import Proof, ProvingKey
 
 from . import encoding
 from .blinding import assemble_blinded, blinding, scales
+from .compute_h import compute_h
 from .device import AllocatorName, Device, Mode
 from .msm import MSM_ALGOS, POINT_WORDS, MsmAlgo
 from .msm_results import msm_results, scaled_points, tail_pool
 from .msm_stages import run_msms, run_streamed, streams
-from .ntt import DeviceTables, domain_tables, tables_bytes
+from .ntt import tables_bytes
 from .scalars import Scalars
 from .streaming import resolve_budget
 from .witness_shape import WitnessShape, witness_shape
@@ -324,66 +322,6 @@ def gather_scalars(witness: np.ndarray, key: HostKey) -> dict[str, np.ndarray]:
     return {q: np.ascontiguousarray(witness[np.asarray(ix)]) for q, ix in key.density.items()}
 
 
-@functools.lru_cache(maxsize=8)
-def _packed_tables(log_n: int, reduction: str) -> np.ndarray:
-    """The NTT tables of a 2^log_n domain, computed once per domain (host work that would
-    otherwise run inside the lock for every partition: 20 ms at 2^18)."""
-    domain = Domain(1 << log_n, reduction)
-    if reduction == "bellman":
-        g = GENERATOR_BELLMAN
-        zinv = pow(domain.vanishing_at(g), -1, R)
-    else:
-        g, zinv = domain.omega_2n, 1
-    tables = domain_tables(log_n, domain.omega, g, zinv).pack()
-    tables.setflags(write=False)
-    return tables
-
-
-def _compute_h(dev: Device, shape: PartitionShape, d_a: Any, d_bc: Any, d_tab: Any) -> None:
-    """The NTT-H phase on d_a (a, then h) and d_bc (b | c)."""
-    from . import ntt as gntt
-    from .module import launch
-
-    n, log_n = shape.domain_size, shape.log_n
-    w = 8 * n
-
-    def views() -> tuple[Any, Any, Any, DeviceTables]:
-        t = DeviceTables.from_buffer(d_tab.array, log_n)
-        return d_a.array[:w], d_bc.array[:w], d_bc.array[w : 2 * w], t
-
-    def to_mont(i: int) -> None:
-        launch("field_ops.cu", "fr_convert", n, views()[i], np.int64(n), np.int32(1))
-
-    for i, name in enumerate("abc"):
-        dev.kernel(f"compute_h.to_mont_{name}", "pointwise", n, lambda i=i: to_mont(i))
-        dev.kernel(
-            f"compute_h.intt_{name}", "ntt", n, lambda i=i: gntt.intt(views()[i], views()[3])
-        )
-        dev.kernel(
-            f"compute_h.coset_ntt_{name}",
-            "ntt",
-            n,
-            lambda i=i: gntt.coset_ntt(views()[i], views()[3]),
-        )
-
-    def quotient() -> None:
-        a, b, c, t = views()
-        if shape.reduction == "bellman":
-            launch("field_ops.cu", "fr_h_quotient", n, a, b, c, t.zinv, np.int64(n))
-        else:
-            launch("field_ops.cu", "fr_h_product", n, a, b, c, np.int64(n))
-
-    dev.kernel("compute_h.quotient", "pointwise", n, quotient)
-    if shape.reduction == "bellman":
-        dev.kernel("compute_h.coset_intt_h", "ntt", n, lambda: gntt.coset_intt(*views()[::3]))
-    dev.kernel(
-        "compute_h.from_mont_h",
-        "pointwise",
-        n,
-        lambda: launch("field_ops.cu", "fr_convert", n, views()[0], np.int64(n), np.int32(0)),
-    )
-
-
 def partition(
     dev: Device,
     shape: PartitionShape,
@@ -399,32 +337,43 @@ def partition(
     done, beside the MSMs after it; its entries are then Futures (ProverFlags.overlap_tails:
     `tail_pool()`). `scale` (with `tails`): stage -> k, whose tail also returns k times
     its result (gpu/blinding.py: s a and r b_1 beside the GPU work)."""
-    n = shape.domain_size
-    vec = n * FR_BYTES
-    abc = data.abc if data is not None else None
     flags = resolve_budget(shape, flags)
+    if flags.key_pinned:  # held by the key cache across partitions (not freed here)
+        # one per key: partitions of one shape share a key (the pipeline's synthetic data
+        # does; two circuits of one shape would be two keys, not told apart here)
+        key_buffer = f"key_points.pinned.2^{shape.log_n}"
+        dev.pin_host(key_buffer, key_points_bytes(shape), note="key_pinned")
+    with dev.critical_section():
+        d_a, d_bc = upload_abc(dev, shape, flags, data)
+        d_tab = dev.alloc("d_ntt_tables", tables_bytes(shape.log_n))
+        compute_h(dev, shape.log_n, shape.reduction, d_a, d_bc, d_tab)
+        dev.free("d_ntt_tables")
+        if flags.free_bc_early:
+            dev.free("d_bc")
+        results = msm_phase(dev, shape, flags, data, d_a, tails, scale)
+        if not flags.free_bc_early:
+            dev.free("d_bc")
+        if not streams(flags):  # a streamed run frees d_a itself
+            dev.free("d_a")
+    return results
+
+
+def upload_abc(
+    dev: Device, shape: PartitionShape, flags: ProverFlags, data: PartitionInput | None
+) -> tuple[Any, Any]:
+    """d_a <- a and d_bc <- b | c: pre-staged before the lock (ProverFlags.prestage; with
+    memory_aware, only if free >= bytes + margin, else the device falls back to the
+    in-lock upload), or allocated and uploaded inside it. Returns with the lock held."""
+    vec = shape.domain_size * FR_BYTES
+    abc = data.abc if data is not None else None
 
     def upload(stream: str, d_a: Any, d_bc: Any) -> None:
-        dev.copy_htod(
-            "upload_a",
-            d_a,
-            abc[0] if abc is not None else None,
-            vec,
-            pinned=flags.pinned,
-            stream=stream,
-        )
-        dev.copy_htod(
-            "upload_bc",
-            d_bc,
-            abc[1:] if abc is not None else None,
-            2 * vec,
-            pinned=flags.pinned,
-            stream=stream,
-        )
+        a = abc[0] if abc is not None else None
+        bc = abc[1:] if abc is not None else None
+        dev.copy_htod("upload_a", d_a, a, vec, pinned=flags.pinned, stream=stream)
+        dev.copy_htod("upload_bc", d_bc, bc, 2 * vec, pinned=flags.pinned, stream=stream)
 
     def prestage() -> tuple[Any, Any]:
-        """Allocate and upload before the lock; memory-aware: only if free >= bytes + margin
-        (else the device frees what it got and falls back to `in_lock`)."""
         margin = flags.margin_bytes if flags.memory_aware else None
         d_a = dev.alloc("d_a", vec, margin=margin, note="prestage")
         d_bc = dev.alloc("d_bc", 2 * vec, margin=margin, note="prestage")
@@ -440,33 +389,26 @@ def partition(
         upload("compute", d_a, d_bc)
         return d_a, d_bc
 
-    if flags.key_pinned:  # held by the key cache across partitions (not freed here)
-        # one per key: partitions of one shape share a key (the pipeline's synthetic data
-        # does; two circuits of one shape would be two keys, not told apart here)
-        key_buffer = f"key_points.pinned.2^{shape.log_n}"
-        dev.pin_host(key_buffer, key_points_bytes(shape), note="key_pinned")
-    with dev.critical_section():
-        d_a, d_bc = (
-            dev.attempt(PRESTAGE_DECLINED, prestage, in_lock) if flags.prestage else in_lock()
-        )
-        d_tab = dev.alloc("d_ntt_tables", tables_bytes(shape.log_n))
-        tables = _packed_tables(shape.log_n, shape.reduction) if dev.runs else None
-        dev.copy_htod("upload_ntt_tables", d_tab, tables, tables_bytes(shape.log_n))
-        _compute_h(dev, shape, d_a, d_bc, d_tab)
-        dev.free("d_ntt_tables")
-        if flags.free_bc_early:
-            dev.free("d_bc")
-        if streams(flags):  # the witness streams with the key's chunks: no d_witness
-            results = run_streamed(dev, shape, flags, data, d_a, tails, scale)
-            if not flags.free_bc_early:
-                dev.free("d_bc")
-            return results
-        scalars = Scalars(dev, shape, flags, data, d_a, eager=False)
-        results = run_msms(dev, shape, flags, data, scalars, tails, scale)
-        scalars.close()
-        if not flags.free_bc_early:
-            dev.free("d_bc")
-        dev.free("d_a")
+    return dev.attempt(PRESTAGE_DECLINED, prestage, in_lock) if flags.prestage else in_lock()
+
+
+def msm_phase(
+    dev: Device,
+    shape: PartitionShape,
+    flags: ProverFlags,
+    data: PartitionInput | None,
+    d_a: Any,
+    tails: Executor | None,
+    scale: Mapping[str, int] | None,
+) -> dict[str, list[Any]]:
+    """msm_h, msm_a, msm_b_g1, msm_b_g2, msm_l: streamed with the key's chunks (the
+    witness goes up with them: no d_witness) or one stage after another over the
+    witness's scalars on the device (gpu/msm_stages.py)."""
+    if streams(flags):
+        return run_streamed(dev, shape, flags, data, d_a, tails, scale)
+    scalars = Scalars(dev, shape, flags, data, d_a, eager=False)
+    results = run_msms(dev, shape, flags, data, scalars, tails, scale)
+    scalars.close()
     return results
 
 
