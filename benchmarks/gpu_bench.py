@@ -439,12 +439,12 @@ def bench_prove(cp, logs: list[int], reps: int, witness: str = "dense") -> list[
 
     import py_ecc.optimized_bls12_381 as bls
     from cuzk_sim.gpu.device import Device, release_resident
+    from cuzk_sim.gpu.flags import ProverFlags
     from cuzk_sim.gpu.msm_results import msm_results, tail_pool
     from cuzk_sim.gpu.prover import (
         HostKey,
         PartitionInput,
         PartitionShape,
-        ProverFlags,
         partition,
         partition_proof,
         pin_points,

@@ -240,7 +240,8 @@ def _breakdown(dev) -> dict[str, float]:
 def bench_partition(log2: int, witness: str, budget: int, reps: int) -> list[dict]:
     import cupy as cp
     from cuzk_sim.gpu.device import release_resident
-    from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, dry_run_plan
+    from cuzk_sim.gpu.flags import ProverFlags
+    from cuzk_sim.gpu.prover import PartitionShape, dry_run_plan
     from cuzk_sim.gpu.schedule import overlap
     from cuzk_sim.gpu.streaming import plan_peak, resolve_budget
 

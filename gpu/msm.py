@@ -25,10 +25,9 @@ from typing import Literal
 import numpy as np
 
 from .device import Buffer, Device
+from .flags import MSM_ALGOS, MsmAlgo
 
 Group = Literal["g1", "g2"]
-MsmAlgo = Literal["signed", "unsigned"]
-MSM_ALGOS = ("signed", "unsigned")
 MsmTail = Literal["host", "device"]
 MSM_TAILS = ("host", "device")
 SIGNED_BITS = 256  # 255-bit scalars plus the carry of the signed recoding

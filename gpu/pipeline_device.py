@@ -14,7 +14,7 @@ from cuzk_sim.plan import Kernel
 from .backends import Backend
 from .device import Buffer, Device, DeviceOutOfMemory, NotEnoughFreeMemory
 from .faults import FaultPlan, InjectedOom
-from .prover import ProverFlags
+from .flags import ProverFlags
 
 
 class RunStopped(Exception):

@@ -10,7 +10,8 @@ from typing import Any, Literal
 
 from cuzk_sim.plan import Plan
 
-from .prover import PartitionShape, ProverFlags
+from .flags import ProverFlags
+from .prover import PartitionShape
 from .witness_data import witness_shaped
 
 

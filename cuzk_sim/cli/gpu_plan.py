@@ -57,7 +57,8 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
     ) -> None:
         """Print the allocation/copy/kernel plan of one partition (dry run, no GPU)."""
-        from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, dry_run_plan
+        from cuzk_sim.gpu.flags import ProverFlags
+        from cuzk_sim.gpu.prover import PartitionShape, dry_run_plan
 
         if not 1 <= domain_log2 <= 31:
             raise typer.BadParameter("must be in 1..31", param_hint="--domain-log2")

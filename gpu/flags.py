@@ -1,0 +1,114 @@
+"""The GPU prover's flags: cuzk's variants as flags, not forks (gpu/prover.py runs them).
+
+Each field is one flag; what the flags must not combine is checked in one place,
+`ProverFlags.__post_init__`. Every place that builds ProverFlags from outside -- the
+scenario's `[plan] gpu_prover` (cuzk_sim/scenario/flags.py), `cuzk-sim gpu-plan`
+(cuzk_sim/cli/gpu_plan.py), the benchmarks' `--flag` -- derives its keys or options from
+these fields, so a new flag reaches them with no edit there. A field's `help` metadata is
+its one-line description in `gpu-plan --help`. Light to import (no numpy): the CLI builds
+its options from it at start-up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .device import AllocatorName
+
+MsmAlgo = Literal["signed", "unsigned"]
+MSM_ALGOS = ("signed", "unsigned")
+
+
+@dataclass(frozen=True)
+class ProverFlags:
+    """cuzk's variants as flags (not forks)."""
+
+    prestage: bool = False  # allocate d_a/d_bc and upload a/b/c before taking the lock
+    pinned: bool = False  # upload a/b/c and the witness from pinned host memory
+    free_bc_early: bool = True  # free d_bc right after the NTT phase (cuzk's fix)
+    memory_aware: bool = False  # pre-stage only if free >= bytes + margin (cudaMemGetInfo)
+    margin_bytes: int = 512 << 20
+    allocator: AllocatorName = "caching"
+    msm_chunk: int | None = None  # upload key points and run each MSM in chunks of this many
+    msm_algo: MsmAlgo = "signed"  # gpu/msm.py: signed digits, balanced (or the unsigned one)
+    # the key's points in pinned host memory, pinned once per key (host_key(pk, pinned=True))
+    # and kept across partitions, as supraseal keeps the SRS: each upload is a DMA
+    key_pinned: bool = False
+    # upload each MSM's points on the upload stream while the MSM before it runs (needs
+    # key_pinned: a pageable copy does not overlap; the next points are live meanwhile)
+    overlap_uploads: bool = False
+    # the key's points kept on the device across partitions (one cudaMalloc'd buffer per
+    # MSM per GPU, filled by the first partition; later ones skip the five key uploads):
+    # for cards where the key fits (2^27: 72 GiB). The plan says so: persistent per-device
+    # allocs and copies that `fill` them, charged once per device by the model
+    key_resident: bool = False
+    # finish each MSM's deferred tail (Horner over its window sums, the affine point) in a
+    # helper process while the GPU runs the next MSMs, not after all of them (prove path;
+    # the plan is unchanged: the tails are host work outside it, as without the flag)
+    overlap_tails: bool = False
+    # each MSM over fixed-base tables 2^(t c) P_i (gpu/msm.py precompute: one bucket set, no
+    # Horner doublings) kept on the device across partitions (needs key_resident): the
+    # points go up into table 0 of a resident `<stage>.table` (13-14 x the points; no
+    # separate points buffer) and `<stage>.table.build` fills the rest, both once per device
+    key_tables: bool = False
+    # each witness MSM (a, b_g1, b_g2, l) split (gpu/msm_split.py): the scalars equal to 1
+    # summed by additions, the rest (not 0, not 1) by the signed Pippenger, zeros skipped
+    split_msm: bool = False
+    # device bytes one partition may use: msm_chunk (when not given) becomes the largest
+    # power of two whose plan peaks within it (gpu/streaming.py `chunk_for_budget`)
+    vram_budget_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        bools = ("prestage", "pinned", "free_bc_early", "memory_aware", "key_pinned")
+        more = ("overlap_uploads", "key_resident", "overlap_tails", "key_tables", "split_msm")
+        for name in (*bools, *more):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(
+                    f"ProverFlags.{name} must be true or false, got {getattr(self, name)!r}"
+                )
+        if self.msm_algo not in MSM_ALGOS:
+            raise ValueError(
+                f"ProverFlags.msm_algo must be one of {MSM_ALGOS}, got {self.msm_algo!r}"
+            )
+        if self.msm_chunk is not None and (
+            not isinstance(self.msm_chunk, int) or self.msm_chunk < 1
+        ):
+            raise ValueError(f"ProverFlags.msm_chunk must be None or >= 1, got {self.msm_chunk!r}")
+        if self.overlap_uploads and not self.key_pinned:
+            raise ValueError(
+                "ProverFlags.overlap_uploads needs key_pinned=True (a copy from pageable "
+                "memory does not run beside the MSMs)"
+            )
+        if self.vram_budget_bytes is not None and (
+            not isinstance(self.vram_budget_bytes, int) or self.vram_budget_bytes < 1
+        ):
+            got = self.vram_budget_bytes
+            raise ValueError(f"ProverFlags.vram_budget_bytes must be None or >= 1, got {got!r}")
+        if self.vram_budget_bytes is not None and self.key_resident:
+            raise ValueError(
+                "ProverFlags.vram_budget_bytes does not combine with key_resident (a resident "
+                "key is held whole; a budget streams it in chunks)"
+            )
+        if self.split_msm and (self.key_tables or self.msm_algo != "signed"):
+            raise ValueError(
+                "ProverFlags.split_msm needs msm_algo='signed' and no key_tables (the rest "
+                "of a split runs the signed Pippenger over plain points)"
+            )
+        if self.key_resident and self.msm_chunk is not None:
+            raise ValueError(
+                "ProverFlags.key_resident does not combine with msm_chunk (a resident key is "
+                "held whole; chunks stream it through one small buffer)"
+            )
+        if self.key_tables and not self.key_resident:
+            raise ValueError(
+                "ProverFlags.key_tables needs key_resident=True (the tables are built once "
+                "from the resident key and kept on the device across partitions)"
+            )
+        if self.key_tables and self.msm_algo != "signed":
+            raise ValueError(
+                f"ProverFlags.key_tables needs msm_algo='signed', got {self.msm_algo!r} "
+                "(precomputed bases are a signed-digit MSM)"
+            )
+        if self.margin_bytes < 0:
+            raise ValueError(f"ProverFlags.margin_bytes must be >= 0, got {self.margin_bytes}")
