@@ -11,8 +11,8 @@ its options from it at start-up.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
 
 from .device import AllocatorName
 
@@ -20,52 +20,79 @@ MsmAlgo = Literal["signed", "unsigned"]
 MSM_ALGOS = ("signed", "unsigned")
 
 
+def _flag(default: Any, help: str) -> Any:
+    """A flag's field: its default and its one line of help (`gpu-plan --help`)."""
+    return field(default=default, metadata={"help": help})
+
+
 @dataclass(frozen=True)
 class ProverFlags:
     """cuzk's variants as flags (not forks)."""
 
-    prestage: bool = False  # allocate d_a/d_bc and upload a/b/c before taking the lock
-    pinned: bool = False  # upload a/b/c and the witness from pinned host memory
-    free_bc_early: bool = True  # free d_bc right after the NTT phase (cuzk's fix)
-    memory_aware: bool = False  # pre-stage only if free >= bytes + margin (cudaMemGetInfo)
-    margin_bytes: int = 512 << 20
-    allocator: AllocatorName = "caching"
-    msm_chunk: int | None = None  # upload key points and run each MSM in chunks of this many
-    msm_algo: MsmAlgo = "signed"  # gpu/msm.py: signed digits, balanced (or the unsigned one)
+    # allocate d_a/d_bc and upload a/b/c before taking the lock
+    prestage: bool = _flag(False, "Allocate and upload a/b/c before the lock.")
+    pinned: bool = _flag(False, "Upload a/b/c and the witness from pinned host memory.")
+    free_bc_early: bool = _flag(True, "Free d_bc right after the NTT phase (cuzk's fix).")
+    # pre-stage only if free >= bytes + margin (cudaMemGetInfo)
+    memory_aware: bool = _flag(
+        False, "Pre-stage only if free device memory >= the buffers + the margin."
+    )
+    margin_bytes: int = _flag(512 << 20, "The memory-aware margin.")
+    allocator: AllocatorName = _flag("caching", "Device allocator: caching, async or sync.")
+    # upload key points and run each MSM in chunks of this many
+    msm_chunk: int | None = _flag(None, "Stream the key's points in chunks of N points.")
+    # gpu/msm.py: signed digits, balanced (or the unsigned one)
+    msm_algo: MsmAlgo = _flag("signed", "MSM algorithm: signed or unsigned (gpu/msm.py).")
     # the key's points in pinned host memory, pinned once per key (host_key(pk, pinned=True))
     # and kept across partitions, as supraseal keeps the SRS: each upload is a DMA
-    key_pinned: bool = False
+    key_pinned: bool = _flag(
+        False, "The key's points in pinned host memory, kept across partitions."
+    )
     # upload each MSM's points on the upload stream while the MSM before it runs (needs
     # key_pinned: a pageable copy does not overlap; the next points are live meanwhile)
-    overlap_uploads: bool = False
+    overlap_uploads: bool = _flag(
+        False, "Upload each MSM's points beside the MSM before (needs --key-pinned)."
+    )
     # the key's points kept on the device across partitions (one cudaMalloc'd buffer per
     # MSM per GPU, filled by the first partition; later ones skip the five key uploads):
     # for cards where the key fits (2^27: 72 GiB). The plan says so: persistent per-device
     # allocs and copies that `fill` them, charged once per device by the model
-    key_resident: bool = False
+    key_resident: bool = _flag(
+        False, "The key's points kept on the device across partitions (uploaded once per device)."
+    )
     # finish each MSM's deferred tail (Horner over its window sums, the affine point) in a
     # helper process while the GPU runs the next MSMs, not after all of them (prove path;
     # the plan is unchanged: the tails are host work outside it, as without the flag)
-    overlap_tails: bool = False
+    overlap_tails: bool = _flag(
+        False, "Finish each MSM's tail in a helper process beside the next MSMs (prove path)."
+    )
     # each MSM over fixed-base tables 2^(t c) P_i (gpu/msm.py precompute: one bucket set, no
     # Horner doublings) kept on the device across partitions (needs key_resident): the
     # points go up into table 0 of a resident `<stage>.table` (13-14 x the points; no
     # separate points buffer) and `<stage>.table.build` fills the rest, both once per device
-    key_tables: bool = False
+    key_tables: bool = _flag(
+        False,
+        "Each MSM over precomputed bases 2^(t c) P_i kept on the device across partitions "
+        "(13 x its points at c = 20; built once per device; needs --key-resident).",
+    )
     # each witness MSM (a, b_g1, b_g2, l) split (gpu/msm_split.py): the scalars equal to 1
     # summed by additions, the rest (not 0, not 1) by the signed Pippenger, zeros skipped
-    split_msm: bool = False
+    split_msm: bool = _flag(
+        False, "Sum the scalars equal to 1 by additions, Pippenger over the rest."
+    )
     # device bytes one partition may use: msm_chunk (when not given) becomes the largest
     # power of two whose plan peaks within it (gpu/streaming.py `chunk_for_budget`)
-    vram_budget_bytes: int | None = None
+    vram_budget_bytes: int | None = _flag(
+        None,
+        "Device bytes one partition may use: the MSM chunk follows (with --key-pinned "
+        "--overlap-uploads: streamed, double-buffered).",
+    )
 
     def __post_init__(self) -> None:
-        bools = ("prestage", "pinned", "free_bc_early", "memory_aware", "key_pinned")
-        more = ("overlap_uploads", "key_resident", "overlap_tails", "key_tables", "split_msm")
-        for name in (*bools, *more):
-            if not isinstance(getattr(self, name), bool):
+        for f in fields(self):  # every bool flag, a new one included
+            if f.type == "bool" and not isinstance(getattr(self, f.name), bool):
                 raise ValueError(
-                    f"ProverFlags.{name} must be true or false, got {getattr(self, name)!r}"
+                    f"ProverFlags.{f.name} must be true or false, got {getattr(self, f.name)!r}"
                 )
         if self.msm_algo not in MSM_ALGOS:
             raise ValueError(
