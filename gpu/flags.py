@@ -11,7 +11,8 @@ its options from it at start-up.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from .device import AllocatorName
@@ -139,3 +140,44 @@ class ProverFlags:
             )
         if self.margin_bytes < 0:
             raise ValueError(f"ProverFlags.margin_bytes must be >= 0, got {self.margin_bytes}")
+
+
+def with_texts(flags: ProverFlags, texts: Iterable[str]) -> ProverFlags:
+    """`flags` with `NAME=VALUE` texts applied (the benchmarks' `--flag`): NAME is a field
+    (a `*_bytes` field also by its name without the suffix, as the scenario's key); VALUE
+    is true/false, an integer, none, a choice, or for a size field a size text ("14 GiB").
+    Derived from the fields: a new flag is accepted with no edit. ValueError names the
+    text."""
+    by_name = {f.name: f for f in fields(flags)}
+    by_name |= {f.name.removesuffix("_bytes"): f for f in fields(flags)}
+    changes: dict[str, Any] = {}
+    for text in texts:
+        name, sep, value = text.partition("=")
+        f = by_name.get(name.strip())
+        if not sep or f is None:
+            known = ", ".join(sorted(f.name for f in fields(flags)))
+            raise ValueError(f"--flag {text!r}: expected NAME=VALUE with NAME one of {known}")
+        try:
+            changes[f.name] = _value(f.name, f.type, value.strip())
+        except ValueError as e:
+            raise ValueError(f"--flag {text!r}: {e}") from None
+    try:
+        return replace(flags, **changes)
+    except ValueError as e:
+        raise ValueError(f"--flag {' '.join(texts)}: {e}") from None
+
+
+def _value(name: str, type_text: Any, value: str) -> Any:
+    from cuzk_sim.units import parse_size
+
+    if value.lower() == "none" and "None" in str(type_text):
+        return None
+    if type_text == "bool":
+        if value.lower() not in ("true", "false"):
+            raise ValueError("must be true or false")
+        return value.lower() == "true"
+    if name.endswith("_bytes"):
+        return int(value) if value.lstrip("-").isdigit() else parse_size(value)
+    if str(type_text).startswith("int"):
+        return int(value)
+    return value  # a choice: ProverFlags checks it

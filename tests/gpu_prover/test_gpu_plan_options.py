@@ -5,6 +5,7 @@ import dataclasses
 import json
 
 import cuzk_sim.gpu.flags as prover_flags
+import pytest
 import typer
 from typer.testing import CliRunner
 
@@ -55,3 +56,27 @@ def test_a_refused_combination_names_its_option():
     assert res.exit_code == 2 and "--key-tables" in res.output
     res = CliRunner().invoke(app, ["gpu-plan", "--domain-log2", "10", "--allocator", "bump"])
     assert res.exit_code == 2 and "--allocator" in res.output and "caching" in res.output
+
+
+def test_the_benchmarks_flag_texts_take_every_field():
+    """`--flag NAME=VALUE` of gpu_bench / production_bench (gpu/flags.py `with_texts`)."""
+    base = prover_flags.ProverFlags()
+    got = prover_flags.with_texts(
+        base, ["key_pinned=true", "overlap_uploads=true", "vram_budget=14 GiB", "margin=1000"]
+    )
+    assert got.key_pinned and got.overlap_uploads
+    assert got.vram_budget_bytes == 14 * 1024 * MIB and got.margin_bytes == 1000
+    assert prover_flags.with_texts(got, ["vram_budget_bytes=none"]).vram_budget_bytes is None
+    for bad, why in [
+        ("nope=1", "NAME one of"),
+        ("pinned=yes", "true or false"),
+        ("overlap_uploads=true", "needs key_pinned"),  # ProverFlags' own check
+    ]:
+        with pytest.raises(ValueError, match=why):
+            prover_flags.with_texts(base, [bad])
+
+    @dataclasses.dataclass(frozen=True)
+    class WithNewFlag(prover_flags.ProverFlags):
+        scratch_bytes: int = 0
+
+    assert prover_flags.with_texts(WithNewFlag(), ["scratch=1 MiB"]).scratch_bytes == MIB
