@@ -215,7 +215,8 @@ def bench_msm(
     cp, group: str, logs: list[int], reps: int, sweep: bool = False, extra: bool = False
 ) -> list[dict]:
     from cuzk_sim.gpu.device import Buffer, Device
-    from cuzk_sim.gpu.msm import msm, precompute_table
+    from cuzk_sim.gpu.msm import msm
+    from cuzk_sim.gpu.msm_tables import precompute_table
 
     t0 = time.perf_counter()
     pts = _points(cp, group, 1 << max(logs))

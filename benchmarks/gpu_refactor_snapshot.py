@@ -31,6 +31,7 @@ FLAG_SETS = {
     "budget-porep-split": ["--witness", "porep", "--split-msm", "--vram-budget", "14 GiB"],
     "chunk": ["--msm-chunk", "4096"],
     "resident": ["--key-resident"],
+    "tables": ["--key-resident", "--key-tables"],
     "snarkjs": ["--reduction", "snarkjs", "--witness", "sha256"],
 }
 DOMAINS = (10, 20, 27)

@@ -151,7 +151,8 @@ MSM_VARIANTS = ["signed", "unsigned", "precomputed"]
 
 def _variant_msm(dev, group, points_buf, scalars_buf, n, variant: str):
     """msm() as `variant`: an algorithm, or signed over precomputed bases."""
-    from cuzk_sim.gpu.msm import msm, precompute_table
+    from cuzk_sim.gpu.msm import msm
+    from cuzk_sim.gpu.msm_tables import precompute_table
 
     if variant == "precomputed":
         table = precompute_table(dev, "msm_test.table", group, points_buf, n)

@@ -99,7 +99,8 @@ def test_a_table_built_in_place_gives_the_naive_sum(group, n, tables):
     import py_ecc.optimized_bls12_381 as bls
     from cuzk_sim.gpu import encoding
     from cuzk_sim.gpu.device import Device
-    from cuzk_sim.gpu.msm import SignedShape, build_table, msm
+    from cuzk_sim.gpu.msm import SignedShape, msm
+    from cuzk_sim.gpu.msm_tables import build_table
     from cuzk_sim.reference.field import R
 
     rng = random.Random(9)

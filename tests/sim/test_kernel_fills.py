@@ -7,7 +7,7 @@ the toy shape ends at 11 s). Then our prover's key_tables plan over partitions."
 
 import pytest
 from cuzk_sim.gpu.flags import ProverFlags
-from cuzk_sim.gpu.msm import TABLE_BUILD_MSM_POINTS
+from cuzk_sim.gpu.msm_tables import TABLE_BUILD_MSM_POINTS
 from cuzk_sim.gpu.prover import PartitionShape, dry_run_plan
 from sim_toys import MIB, run_plan
 
