@@ -1,4 +1,4 @@
-"""Where a partition's host assembly goes (gpu/pipeline.py): the deferred MSM tail
+"""Where a partition's host assembly goes (gpu/assembler.py): the deferred MSM tail
 (Horner over the window sums + points, `msm_results`) and `assemble` timed in this
 process, then the same work through the assembler process pool: in one task (tune
 `serialtail`), back to back and with an idle gap before each call (a worker's GPU

@@ -22,6 +22,11 @@ Two devices: `real` (CuPy on the GPU) and `dry-run` (no GPU, no CuPy: device mem
 the model's own allocator ledger, kernels take no time), so that everything here except
 the CUDA calls is tested in CI. The output is a `SimResult`: the same JSON as `run`.
 CuPy is imported only inside the functions that need it.
+
+This module is the run itself (`RealRun`: setup, host data, workers, arrivals); beside it
+run_spec.py (what runs), faults.py, backends.py (device memory), pipeline_device.py (a
+partition's Device), assembler.py (the host assembly's processes), partition_data.py
+(synthetic or reference data) and run_report.py (the result, metrics and details).
 """
 
 from __future__ import annotations
@@ -44,7 +49,8 @@ from .assembler import (
     cpu_halves,
     finish_in_pool,
 )
-from .backends import Backend, CupyBackend, LedgerBackend
+from .backends import Backend, LedgerBackend
+from .card import CARD_SHORTFALL, CardSetup
 from .device import Device, DeviceOutOfMemory
 from .faults import FaultPlan
 from .hostdata import (
@@ -63,10 +69,6 @@ from .prover import PartitionShape, partition
 from .run_report import Job, ProofState, RunReport
 from .run_spec import RunSpec
 
-BALLAST_GRANULE = 2 << 20  # cudaMalloc's granule on the H200 (benchmarks/allocator_probe.py)
-CARD_SHORTFALL = 2 << 30  # a card this much smaller than hardware.vram - context still runs
-
-
 KEEP_SYNTHETIC_BYTES = 12 << 30  # synthetic data of other shapes kept across runs, at most
 
 
@@ -81,7 +83,7 @@ _WARMED: set[tuple[PartitionShape, str]] = set()
 
 
 @dataclass
-class RealRun(RunReport):
+class RealRun(CardSetup, RunReport):
     """One execution of a RunSpec; `execute()` returns the SimResult, and the run keeps
     its jobs, ballast, measured context and leak check for `details()`."""
 
@@ -204,90 +206,6 @@ class RealRun(RunReport):
         else:
             self.log(f"CUZK_TIMING: prestage_setup={reason}")
         self.event("oom", buffer=e.buffer, nbytes=e.nbytes, free=free, fatal=fatal, reason=reason)
-
-    # --- setup and teardown
-    def _devices_used(self) -> list[int]:
-        return [0] if self.spec.routing == "device0" else list(self.spec.devices)
-
-    def _prepare(self) -> None:
-        """Empty the pools, measure the context, place the ballast of each GPU used."""
-        spec, be = self.spec, self.backend
-        for g in self._devices_used():
-            if not isinstance(be, CupyBackend):
-                self.context_real[g] = spec.context
-                self.start_free[g] = be.mem_info(g)[0]
-                continue
-            be.reset(g)
-            self.threshold_before[g] = be.release_threshold(g)
-            be.set_release_threshold(g, spec.pool_release_threshold)
-            free, total = be.mem_info(g)
-            self.context_real[g] = total - free
-            want_free = spec.vram - spec.context
-            if want_free > free + CARD_SHORTFALL:
-                raise ValueError(
-                    f"hardware.vram {spec.vram} B leaves {want_free} B free; this GPU has "
-                    f"only {free} B free"
-                )
-            if want_free > free:  # the whole card, with a context larger than the model's
-                self.log(
-                    f"gpu{g}: {want_free - free} bytes fewer free than hardware.vram - "
-                    "context (the real context is larger): no ballast"
-                )
-            self.ballast[g] = []
-            # cudaMalloc takes 2 MiB granules: round the ballast down, so that at least
-            # `want_free` stays free (less than 2 MiB more; `achieved_vram_bytes` says)
-            ballast = (free - want_free) // BALLAST_GRANULE * BALLAST_GRANULE
-            if ballast > 0:
-                self.ballast[g].append(be.raw_malloc(g, ballast))
-            after = be.mem_info(g)[0]
-            self.ballast_bytes[g] = self.ballast_placed[g] = free - after
-            self.start_free[g] = after
-
-    def shrink(self, gpu: int, nbytes: int) -> None:
-        """The cap shrinks mid-run by nbytes (or what is free): an extra ballast."""
-        be = self.backend
-        if isinstance(be, LedgerBackend):
-            with be.lock:
-                mem = be.memory[gpu]
-                take = min(nbytes, mem.free)
-                mem.try_alloc("(ballast)", f"shrink{len(self.lines)}", take, "sync")
-            self.shrunk_bytes[gpu] = self.shrunk_bytes.get(gpu, 0) + take
-            self.log(f"fault: VRAM cap of gpu{gpu} shrank by {take} bytes")
-            return
-        free = be.mem_info(gpu)[0]
-        take = min(nbytes, max(free - (4 << 20), 0)) // BALLAST_GRANULE * BALLAST_GRANULE
-        if take > 0:
-            with self._stats:  # counted before it exists: no peak sample sees it as used
-                self.ballast_bytes[gpu] += take
-            try:
-                self.ballast[gpu].append(be.raw_malloc(gpu, take))
-            except Exception:
-                with self._stats:
-                    self.ballast_bytes[gpu] -= take
-                take = 0
-        self.shrunk_bytes[gpu] = self.shrunk_bytes.get(gpu, 0) + take
-        self.log(f"fault: VRAM cap of gpu{gpu} shrank by {take} bytes")
-
-    def _teardown(self) -> dict[int, int]:
-        """Free the ballasts; the bytes each GPU's pools still hand out (leaks), and empty
-        the pools so that the next run starts from the same state."""
-        leaks: dict[int, int] = {}
-        be = self.backend
-        for g in self._devices_used():
-            if isinstance(be, LedgerBackend):
-                mem = be.memory[g]
-                for owner, buf in [k for k in mem.live if k[0] == "(ballast)"]:
-                    mem.release(owner, buf)
-                leaks[g] = be.used_by_buffers(g)
-                continue
-            leaks[g] = be.used_by_buffers(g)
-            for ptr in self.ballast.get(g, []):
-                be.raw_free(g, ptr)
-            self.ballast[g] = []
-            self.ballast_bytes[g] = 0
-            be.reset(g)
-            be.set_release_threshold(g, self.threshold_before.get(g, 0))
-        return leaks
 
     # --- host memory and host data (gpu/hostdata.py)
     def store(self) -> SyntheticStore:
