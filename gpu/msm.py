@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -362,6 +362,77 @@ def _tree(group: Group, bufs: dict[str, Buffer], sets: int, segments: int, kerne
         bufs["windows"].array[:] = bufs["segments"].array[: bufs["windows"].array.size]
 
 
+def _signed_sort(
+    shape: SignedShape, bufs: dict[str, Buffer], s: Any, sel: Any, use_sel: Any, k: int, n: int
+) -> None:
+    """The signed MSM's counting sort: each window's digits counted per bucket, the
+    buckets' starts (a prefix sum), the entries scattered into `order`."""
+    import cupy
+
+    from .module import launch
+
+    f = "msm_signed.cu"
+    counts, starts = bufs["counts"].array, bufs["starts"].array
+    nb = shape.buckets
+    c, nw, g = np.int32(shape.c), np.int32(shape.windows), np.int32(shape.sets)
+    counts.fill(0)
+    launch(f, "signed_count", k, s, counts, np.int64(k), c, nw, g, sel, use_sel)
+    starts[0] = 0
+    cupy.cumsum(counts[:nb], out=starts[1 : nb + 1])
+    counts[:nb] = starts[:nb]  # counts becomes the cursor
+    order = bufs["order"].array
+    scatter = (np.int64(k), c, nw, g, sel, use_sel, np.int64(n))
+    launch(f, "signed_scatter", k, s, counts, order, *scatter)
+
+
+def _signed_accumulate(
+    group: Group, shape: SignedShape, bufs: dict[str, Buffer], base: Any
+) -> None:
+    """The signed MSM's bucket accumulation: balanced (or affine-batched) first level, the
+    levels that sum the pieces of buckets crossing threads, the empty buckets zeroed."""
+    from .module import launch
+
+    f = "msm_signed.cu"
+    starts, nb = bufs["starts"].array, shape.buckets
+    slots = [bufs["slots"].array, bufs["slots2"].array]
+    keys = [bufs["slot_keys"].array, bufs["slot_keys2"].array]
+    acc_args = (base, bufs["order"].array, starts, np.int64(nb), np.int64(shape.acc_chunk))
+    acc_args += (bufs["buckets"].array, slots[0], keys[0], np.int64(shape.acc_threads))
+    if shape.affine:
+        batch = (np.int32(AFFINE_BATCH), np.int32(AFFINE_MIN_PAIRS[group]))
+        launch(
+            f,
+            f"{group}_acc_affine",
+            shape.affine_launch,
+            *acc_args,
+            bufs["affine_batch"].array,
+            *batch,
+            threads=128,
+        )
+    else:
+        launch(f, f"{group}_acc_balanced", shape.acc_threads, *acc_args, threads=128)
+    for level in range(shape.levels()):  # ping-pong slots <-> slots2
+        n_in = shape.level_slots(level)
+        threads = -(-n_in // LEVEL_FAN_IN)
+        src, dst = level % 2, 1 - level % 2
+        launch(
+            f,
+            f"{group}_acc_level",
+            threads,
+            slots[src],
+            keys[src],
+            np.int64(n_in),
+            np.int64(LEVEL_FAN_IN),
+            np.int64(nb),
+            bufs["buckets"].array,
+            slots[dst],
+            keys[dst],
+            np.int64(threads),
+            threads=64,
+        )
+    launch(f, f"{group}_acc_empty", nb, starts, np.int64(nb), bufs["buckets"].array)
+
+
 def _msm_signed(
     dev: Device,
     stage: str,
@@ -385,8 +456,6 @@ def _msm_signed(
     defer = defer and (tail == "host" or select is not None)
 
     def run() -> None:
-        import cupy
-
         from .module import launch
 
         mark = _Marks(phase_ms)
@@ -400,56 +469,11 @@ def _msm_signed(
             if k == 0:  # nothing but zeros and ones: every window sum is infinity (Z = 0)
                 bufs["windows"].array.fill(0)
                 return
-        counts, starts = bufs["counts"].array, bufs["starts"].array
-        nb = shape.buckets
-        c, nw, g = np.int32(shape.c), np.int32(shape.windows), np.int32(shape.sets)
-        counts.fill(0)
-        launch(f, "signed_count", k, s, counts, np.int64(k), c, nw, g, sel, use_sel)
-        starts[0] = 0
-        cupy.cumsum(counts[:nb], out=starts[1 : nb + 1])
-        counts[:nb] = starts[:nb]  # counts becomes the cursor
-        order = bufs["order"].array
-        scatter = (np.int64(k), c, nw, g, sel, use_sel, np.int64(n))
-        launch(f, "signed_scatter", k, s, counts, order, *scatter)
+        c, g = np.int32(shape.c), np.int32(shape.sets)
+        _signed_sort(shape, bufs, s, sel, use_sel, k, n)
         mark("sort")
         base = table.array if table is not None else points.array
-        slots = [bufs["slots"].array, bufs["slots2"].array]
-        keys = [bufs["slot_keys"].array, bufs["slot_keys2"].array]
-        acc_args = (base, bufs["order"].array, starts, np.int64(nb), np.int64(shape.acc_chunk))
-        acc_args += (bufs["buckets"].array, slots[0], keys[0], np.int64(shape.acc_threads))
-        if shape.affine:
-            batch = (np.int32(AFFINE_BATCH), np.int32(AFFINE_MIN_PAIRS[group]))
-            launch(
-                f,
-                f"{group}_acc_affine",
-                shape.affine_launch,
-                *acc_args,
-                bufs["affine_batch"].array,
-                *batch,
-                threads=128,
-            )
-        else:
-            launch(f, f"{group}_acc_balanced", shape.acc_threads, *acc_args, threads=128)
-        for level in range(shape.levels()):  # ping-pong slots <-> slots2
-            n_in = shape.level_slots(level)
-            threads = -(-n_in // LEVEL_FAN_IN)
-            src, dst = level % 2, 1 - level % 2
-            launch(
-                f,
-                f"{group}_acc_level",
-                threads,
-                slots[src],
-                keys[src],
-                np.int64(n_in),
-                np.int64(LEVEL_FAN_IN),
-                np.int64(nb),
-                bufs["buckets"].array,
-                slots[dst],
-                keys[dst],
-                np.int64(threads),
-                threads=64,
-            )
-        launch(f, f"{group}_acc_empty", nb, starts, np.int64(nb), bufs["buckets"].array)
+        _signed_accumulate(group, shape, bufs, base)
         mark("bucket_acc")
         launch(
             f,
