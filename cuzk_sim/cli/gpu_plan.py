@@ -17,15 +17,17 @@ from typing import Any
 
 import typer
 
-from cuzk_sim.scenario.flags import SIZE_SUFFIX, scenario_key
-
 KW = inspect.Parameter.KEYWORD_ONLY
+# a size field's option is also its scenario key, the name without the suffix (the rule of
+# cuzk_sim/scenario/flags.py, not imported: the scenario package is slow to import and the
+# CLI builds these options at every start)
+SIZE_SUFFIX = "_bytes"
 
 
 def _names(f: dataclasses.Field) -> list[str]:
     names = [f"--{f.name.replace('_', '-')}"]
     if f.name.endswith(SIZE_SUFFIX):
-        names.insert(0, f"--{scenario_key(f.name).replace('_', '-')}")
+        names.insert(0, f"--{f.name.removesuffix(SIZE_SUFFIX).replace('_', '-')}")
     return names
 
 
