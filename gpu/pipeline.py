@@ -23,10 +23,11 @@ the model's own allocator ledger, kernels take no time), so that everything here
 the CUDA calls is tested in CI. The output is a `SimResult`: the same JSON as `run`.
 CuPy is imported only inside the functions that need it.
 
-This module is the run itself (`RealRun`: setup, host data, workers, arrivals); beside it
-run_spec.py (what runs), faults.py, backends.py (device memory), pipeline_device.py (a
-partition's Device), assembler.py (the host assembly's processes), partition_data.py
-(synthetic or reference data) and run_report.py (the result, metrics and details).
+This module is the run itself (`RealRun`: host data, workers, arrivals); beside it
+run_spec.py (what runs), faults.py, backends.py (device memory), card.py (ballast and
+teardown), pipeline_device.py (a partition's Device), assembler.py (the host assembly's
+processes), partition_data.py (synthetic or reference data) and run_report.py (result,
+metrics, details).
 """
 
 from __future__ import annotations
