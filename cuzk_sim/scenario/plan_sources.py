@@ -101,7 +101,8 @@ def gpu_prover_plan_of(
     except ImportError as e:
         raise InputError(f"{key}: our GPU prover (cuzk_sim.gpu) cannot be imported: {e}") from None
     try:
-        keys = validate_input(flags_model(prover_flags.ProverFlags, GpuProverShape), raw, source, at)
+        model = flags_model(prover_flags.ProverFlags, GpuProverShape)
+        keys = validate_input(model, raw, source, at)
     except TypeError as e:  # ProverFlags is no dataclass any more
         raise InputError(f"{key}: the prover's ProverFlags changed: {e}") from None
     n = 1 << keys.domain_log2
