@@ -393,9 +393,9 @@ def simulate_recorded(
     """Run a scenario on the fast path with a Timeline; inside the timeline's detail
     window (and up to its span budget) the model records every step as a full recording
     does (plans unmerged, every span). jitter, replica: as cuzk_sim.runner.simulate."""
+    from cuzk_sim.model.compiled import compile_plan
     from cuzk_sim.model.engine import Simulation
     from cuzk_sim.model.jitter import Jitter
-    from cuzk_sim.model.worker import compile_plan
 
     noise = Jitter(jitter, scenario.config.seed, replica)
     # merged kernel runs keep their kernels (a span each in the detail window, a jitter

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from cuzk_sim.model.compiled import compile_plan
 from cuzk_sim.model.engine import Simulation
 from cuzk_sim.model.fast import FastPaths
 from cuzk_sim.model.jitter import Jitter
-from cuzk_sim.model.worker import compile_plan
 from cuzk_sim.result import SimResult
 from cuzk_sim.scenario import Scenario
 

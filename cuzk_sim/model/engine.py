@@ -29,13 +29,15 @@ import simpy
 
 from cuzk_sim.calibration import Profile
 from cuzk_sim.model.allocator import NEVER, DeviceMemory
+from cuzk_sim.model.compiled import CompiledPlan
 from cuzk_sim.model.cores import HostCores
+from cuzk_sim.model.execute import execute_plan
+from cuzk_sim.model.fast import FastLayer, FastPaths
 from cuzk_sim.model.gpu import Device
 from cuzk_sim.model.host import HostMemory, PceCache
-from cuzk_sim.model.interpreter import panic
 from cuzk_sim.model.jitter import Jitter, replica_seed
 from cuzk_sim.model.machine import Machine
-from cuzk_sim.model.worker import CompiledPlan, FastLayer, FastPaths, Worker, execute_plan
+from cuzk_sim.model.runtime import Worker, panic
 from cuzk_sim.plans.circuits import CircuitShape
 from cuzk_sim.result import OomEvent, SimResult, Span, seconds_per_proof
 
