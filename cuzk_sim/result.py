@@ -6,11 +6,10 @@ Plain frozen data, serialisable to JSON; the model fills it, reports read it.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from cuzk_sim.metrics import RunMetrics
-    from cuzk_sim.recording import Timeline
+from cuzk_sim.metrics import RunMetrics
+from cuzk_sim.recording import Timeline
 
 
 def seconds_per_proof(completions: list[float], first_submitted: float) -> float | None:

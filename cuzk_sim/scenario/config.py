@@ -7,7 +7,7 @@ from __future__ import annotations
 from cuzk_sim.calibration import Profile
 from cuzk_sim.input_errors import InputError
 from cuzk_sim.model.allocator import NEVER
-from cuzk_sim.model.engine import Arrivals, EngineConfig
+from cuzk_sim.model.config import Arrivals, EngineConfig
 from cuzk_sim.plans.circuits import CircuitShape
 from cuzk_sim.scenario.schema import ScenarioFile
 from cuzk_sim.units import parse_duration, parse_size

@@ -14,11 +14,11 @@ from pydantic import ValidationError
 from cuzk_sim.calibration import Profile, load_profile
 from cuzk_sim.input_errors import InputError, from_validation
 from cuzk_sim.input_files import load_toml
-from cuzk_sim.model.engine import EngineConfig
+from cuzk_sim.model.config import EngineConfig
 from cuzk_sim.plan import Plan
 from cuzk_sim.plans.circuits import CircuitShape
 from cuzk_sim.plans.cuzk import CuzkVariant
-from cuzk_sim.scenario import config
+from cuzk_sim.scenario import config, key_paths
 from cuzk_sim.scenario.bounds import check_run_bounds
 from cuzk_sim.scenario.flags import build_flags
 from cuzk_sim.scenario.plan_sources import partition_plans
@@ -45,10 +45,8 @@ def load_scenario(path: str | Path, overrides: Mapping[str, Any] | None = None) 
     source = str(path)
     raw = load_toml(path, "scenario file")  # a regular file, bounded, numbers in range
     if overrides:
-        from cuzk_sim.overrides import apply_overrides
-
         try:
-            raw = apply_overrides(raw, overrides)
+            raw = key_paths.apply_overrides(raw, overrides, ScenarioFile)
         except InputError as e:
             raise InputError(f"{source}: {e}") from None
     return scenario_from_dict(raw, source, path.parent)

@@ -286,8 +286,8 @@ BUNDLED = sorted(
 @pytest.mark.slow
 @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: Path(p).stem)
 def test_fast_layer_equals_the_plain_interpreter_on_every_bundled_scenario(path):
-    from cuzk_sim.recording import Timeline, simulate_recorded
-    from cuzk_sim.runner import simulate
+    from cuzk_sim.recording import Timeline
+    from cuzk_sim.runner import simulate, simulate_recorded
     from cuzk_sim.scenario import load_scenario
 
     scn = load_scenario(path)
