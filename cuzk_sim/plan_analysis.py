@@ -29,7 +29,7 @@ from typing import Any
 from cuzk_sim.steps.base import EXCLUSIVE_SCOPES
 from cuzk_sim.steps.registry import KINDS
 
-__all__ = ["EXCLUSIVE_SCOPES", "PlanAnalysis", "analyze", "jump_target", "touches_host"]
+__all__ = ["EXCLUSIVE_SCOPES", "PlanAnalysis", "analyze", "touches_host"]
 
 SIZE_FIELDS = ("bytes", "size", "margin", "threads")
 
@@ -40,10 +40,6 @@ def touches_host(s: Any) -> bool:
     """May this step meet the host: host memory, CPU work, or a step on a non-compute
     stream (which a helper-thread CPU step may still hold)?"""
     return KINDS[s.op].touches_host(s)
-
-
-def jump_target(s: Any) -> str | None:
-    return KINDS[s.op].jump(s)
 
 
 @dataclass(frozen=True)

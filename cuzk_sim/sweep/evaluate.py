@@ -173,8 +173,3 @@ def _replicas(scenario, task: Task):
     from cuzk_sim.replicas import run_replicas
 
     return run_replicas(scenario, task.replicas, task.jitter)
-
-
-def evaluate_batch(tasks: list[Task]) -> list[dict[str, Any]]:
-    """Several rows in one call: fewer round trips to a process pool."""
-    return [evaluate(t) for t in tasks]
