@@ -106,8 +106,10 @@ def execute(
     x = layer.runs.get(w.name)
     if x is None or x.w is not w:
         x = layer.runs[w.name] = FastRun(m, w, layer)
-    x.begin(cp, part, seconds)
-    table = _table(x)
+    if x.begin(cp, part, seconds):
+        table = x.table
+    else:
+        table = x.table = _table(x)
     pc, n = 0, len(table)
     while pc < n:
         r = table[pc](x, pc)

@@ -94,28 +94,40 @@ class FastRun:
     __slots__ = (
         "m", "env", "w", "layer", "cp", "steps", "seconds", "parts", "labels", "part",
         "dev", "mem", "rec", "tl", "record", "inline", "without_process", "shared_cores",
-        "host_touching", "in_section", "replay", "learning", "replay_peak", "act",
+        "host_touching", "in_section", "replay", "learning", "replay_peak", "act", "table",
     )  # fmt: skip
 
     def __init__(self, m: Machine, w: Worker, layer: FastLayer) -> None:
+        """Built at the worker's first partition; what stays for the whole run."""
         self.m, self.env, self.w, self.layer = m, m.env, w, layer
         self.without_process = layer.paths.helper_without_process
-
-    def begin(self, cp: Any, part: str, seconds: tuple[float, ...]) -> None:
-        m, w = self.m, self.w
-        self.cp, self.steps, self.parts, self.labels = cp, cp.steps, cp.parts, cp.labels
-        self.part, self.seconds, self.host_touching = part, seconds, cp.host_touching
         self.dev = w.device
-        self.mem = w.device.memory  # a daemon restart replaces it between partitions
         self.rec = m.recorder
         self.tl = m.recorder.timeline  # the bounded recording (cuzk_sim/recording.py)
-        self.record = m.recorder.record
-        self.inline = self.layer.paths.inline_steps and not self.record
         self.shared_cores = m.cores_shared
+        self.cp = self.table = None  # the last partition's plan and its handlers
+        self.record = None
         self.in_section = False  # holding a mutex that makes it alone on its device's memory
         self.replay: tuple | None = None  # the memory state this section is known to end in
         self.learning: tuple | None = None  # (key, oom events, log lines) while learning
         self.replay_peak: tuple | None = None  # a replayed section's peak (pc, used, parts)
+
+    def begin(self, cp: Any, part: str, seconds: tuple[float, ...]) -> bool:
+        """A new partition of plan `cp`; True when the fast handlers of the last one
+        serve it (same plan, recording neither switched on nor off)."""
+        record = self.rec.record  # the detail window of a bounded recording switches it
+        same = cp is self.cp and record == self.record
+        if not same:
+            self.cp, self.steps, self.parts, self.labels = cp, cp.steps, cp.parts, cp.labels
+            self.host_touching = cp.host_touching
+            self.record = record
+            self.inline = self.layer.paths.inline_steps and not record
+        self.part, self.seconds = part, seconds
+        self.mem = self.dev.memory  # a daemon restart replaces it between partitions
+        if self.in_section:  # the last partition ended inside one (a restart, a lost device)
+            self.in_section = False
+            self.replay = self.learning = self.replay_peak = None
+        return same
 
     def settle(self, now: float) -> None:
         """Apply the device's frees due by `now` before its ledger is read."""

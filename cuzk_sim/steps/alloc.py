@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cuzk_sim.model.fast_state import FastRun, at_instant, plain_adapter
+from cuzk_sim.model.fast_state import MEET, FastRun, at_instant, plain_adapter
 from cuzk_sim.model.machine import Machine
 from cuzk_sim.model.runtime import PANIC, Worker, meet, settle
 from cuzk_sim.result import OomEvent
@@ -241,7 +241,13 @@ def _fast_device(x: FastRun, pc: int) -> Any:
     if x.replay is not None:
         peak = x.replay_peak
         return pc + 1 if peak is None or pc != peak[0] else x.replayed(pc)
-    return at_instant(x, pc, _device_at)
+    w = x.w  # at_instant(x, pc, _device_at), inlined: the hottest shared-state step
+    if x.in_section:
+        return _device_at(x, pc, w.t_ready)
+    if w.t_ready > x.env.now:
+        x.act = _device_at
+        return MEET
+    return _device_at(x, pc, x.env.now)
 
 
 def fast(s: Alloc, pc: int, x: FastRun) -> Any:
