@@ -1,13 +1,14 @@
 """Fit the h200 calibration profile to the GPU prover's recorded H200 figures.
 
-Reads docs/benchmarks.md, section "## GPU prover (H200)": the NTT / G1 MSM / G2 MSM rows
-of its table, the traced `compute_h` stage time at 2^20 and the a/b/c upload time
+Reads docs/history/2026-12-01-benchmarks.md (the measurements of 2026-12-01 morning,
+moved out of docs/benchmarks.md), section "## GPU prover (H200)": the NTT / G1 MSM / G2
+MSM rows of its table, the traced `compute_h` stage time at 2^20 and the a/b/c upload time
 (pageable -> pinned) at 2^20. Prints the least-squares fits, their values at each row and
 at 2^27, and the TOML values for cuzk_sim/profiles/h200.toml. Run it after the GPU
 figures change, then update the profile, the gate scenarios' hand arithmetic and the
 baseline in one commit (docs/simulator.md, "Calibration profile").
 
-    python3 benchmarks/fit_h200_profile.py [docs/benchmarks.md]
+    python3 benchmarks/fit_h200_profile.py [docs/history/2026-12-01-benchmarks.md]
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def work(kind: str, n: int) -> float:
     return n * math.log2(n) if kind == "NTT" else float(n)
 
 
-def main(path: str = "docs/benchmarks.md") -> None:
+def main(path: str = "docs/history/2026-12-01-benchmarks.md") -> None:
     text = section(Path(path).read_text())
     rows: dict[str, list[tuple[int, float]]] = {}
     for kind, log2, ms in ROW.findall(text):

@@ -5,6 +5,7 @@ per row).
 Prints a table (median of CUDA-event timings after a warm-up) and writes JSON.
 Usage: python3 benchmarks/gpu_bench.py [--quick] [--json out.json] [--only msm_g1,ntt,...]
        [--sizes 16,20] [--max-log2 24] [--variants pairs,x2 | all] [--extra]
+       [--witness dense | sha256 | porep]  (the prove rows' witness shape, issue 23)
 old = the kernels of 2026-12-01 06:33 UTC (commit 6c50516): the 64-bit C Montgomery product
 (FIELD_MUL_WIDE=0, ACC_FLUSH_SLOTS=0) and the MSM's Horner in one GPU thread
 (CUZK_MSM_TAIL=device); new = the defaults (wide carry-chain product, Horner on the host).
@@ -433,7 +434,7 @@ PROVE_RS = (
 )
 
 
-def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
+def bench_prove(cp, logs: list[int], reps: int, witness: str = "dense") -> list[dict]:
     from concurrent.futures import ThreadPoolExecutor
 
     import py_ecc.optimized_bls12_381 as bls
@@ -462,25 +463,25 @@ def bench_prove(cp, logs: list[int], reps: int) -> list[dict]:
     g1 = _points(cp, "g1", top).get()
     g2 = _points(cp, "g2", top).get()
     for k in logs:
-        shape = PartitionShape.synthetic(k)
+        shape = PartitionShape.synthetic(k, witness=witness)  # --witness: its densities
         n = shape.domain_size
-        pts = {
-            "msm_h": g1[: shape.h_len],
-            "msm_a": g1[:n],
-            "msm_b_g1": g1[:n],
-            "msm_b_g2": g2[:n],
-            "msm_l": g1[: n - 2],
-        }
-        data = PartitionInput(
-            _scalars(cp, 3 * n, 1).get().reshape(3, n, 8), _scalars(cp, n, 2).get(), pts
-        )
+        sizes = shape.msm_sizes()
+        pts = {st: (g2 if g == "g2" else g1)[:count] for st, (g, count) in sizes.items()}
+        w, scalars = _scalars(cp, n, 2).get(), {}
+        if witness != "dense":  # the shape's 0/1 share (gpu/witness_data.py)
+            from cuzk_sim.gpu.witness_data import shaped_witness
+
+            w, scalars = shaped_witness(shape, np.random.default_rng(k))
+        data = PartitionInput(_scalars(cp, 3 * n, 1).get().reshape(3, n, 8), w, pts, scalars)
         key = HostKey(pts, bls.G1, bls.G1, bls.G2, bls.G1, bls.G2)
         t0 = time.perf_counter()  # once per key, as host_key(pk, pinned=True) does
-        pinned_key = PartitionInput(data.abc, data.witness, pin_points(pts))
+        pinned_key = PartitionInput(data.abc, data.witness, pin_points(pts), scalars)
         pin_ms = 1000 * (time.perf_counter() - t0)
         # as a caller synthesising into pinned memory: a/b/c and the witness
         staged = pin_points({"abc": data.abc, "witness": data.witness})
-        all_pinned = PartitionInput(staged["abc"], staged["witness"], pinned_key.key_points)
+        all_pinned = PartitionInput(
+            staged["abc"], staged["witness"], pinned_key.key_points, pin_points(scalars)
+        )
         key_bytes = sum(int(v.nbytes) for v in pts.values())
         print(f"prove 2^{k}: key {key_bytes / 2**20:.0f} MiB pinned in {pin_ms:.0f} ms", flush=True)
         proofs = {}
@@ -618,6 +619,12 @@ def main() -> None:
         action="store_true",
         help="also the unsigned and precomputed MSMs and the fr_ntt_group NTT",
     )
+    ap.add_argument(
+        "--witness",
+        default="dense",
+        help="prove rows: the partition's witness shape (gpu/witness_shape.py: dense, "
+        "sha256, porep): query densities and the 0/1 share of the scalars",
+    )
     args = ap.parse_args()
     keep = {"old", "new"} | {v for v in args.variants.split(",") if v}
     if args.variants == "all":
@@ -652,7 +659,7 @@ def main() -> None:
     if "msm_g2" in only and pick((16, 18, 20)):
         rows += bench_msm(cp, "g2", pick((16, 18, 20)), reps, extra=args.extra)
     if "prove" in only and pick((16, 18, 20)):
-        rows += bench_prove(cp, pick((16, 18, 20)), 2)
+        rows += bench_prove(cp, pick((16, 18, 20)), 2, args.witness)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"info": info, "rows": rows}, f, indent=1)

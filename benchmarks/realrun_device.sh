@@ -11,7 +11,9 @@
 #   of one worker at 2^16..2^24 -> calibrate -> the profile `grid` is priced with; and the
 #   round trip: a profile from the 2^18 log predicts a 2-worker run, issue 11), diag (where
 #   the pipeline's time goes: allocator call times, 15 gpu-run configurations with
-#   per-step timings, docs/validation.md), bench (gpu_bench.py)
+#   per-step timings, docs/validation.md), bench (gpu_bench.py), prod (issue 24: the
+#   synthetic key's GPU test, gpu-run at 2^27 with two workers and at 2^24, 2^25 with one,
+#   host memory against its bound; PROD_RUNS="LOG2:WORKERS ...", PROD_BUDGET=s)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 W=/tmp/realrun
@@ -189,6 +191,45 @@ if [[ " $WHAT " == *" bench "* ]]; then
   timeout ${BENCH_TIMEOUT:-90} python3 -P benchmarks/gpu_bench.py --quick --max-log2 18 \
     --json "$W/bench.json" > "$W/logs/bench.log" 2>&1; stamp "bench rc=$?"
 fi
+if [[ " $WHAT " == *" prod "* ]]; then
+  # issue 24, production scale: the synthetic key's GPU test, then gpu-run of one proof of
+  # two partitions (the base scenario: key pinned, no msm_chunk) per PROD_RUNS entry
+  # LOG2:WORKERS (default a 2^27 run of two workers, then one worker at 2^24 and 2^25),
+  # each with --log/--details (host memory: peak RSS against the bound, the key's time);
+  # a run is skipped once the stage has used PROD_BUDGET seconds
+  stamp prod
+  P=$W/prod; mkdir -p "$P"
+  grep -E "MemTotal|MemAvailable" /proc/meminfo > "$P/meminfo.txt"; ulimit -l >> "$P/meminfo.txt"
+  timeout ${KEYGEN_TEST_TIMEOUT:-90} python3 -P -m pytest tests/gpu_prover/test_keygen.py -q \
+    -p no:cacheprovider > "$W/logs/keygen-test.log" 2>&1; stamp "keygen test rc=$?"
+  for cfg in ${PROD_RUNS:-27:2 24:1 25:1}; do
+    lg=${cfg%:*} w=${cfg#*:} name=w${cfg#*:}-${cfg%:*}
+    if (( $(date +%s) - t0 > ${PROD_BUDGET:-330} )); then stamp "prod $name skipped (time)"; continue; fi
+    case $lg in 27) lim=${PROD_TIMEOUT:-280};; 26) lim=120;; *) lim=80;; esac
+    timeout $lim python3 -P -m cuzk_sim gpu-run scenarios/validation/base.toml \
+      --set plan.gpu_prover.domain_log2=$lg --set engine.gpus.gpu_workers_per_device=$w \
+      --set 'workload[0].count=1' --set 'workload[0].partitions=2' --log "$P/$name.log" \
+      --details "$P/$name.details.json" --json > "$P/$name.json" 2> "$P/$name.err"
+    stamp "prod $name rc=$?"
+  done
+  python3 - "$P" > "$W/logs/prod-summary.txt" 2>&1 <<'PY'
+import json, sys, pathlib
+d = pathlib.Path(sys.argv[1]); G = 2**30
+for f in sorted(d.glob("*.details.json")):
+    name = f.name.removesuffix(".details.json")
+    try:
+        r = json.loads((d / f"{name}.json").read_text()); h = json.loads(f.read_text())["host"]
+    except Exception as e:
+        print(name, "unreadable", e); continue
+    print(f"{name}: s/proof {r['seconds_per_proof']} peak {r['peak_vram_bytes']} oom {r['oom']} "
+          f"| peak RSS {h['peak_rss_bytes'] / G:.2f} GiB, need {h['need_bytes'] / G:.2f}, bound "
+          f"{h['bound_bytes'] / G:.2f}, MemAvailable at start {(h.get('available_bytes') or 0) / G:.2f}"
+          f" | key {h.get('key_seconds', 0):.1f} s (alloc {h.get('key_alloc_seconds', 0):.1f}, "
+          f"generate {h.get('key_generate_seconds', 0):.1f}) {h.get('key_method')} "
+          f"{h.get('key_notes')} data {h.get('data_seconds', 0):.1f} s")
+PY
+  cat "$W/logs/prod-summary.txt"; tail -3 "$W/logs/keygen-test.log"
+fi
 if [[ " $WHAT " == *" faults "* ]]; then
   stamp faults
   timeout ${FAULT_TIMEOUT:-120} python3 -P -m cuzk_sim gpu-run scenarios/validation/faults.toml \
@@ -221,7 +262,7 @@ if rows:
 PY
 cat "$W/logs/smi-summary.txt"
 tar czf "$OUT/all.tgz" -C "$W" . 2>/dev/null
-for f in faults.json bench.json logs/asm.log grid/report.md logs/steps.txt logs/diag-summary.txt logs/smi-summary.txt calib/h200-pipeline.toml logs/calib.log; do
+for f in logs/prod-summary.txt logs/keygen-test.log faults.json bench.json logs/asm.log grid/report.md logs/steps.txt logs/diag-summary.txt logs/smi-summary.txt calib/h200-pipeline.toml logs/calib.log; do
   [ -f "$W/$f" ] && cp "$W/$f" "$OUT/$(echo "$f" | tr / -)"
 done
 tail -5 "$W/logs/tests.log" 2>/dev/null; tail -4 "$W/logs/gputests.log" 2>/dev/null

@@ -5,6 +5,12 @@ Importing this package never imports CuPy; only the GPU code paths do, lazily.
 
 from importlib.metadata import PackageNotFoundError, version
 
+from cuzk_sim.source_tree import claim_checkout_trees
+
+# In a checkout, cuzk_sim.gpu / cuzk_sim.reference are this checkout's gpu/ and reference/,
+# whatever checkout an editable install points at (cuzk_sim/source_tree.py).
+claim_checkout_trees()
+
 try:
     __version__ = version("cuzk-sim")
 except PackageNotFoundError:  # running from a source tree that was not installed

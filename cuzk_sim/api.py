@@ -10,9 +10,10 @@ layers over these functions. Every function raises `cuzk_sim.input_errors.InputE
                    {"engine.gpus.gpu_workers_per_device": 3, "hardware.vram": "20 GiB"})
     result = api.simulate(scn)              # a SimResult
     result.oom, result.seconds_per_proof, result.peak_vram_bytes, result.to_dict()
+    result.warnings, result.profile        # what `cuzk-sim run` prints on stderr; who priced it
 
     report = api.simulate(scn, replicas=20, jitter=0.05)   # a ReplicaReport
-    report.oom_probability, report.seconds_per_proof_p95
+    report.oom_probability, report.oom_interval, report.seconds_per_proof_p95, report.warnings
 
     spec = api.load_sweep("scenarios/sweeps/phase9-workers-vram-prestage.toml")
     # or in code: api.make_sweep("scenarios/x.toml", {"hardware.vram": ["16 GiB", "20 GiB"]})
@@ -39,6 +40,7 @@ from cuzk_sim.sweep.spec import load_sweep as _load_sweep
 
 __all__ = [
     "cards",
+    "describe",
     "from_dict",
     "load",
     "load_sweep",
@@ -80,6 +82,18 @@ def from_dict(
     return scenario_from_dict(data, source, Path(folder) if folder is not None else None)
 
 
+def describe(result: SimResult, scenario: Scenario) -> SimResult:
+    """Set on a result what the scenario says about it, as `cuzk-sim run` shows it: the
+    profile's warnings (another card, another prover), the profile that priced it and the
+    card preset. Returns the same result."""
+    from cuzk_sim.calibration import profile_warnings
+
+    result.warnings = profile_warnings(scenario)
+    result.profile = scenario.profile.name
+    result.card = scenario.spec.hardware.card
+    return result
+
+
 def simulate(
     scenario: Scenario,
     *,
@@ -88,9 +102,11 @@ def simulate(
     record: bool = False,
     progress: Callable[[float, float], None] | None = None,
 ):
-    """One run (a SimResult, the same as `cuzk-sim run --json`), or with replicas > 1
-    that many seeded runs with timings perturbed by up to `jitter` (a fraction: 0.05 =
-    5 %), as a ReplicaReport (oom_probability, seconds_per_proof_p50/p95, results)."""
+    """One run (a SimResult, the same as `cuzk-sim run --json`, with the warnings the CLI
+    prints in `.warnings`), or with replicas > 1 that many seeded runs with timings
+    perturbed by up to `jitter` (a fraction: 0.05 = 5 %), as a ReplicaReport
+    (oom_probability with its 95 % Wilson interval `oom_interval`,
+    seconds_per_proof_p50/p95, results, warnings)."""
     from cuzk_sim.sweep.run import check_replicas
 
     check_replicas(replicas, jitter)
@@ -98,7 +114,7 @@ def simulate(
         from cuzk_sim.runner import simulate as run_once
 
         result: SimResult = run_once(scenario, record=record, progress=progress)
-        return result
+        return describe(result, scenario)
     from cuzk_sim.replicas import run_replicas
 
     return run_replicas(scenario, replicas, jitter)

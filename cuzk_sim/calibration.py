@@ -24,9 +24,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
-from cuzk_sim.input_errors import InputError, from_validation
+from cuzk_sim.input_errors import InputError, validate_input
 from cuzk_sim.input_files import MAX_TOML_BYTES, parse_toml, path_kind, read_text
 from cuzk_sim.plan import CPU_KINDS, KERNEL_KINDS
 from cuzk_sim.units import (
@@ -105,6 +105,12 @@ class _CostIn(_Strict):
     # then read off them (`time`/`fixed` stay as the line through them, for reading)
     points: list[tuple[int, DurationText]] | None = None
     threads: float = 1.0  # cores the measured run kept busy (the demand of engine work)
+    # synthesis only (model/host_side.py): the share of its full-speed time bound by host
+    # memory bandwidth, and how many syntheses at once saturate that bandwidth; absent: no
+    # contention beyond the cores
+    memory_bound: float = 0.0
+    saturating: float | None = None
+    without_pce: float = 1.0  # synthesis only: slowdown of the old path (no PCE)
     source: str = ""  # where the figure comes from
     basis: BasisIn = None  # measured | fitted | derived | assumed
 
@@ -113,6 +119,20 @@ class _CostIn(_Strict):
     def _threads(cls, v: float) -> float:
         if not v > 0:
             raise ValueError("expected a positive number of cores")
+        return v
+
+    @field_validator("memory_bound")
+    @classmethod
+    def _share(cls, v: float) -> float:
+        if not 0.0 <= v <= 1.0:
+            raise ValueError("expected a share between 0 and 1")
+        return v
+
+    @field_validator("saturating")
+    @classmethod
+    def _saturating(cls, v: float | None) -> float | None:
+        if v is not None and not v > 0:
+            raise ValueError("expected a positive number of syntheses")
         return v
 
     @field_validator("size")
@@ -249,6 +269,11 @@ def _figures(p: _ProfileIn) -> tuple[Figure, ...]:
         value = f"{c.time} at size {c.size}" + (f", fixed {c.fixed}" if c.fixed != "0 s" else "")
         value += f", {c.scaling}" if c.scaling != "linear" else ""
         value += f", {c.threads:g} threads" if c.threads != 1.0 else ""
+        if c.saturating is not None:
+            value += (
+                f"; {c.memory_bound:g} of it memory-bound, bandwidth saturated by "
+                f"{c.saturating:g} at once"
+            )
         if c.points:
             value += "; read off " + ", ".join(f"{t} at {n}" for n, t in c.points)
         return Figure(key, value, _basis(c.basis, "time"), c.source)
@@ -291,6 +316,11 @@ class Profile:
     pce_host_bytes: int
     host_cores: int = 96
     synthesis_threads: float = 1.0  # cores one partition's synthesis keeps busy
+    # the synthesis contention law ([cpu.synthesis] memory_bound, saturating): see
+    # model/host_side.py; saturating None: syntheses contend for cores only
+    synthesis_memory_bound: float = 0.0
+    synthesis_saturating: float | None = None
+    synthesis_without_pce: float = 1.0  # engine.pce.enabled = false: synthesis x this
     pin_rate: float = 20 * 2**30  # bytes per second
     pin_fixed: float = 0.0
     prover: str | None = None  # "cuzk" | "cuzk_sim.gpu"; None: the profile does not say
@@ -301,6 +331,10 @@ class Profile:
     # host-to-device copies measured per size ((bytes, seconds), ascending; copy_seconds)
     pageable_points: tuple[tuple[float, float], ...] = ()
     pinned_points: tuple[tuple[float, float], ...] = ()
+    # a profile derived by the card scaling rules (cuzk_sim/profiles/derive.py): the card
+    # preset it was derived for and the measured profile it was scaled from; None: not derived
+    derived_for: str | None = None
+    derived_from: str | None = None
 
     def driver_seconds(self, op: str, nbytes: int) -> float:
         """Host time of the cudaMalloc ("alloc") or cudaFree ("free") of a sync buffer."""
@@ -340,10 +374,17 @@ BUNDLED = ("rtx5070ti", "h200")
 
 
 def load_profile(name_or_path: str, base: Path | None = None) -> Profile:
-    """A bundled profile by name (`rtx5070ti`) or a TOML file path (relative to `base`)."""
+    """A bundled profile by name (`rtx5070ti`), a profile derived for a card preset
+    (`rtx4090`, `rtx4090+ours`: cuzk_sim/cards.py, profiles/derive.py) or a TOML file
+    path (relative to `base`)."""
+    from cuzk_sim.cards import derived_profiles
+
+    derived = derived_profiles()
     if name_or_path in BUNDLED:
         ref = resources.files("cuzk_sim.profiles") / f"{name_or_path}.toml"
         text, source = ref.read_text(), f"cuzk_sim/profiles/{name_or_path}.toml"
+    elif name_or_path in derived:
+        return _derived_profile(name_or_path, *derived[name_or_path])
     else:
         path = Path(name_or_path)
         if base is not None and not path.is_absolute():
@@ -351,14 +392,43 @@ def load_profile(name_or_path: str, base: Path | None = None) -> Profile:
         if path_kind(path, "profile") == "missing":
             raise InputError(
                 f"profile {name_or_path!r}: no such file and not a bundled profile "
-                f"(bundled: {', '.join(BUNDLED)})"
+                f"(bundled: {', '.join(BUNDLED)}; derived for a card: {', '.join(derived)})"
             )
         text, source = read_text(path, "profile", MAX_TOML_BYTES), str(path)  # bounded
     raw = parse_toml(text, source)  # numbers in range: no inf, no 5,000-digit integers
-    try:
-        p = _ProfileIn.model_validate(raw)
-    except ValidationError as e:
-        raise from_validation(source, e) from None
+    return profile_from_raw(raw, source)
+
+
+def derived_profile_raw(name: str) -> dict | None:
+    """The TOML table of the profile derived for a card (`rtx4090`), None for another name."""
+    from cuzk_sim.cards import CARDS, DERIVE_BASE, derived_profiles
+    from cuzk_sim.profiles.derive import derive_raw
+
+    if name not in (derived := derived_profiles()):
+        return None
+    card_name, prover = derived[name]
+    base_name = DERIVE_BASE[prover]
+    ref = resources.files("cuzk_sim.profiles") / f"{base_name}.toml"
+    base_raw = parse_toml(ref.read_text(), f"cuzk_sim/profiles/{base_name}.toml")
+    base_card = next(c for c in CARDS.values() if base_name in c.measured.values())
+    return derive_raw(base_raw, base_card, CARDS[card_name], name)
+
+
+def _derived_profile(name: str, card_name: str, prover: str) -> Profile:
+    from dataclasses import replace
+
+    from cuzk_sim.cards import DERIVE_BASE
+
+    raw = derived_profile_raw(name)
+    assert raw is not None  # name is a derived profile's (load_profile checked)
+    base_name = DERIVE_BASE[prover]
+    prof = profile_from_raw(raw, f"derived: {base_name} scaled to {card_name}")
+    return replace(prof, derived_for=card_name, derived_from=base_name)
+
+
+def profile_from_raw(raw: dict, source: str) -> Profile:
+    """Validate a profile's TOML table and build the Profile."""
+    p = validate_input(_ProfileIn, raw, source)  # strict types, as every input
     missing = [f"kernel.{k}" for k in KERNEL_KINDS if k not in p.kernel]
     missing += [f"cpu.{k}" for k in CPU_KINDS if k not in p.cpu]
     if missing:
@@ -390,6 +460,9 @@ def load_profile(name_or_path: str, base: Path | None = None) -> Profile:
         pce_host_bytes=parse_size(p.pce.host_bytes),
         host_cores=p.host.cores,
         synthesis_threads=p.cpu["synthesis"].threads,
+        synthesis_memory_bound=p.cpu["synthesis"].memory_bound,
+        synthesis_saturating=p.cpu["synthesis"].saturating,
+        synthesis_without_pce=p.cpu["synthesis"].without_pce,
         pin_rate=parse_bandwidth(p.host.pin_rate),
         pin_fixed=parse_duration(p.host.pin_fixed),
         prover=p.prover,
@@ -443,6 +516,15 @@ def profile_warnings(scenario: Any) -> list[str]:
                 f"hardware.card = {card!r} ({c.model}) but {where} was measured on "
                 f"{prof.gpu_model}: its timings are that card's"
             )
+    if card and hw.vram is not None:
+        from cuzk_sim.cards import card as preset
+        from cuzk_sim.units import format_size
+
+        out.append(
+            f"hardware.vram = {hw.vram} overrides the VRAM of hardware.card = {card!r} "
+            f"({format_size(preset(str(card)).vram_bytes)}): the run uses {hw.vram} "
+            "(cuzk_sim/scenario/card_rule.py)"
+        )
     if hw.vram is not None and abs(parse_size(hw.vram) - prof.vram) > VRAM_SAME * prof.vram:
         from cuzk_sim.units import format_size
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from cuzk_sim.result import SimResult
 from cuzk_sim.scenario import Expect
-from cuzk_sim.units import parse_duration
+from cuzk_sim.units import format_size, parse_duration, parse_size
 
 
 @dataclass(frozen=True)
@@ -70,4 +70,35 @@ def check_expectations(expect: Expect, result: SimResult) -> list[Check]:
                 expect.pce_extractions == result.pce_extractions,
             )
         )
+    if expect.peak_host_rss is not None:
+        lo, hi = (parse_size(t) for t in expect.peak_host_rss)
+        got = result.peak_host_rss_bytes
+        checks.append(
+            Check(
+                "peak_host_rss",
+                f"[{format_size(lo)}, {format_size(hi)}]",
+                format_size(got),
+                lo <= got <= hi,
+            )
+        )
+    if expect.known_miss is not None:
+        return _known_miss(checks, expect.known_miss)
     return checks
+
+
+FIGURES = ("seconds_per_proof", "peak_host_rss")  # what a known miss may stand for
+
+
+def _known_miss(checks: list[Check], why: str) -> list[Check]:
+    """A published figure the model cannot reach: its failing figure checks (s/proof, host
+    RSS) pass as the stated miss (still shown); every other check holds as usual; if no
+    figure check fails, the miss is gone and that is the failure."""
+    figures = [c for c in checks if c.key in FIGURES]
+    if all(c.passed for c in figures):
+        return [*checks, Check("known_miss", why, "every figure holds: remove known_miss", False)]
+    return [
+        Check(c.key, c.expected, f"{c.got} (known miss)", True)
+        if c.key in FIGURES and not c.passed
+        else c
+        for c in checks
+    ]

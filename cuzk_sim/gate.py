@@ -9,6 +9,7 @@ recorded state for regression detection, not a claim about real hardware.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,10 +22,16 @@ from cuzk_sim.expectations import Check
 from cuzk_sim.input_errors import InputError, from_validation
 from cuzk_sim.input_files import load_json, path_kind
 from cuzk_sim.plan import Plan
-from cuzk_sim.plan_diff import BufferLife, diff_plans
+from cuzk_sim.plan_diff import (
+    BufferFinding,
+    BufferLife,
+    buffer_findings,
+    grouped_lines,
+    plan_changes,
+)
 from cuzk_sim.report import post_mortem
 from cuzk_sim.result import SimResult
-from cuzk_sim.units import MAX_DURATION_S, MAX_SIZE_BYTES
+from cuzk_sim.units import MAX_DURATION_S, MAX_SIZE_BYTES, format_size
 
 BASELINE_NOTE = (
     "Model figures of the current prover for regression detection (cuzk-sim gate); "
@@ -174,6 +181,7 @@ class GateRow:
     oom: str = ""  # "no", "yes (expected)" or "yes"
     plan_diff: tuple[str, ...] = ()  # buffer changes against the baseline's plan record
     source: str = ""  # the scenario file
+    buffers: tuple[BufferFinding, ...] = ()  # buffers grown past the thresholds
 
     @property
     def passed(self) -> bool:
@@ -197,6 +205,17 @@ class GateRow:
             "notes": list(self.notes),
             "error": self.error,
             "plan_diff": list(self.plan_diff),
+            "buffer_findings": [
+                {
+                    "kind": b.kind,
+                    "buffer": b.family,
+                    "count": b.count,
+                    "old_bytes": b.old_bytes,
+                    "new_bytes": b.new_bytes,
+                    "site": b.site,
+                }
+                for b in self.buffers
+            ],
             "source": self.source,
         }
 
@@ -210,10 +229,13 @@ def gate_row(
     tolerance: float,
     plans: dict[str, Plan] | None = None,
     max_vram_growth: float | None = None,
+    buffer_growth: tuple[float, int] | None = None,
 ) -> GateRow:
     """The verdict for one scenario; `checks` are its [expect] results (may be empty);
     `plans` (what the scenario replayed) are diffed against the baseline's record;
-    `max_vram_growth`: fail when a device's peak VRAM grows by more than this fraction."""
+    `max_vram_growth`: fail when a device's peak VRAM grows by more than this fraction;
+    `buffer_growth` (share, bytes): fail when a buffer grows by more than both, or a new
+    buffer is larger than the bytes, whatever the peak does."""
     reasons: list[str] = []
     notes: list[str] = []
     if result.oom and not expects_oom:  # the post-mortem's own sentence (device or host)
@@ -261,11 +283,21 @@ def gate_row(
             elif growth > tolerance:
                 notes.append(f"{text}: less headroom (not a failure)")
     plan_diff: tuple[str, ...] = ()
+    found: list[BufferFinding] = []
     if plans is not None and baseline is not None:
         if baseline.plans is None:
             notes.append("the baseline holds no plan record: no per-buffer diff")
         else:
-            plan_diff = tuple(diff_plans(baseline.plans, plans))
+            changes = plan_changes(baseline.plans, plans)
+            plan_diff = tuple(grouped_lines(changes))
+            if buffer_growth is not None:
+                share, size = buffer_growth
+                found = buffer_findings(baseline.plans, plans, share, size, alloc_sites(plans))
+                allowed = (
+                    f"(allowed: {share:+.1%} and {format_size(size)}, --max-buffer-growth / "
+                    "--min-buffer-growth)"
+                )
+                reasons += [f"{b.sentence} {allowed}" for b in found]
     oom = "no" if not result.oom else "yes (expected)" if expects_oom else "yes"
     return GateRow(
         name,
@@ -276,7 +308,27 @@ def gate_row(
         tuple(notes),
         oom=oom,
         plan_diff=plan_diff,
+        buffers=tuple(found),
     )
+
+
+def alloc_sites(plans: dict[str, Plan]) -> dict[str, dict[str, str]]:
+    """By kind, buffer -> the prover line (`file:line`, relative to the working folder
+    when under it, as CI annotations want) that allocates it: what our prover's dry run
+    recorded in `plan.meta["alloc_sites"]`; a plan file's buffers have none."""
+    out: dict[str, dict[str, str]] = {}
+    cwd = os.getcwd()
+    for kind, plan in plans.items():
+        sites = plan.meta.get("alloc_sites")
+        if not isinstance(sites, dict):
+            continue
+        mine = out[kind] = {}
+        for buf, site in sites.items():
+            path, _, line = str(site).rpartition(":")
+            if path.startswith(cwd + os.sep):
+                path = os.path.relpath(path, cwd)
+            mine[str(buf)] = f"{path}:{line}"
+    return out
 
 
 def baseline_text(doc: dict[str, Any]) -> str:

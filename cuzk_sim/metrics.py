@@ -1,13 +1,16 @@
 """What a run says about throughput and where its time goes: the figures a user acts on.
 
 Computed from the counters the engine hands over after a run (`RunCounts`: no
-recording needed, so the fast path has them): per proof kind completed / failed, proofs
-per hour and goodput, latency percentiles; per device the compute and copy-engine
-utilization and the mutex; the host's cores; and a bottleneck verdict with the figures it rests on.
+recording needed, so the fast path has them): per proof kind completed / failed, seconds
+per proof and proofs per hour, latency percentiles; per device the compute and
+copy-engine utilization and the mutex; the host's cores; and a bottleneck verdict with
+the figures it rests on.
 
 Definitions (T = simulated time of the run, `sim_time_s`):
-- throughput = proofs finished (completed + failed) per hour of T; goodput = completed
-  proofs per hour of T. A failing configuration can finish proofs fast and prove none.
+- throughput (per kind as for the run, cuzk_sim.result.THROUGHPUT_DEFINITION): seconds
+  per proof = the mean gap between completed proofs; proofs per hour = 3600 / that. One
+  quantity in two units; failed proofs are not counted (a failing configuration cannot
+  look fast), their number is reported beside it.
 - latency of a completed proof = its completion − its arrival; percentiles are
   nearest-rank (p-th: the ceil(p/100 · n)-th smallest).
 - utilization of an engine = seconds of work issued to it / T, counting only work that
@@ -26,6 +29,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from cuzk_sim.model.counters import Proof, RunCounters
+from cuzk_sim.throughput import per_hour, seconds_per_proof
 
 Bottleneck = Literal["synthesis", "gpu", "copy", "mutex", "host-ram", "none"]
 
@@ -43,8 +47,8 @@ class KindMetrics:
     submitted: int
     completed: int
     failed: int
-    proofs_per_hour: float  # finished (completed + failed) per hour
-    goodput_per_hour: float  # completed per hour
+    seconds_per_proof: float | None  # mean gap between completed proofs of the kind
+    proofs_per_hour: float | None  # 3600 / seconds_per_proof
     latency_p50_s: float | None  # of completed proofs; None when none completed
     latency_p95_s: float | None
     latency_max_s: float | None
@@ -62,8 +66,6 @@ class DeviceMetrics:
 @dataclass(frozen=True)
 class RunMetrics:
     time_s: float
-    proofs_per_hour: float
-    goodput_per_hour: float
     kinds: tuple[KindMetrics, ...]
     devices: tuple[DeviceMetrics, ...]
     mutex_wait_s: float  # summed over every mutex and waiter
@@ -83,8 +85,6 @@ class RunMetrics:
             for x in self.devices
         }
         return {
-            "proofs_per_hour": self.proofs_per_hour,
-            "goodput_per_hour": self.goodput_per_hour,
             "kinds": kinds,
             "devices": devices,
             "mutex_wait_s": self.mutex_wait_s,
@@ -150,17 +150,18 @@ class RunCounts:
     fallbacks_taken: int
 
 
-def _kind_metrics(kind: str, proofs: list[Proof], done_at: dict, hours: float) -> KindMetrics:
+def _kind_metrics(kind: str, proofs: list[Proof], done_at: dict) -> KindMetrics:
     completed = [p for p in proofs if p.id in done_at]
     failed = sum(p.failed for p in proofs)
     lat = sorted(done_at[p.id] - p.submitted_s for p in completed)
+    spp = seconds_per_proof([done_at[p.id] for p in completed], min(p.submitted_s for p in proofs))
     return KindMetrics(
         kind=kind,
         submitted=len(proofs),
         completed=len(completed),
         failed=failed,
-        proofs_per_hour=(len(completed) + failed) / hours if hours else 0.0,
-        goodput_per_hour=len(completed) / hours if hours else 0.0,
+        seconds_per_proof=spp,
+        proofs_per_hour=per_hour(spp),
         latency_p50_s=percentile(lat, 50),
         latency_p95_s=percentile(lat, 95),
         latency_max_s=lat[-1] if lat else None,
@@ -185,10 +186,9 @@ def measure(run: RunCounts) -> RunMetrics:
     """The metrics of a finished run, from its counters."""
     t = run.time_s
     c = run.counters
-    hours = t / 3600 if t > 0 else 0.0
     done_at = {pid: at for pid, _, at in c.done_times}
     kinds = [
-        _kind_metrics(kind, [p for p in c.proofs if p.kind == kind], done_at, hours)
+        _kind_metrics(kind, [p for p in c.proofs if p.kind == kind], done_at)
         for kind in sorted({p.kind for p in c.proofs})
     ]
     devices = [_device_metrics(e, run.mutexes, t) for e in run.engines]
@@ -197,8 +197,6 @@ def measure(run: RunCounts) -> RunMetrics:
     synthesis_busy = _share(c.synth_busy_s, synths * t)
     host_ram_wait = _share(c.ram_wait_s, synths * t)
     host_cores = _share(run.core_work_s, run.host_cores * t)
-    finished = sum(k.completed + k.failed for k in kinds)
-    completed = sum(k.completed for k in kinds)
     # an open stream of arrivals that the farm keeps up with (no backlog at the end beyond
     # what is in flight) is limited by its arrivals, however busy a stage is
     backlog = sum(not p.finished for p in c.proofs)
@@ -219,8 +217,6 @@ def measure(run: RunCounts) -> RunMetrics:
     )
     return RunMetrics(
         time_s=t,
-        proofs_per_hour=finished / hours if hours else 0.0,
-        goodput_per_hour=completed / hours if hours else 0.0,
         kinds=tuple(kinds),
         devices=tuple(devices),
         mutex_wait_s=sum(m.wait_s for m in run.mutexes),

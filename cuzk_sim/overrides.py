@@ -15,10 +15,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from cuzk_sim.scenario import key_paths
-from cuzk_sim.scenario.key_paths import parse_key_path
+from cuzk_sim.scenario.card_rule import apply_card_rule
+from cuzk_sim.scenario.key_paths import MAX_OVERRIDES, parse_key_path, parse_value
 from cuzk_sim.scenario.schema import ScenarioFile
 
-__all__ = ["apply_overrides", "check_key_path", "parse_assignment", "parse_key_path"]
+__all__ = [
+    "MAX_OVERRIDES",
+    "apply_overrides",
+    "check_key_path",
+    "parse_assignment",
+    "parse_key_path",
+    "parse_value",
+]
 
 
 def parse_assignment(text: str) -> tuple[str, Any]:
@@ -33,5 +41,9 @@ def check_key_path(path: str) -> None:
 
 def apply_overrides(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
     """A deep copy of `raw` with each `path: value` set. Missing tables are created;
-    a list index must exist (`workload[1]` needs two workload entries)."""
-    return key_paths.apply_overrides(raw, overrides, ScenarioFile)
+    a list index must exist (`workload[1]` needs two workload entries). A
+    `hardware.card` set here replaces the VRAM and profile of `raw` unless set here too
+    (cuzk_sim/scenario/card_rule.py)."""
+    out = key_paths.apply_overrides(raw, overrides, ScenarioFile)
+    apply_card_rule(out, overrides)  # a card set here replaces earlier vram/profile
+    return out

@@ -65,6 +65,15 @@ Step = Lock | Unlock | Alloc | Free | Copy | Kernel | Cpu | Sync | Label | Goto
 STEP_TYPES: dict[str, type] = {op: kind.step for op, kind in KINDS.items()}
 
 
+def _step_dict(step: Step) -> dict[str, Any]:
+    """A step's JSON form; a measured `seconds` appears only when set, so the plans of
+    the builders read as they did before the field existed."""
+    out = asdict(step)
+    if out.get("seconds", 0) is None:
+        del out["seconds"]
+    return out
+
+
 @dataclass(frozen=True)
 class Plan:
     name: str
@@ -72,7 +81,7 @@ class Plan:
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "meta": self.meta, "steps": [asdict(s) for s in self.steps]}
+        return {"name": self.name, "meta": self.meta, "steps": [_step_dict(s) for s in self.steps]}
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)

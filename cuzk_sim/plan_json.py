@@ -21,6 +21,7 @@ from cuzk_sim.input_errors import InputError, key_path
 from cuzk_sim.input_files import parse_json
 from cuzk_sim.steps.base import (
     MAX_BYTES,
+    MAX_STEP_SECONDS,
     MAX_STEPS,
     MAX_THREADS,
     MAX_WORK_SIZE,
@@ -29,7 +30,14 @@ from cuzk_sim.steps.base import (
 )
 from cuzk_sim.steps.registry import KINDS
 
-__all__ = ["MAX_BYTES", "MAX_STEPS", "MAX_THREADS", "MAX_WORK_SIZE", "STEP_SCHEMAS"]
+__all__ = [
+    "MAX_BYTES",
+    "MAX_STEPS",
+    "MAX_STEP_SECONDS",
+    "MAX_THREADS",
+    "MAX_WORK_SIZE",
+    "STEP_SCHEMAS",
+]
 
 # op -> (schema, the step dataclass it builds)
 STEP_SCHEMAS: dict[str, tuple[type[BaseModel], type]] = {

@@ -3,7 +3,9 @@
 A prediction that depends on two workers meeting at one instant is a probability, not
 a verdict: `run_replicas` runs replicas 0..R-1 (each its own seeded noise stream, see
 model/jitter.py) and reports how often an OOM happened, which buffers failed in each
-replica, and the spread of seconds per proof.
+replica, and the spread of seconds per proof. A frequency from R replicas is an estimate:
+it comes with its 95 % Wilson score interval (`wilson_interval`), so 0 of 50 reads as
+"below 7.1 %", not as "never".
 """
 
 from __future__ import annotations
@@ -20,6 +22,28 @@ from cuzk_sim.runner import simulate
 from cuzk_sim.scenario import Scenario
 
 MAX_REPLICAS = 100_000
+Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile: a two-sided 95 % interval
+
+
+def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion (95 % by default): the p whose
+    normal test against successes / trials does not reject at z. Unlike p +- z*sqrt(p(1-p)/n)
+    it is not empty at 0 or n: 0 of n gives [0, z^2 / (n + z^2)]."""
+    if trials < 1 or not 0 <= successes <= trials:
+        raise ValueError(f"wilson_interval: {successes} of {trials}")
+    n, p, z2 = trials, successes / trials, z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z / (1 + z2 / n) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    low = 0.0 if successes == 0 else max(centre - half, 0.0)
+    high = 1.0 if successes == trials else min(centre + half, 1.0)
+    return low, high
+
+
+def format_probability(successes: int, trials: int) -> str:
+    """'0.350 (35 of 100; 95 % interval 0.264-0.447)': a frequency never shown without
+    its count and its Wilson interval."""
+    low, high = wilson_interval(successes, trials)
+    return f"{successes / trials:.3f} ({successes} of {trials}; 95 % interval {low:.3f}-{high:.3f})"
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -45,11 +69,25 @@ class ReplicaReport:
     replicas: int
     jitter: float
     results: list[SimResult] = field(repr=False)
+    # the profile's warnings, as `cuzk-sim run` prints them (cuzk_sim.api.describe)
+    warnings: list[str] = field(default_factory=list)
+    profile: str | None = None  # the profile that priced the replicas
+    card: str | None = None  # the hardware.card preset, if any
+
+    @property
+    def ooms(self) -> int:
+        """Replicas with any fatal OOM."""
+        return sum(r.oom for r in self.results)
 
     @property
     def oom_probability(self) -> float:
-        """Fraction of replicas with any fatal OOM."""
-        return sum(r.oom for r in self.results) / len(self.results)
+        """Fraction of replicas with any fatal OOM (an estimate: see oom_interval)."""
+        return self.ooms / len(self.results)
+
+    @property
+    def oom_interval(self) -> tuple[float, float]:
+        """The 95 % Wilson interval of the OOM probability."""
+        return wilson_interval(self.ooms, len(self.results))
 
     @property
     def stall_probability(self) -> float:
@@ -82,10 +120,15 @@ class ReplicaReport:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (per-replica detail kept short: OOM, buffers, s/proof)."""
+        vram = self.results[0].vram_total_bytes if self.results else {}
         return {
             "replicas": self.replicas,
             "jitter": self.jitter,
+            "profile": self.profile,
+            "card": self.card,
+            "vram_total_bytes": {str(d): b for d, b in sorted(vram.items())},
             "oom_probability": self.oom_probability,
+            "oom_probability_ci95": list(self.oom_interval),
             "stall_probability": self.stall_probability,
             "failed_buffer_counts": self.buffer_counts,
             "seconds_per_proof_p50": self.seconds_per_proof_p50,
@@ -100,6 +143,7 @@ class ReplicaReport:
                 }
                 for i, r in enumerate(self.results)
             ],
+            "warnings": list(self.warnings),
         }
 
 
@@ -117,12 +161,21 @@ def run_replicas(
         raise InputError(
             f"--jitter must be between 0 % and {MAX_JITTER:.0%}, got {jitter * 100:g} %"
         )
+    from cuzk_sim.calibration import profile_warnings
+
     results = []
     for i in range(replicas):
         results.append(simulate(scenario, jitter=jitter, replica=i))
         if progress is not None:
             progress(i + 1, replicas)
-    return ReplicaReport(replicas, jitter, results)
+    return ReplicaReport(
+        replicas,
+        jitter,
+        results,
+        profile_warnings(scenario),
+        scenario.profile.name,
+        scenario.spec.hardware.card,
+    )
 
 
 def parse_fraction(text: str, option: str = "--jitter") -> float:

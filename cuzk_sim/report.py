@@ -12,7 +12,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from cuzk_sim.expectations import Check
-from cuzk_sim.result import OomEvent, SimResult
+from cuzk_sim.metrics import RunMetrics
+from cuzk_sim.result import DRY_RUN_NOTE, OomEvent, SimResult
 from cuzk_sim.units import format_size
 
 BOTTLENECK_NAMES = {
@@ -28,6 +29,8 @@ BOTTLENECK_NAMES = {
 def _spp(result: SimResult) -> str:
     """Seconds per proof, never alone when proofs failed: it says nothing about the
     failed ones (a configuration that fails most proofs can look fast)."""
+    if result.dry_run:
+        return "not timed (dry run)"
     if result.seconds_per_proof is None:
         return "-"  # none completed: nothing to misread
     spp = f"{result.seconds_per_proof:.1f}"
@@ -35,6 +38,19 @@ def _spp(result: SimResult) -> str:
         finished = result.proofs_completed + result.proofs_failed
         return f"{spp} ({result.proofs_failed} of {finished} failed)"
     return spp
+
+
+def _throughput(result: SimResult) -> str:
+    """s/proof and proofs/h side by side: one quantity (THROUGHPUT_DEFINITION)."""
+    if result.dry_run:
+        return "not timed (dry run)"
+    if result.seconds_per_proof is None or result.proofs_per_hour is None:
+        return "- (no proof completed)"
+    text = f"{result.seconds_per_proof:.1f} s/proof = {result.proofs_per_hour:.1f} proofs/h"
+    if result.proofs_failed:
+        finished = result.proofs_completed + result.proofs_failed
+        text += f" ({result.proofs_failed} of {finished} failed, not counted)"
+    return text
 
 
 def _pct(x: float) -> str:
@@ -52,47 +68,38 @@ def _peaks(result: SimResult) -> str:
     )
 
 
+def vram_and_profile(result: SimResult) -> str:
+    """The VRAM each device had and the profile that priced the run, as resolved."""
+    sizes = sorted(set(result.vram_total_bytes.values()))
+    vram = ", ".join(format_size(v) for v in sizes) or "-"
+    card = f" (card {result.card})" if result.card else ""
+    profile = result.profile or "?"
+    return f"{vram} per GPU{card}; priced by profile {profile}"
+
+
+def title(result: SimResult) -> str:
+    """The table's title: the scenario, its seed and who produced the figures."""
+    text = f"scenario {escape(result.scenario)} (seed {result.seed})"
+    if result.dry_run:
+        return f"DRY RUN of {text}: {DRY_RUN_NOTE}"
+    if result.device == "real":
+        return f"{text}, run on the GPU"
+    return text
+
+
 def run_table(result: SimResult) -> Table:
-    t = Table(title=f"scenario {escape(result.scenario)} (seed {result.seed})", show_header=False)
+    t = Table(title=title(result), show_header=False)
     t.add_row("OOM", "yes" if result.oom else "no")
     t.add_row("stalled (deadlock)", "[red]yes[/red]" if result.stalled else "no")
     t.add_row(
         "proofs completed / failed / submitted",
         f"{result.proofs_completed} / {result.proofs_failed} / {result.proofs_submitted}",
     )
-    t.add_row("seconds per proof", _spp(result))
+    t.add_row("throughput", _throughput(result))
     m = result.metrics
-    if m is not None:
-        t.add_row(
-            "proofs per hour (finished / goodput)",
-            f"{m.proofs_per_hour:.1f} / {m.goodput_per_hour:.1f} completed",
-        )
-        for k in m.kinds:
-            t.add_row(
-                f"  {escape(k.kind)}",
-                f"{k.completed} completed, {k.failed} failed, {k.goodput_per_hour:.1f}/h; "
-                f"latency p50 {_latency(k.latency_p50_s)} s, p95 {_latency(k.latency_p95_s)} s,"
-                f" max {_latency(k.latency_max_s)} s",
-            )
-        t.add_row(
-            "GPU utilization",
-            "\n".join(
-                f"gpu{d.device} compute {_pct(d.compute_utilization)}, "
-                f"HtoD {_pct(d.copy_utilization['HtoD'])}, "
-                f"DtoH {_pct(d.copy_utilization['DtoH'])}, mutex held {_pct(d.mutex_held)}"
-                for d in m.devices
-            )
-            or "-",
-        )
-        t.add_row("mutex wait", f"{m.mutex_wait_s:.1f} s over {m.mutex_waits} waits")
-        t.add_row(
-            "host",
-            f"cores {_pct(m.host_core_utilization)} busy, synthesizers "
-            f"{_pct(m.synthesis_busy)} busy, {_pct(m.host_ram_wait)} waiting on RAM",
-        )
-        t.add_row(
-            "bottleneck", f"[bold]{BOTTLENECK_NAMES[m.bottleneck]}[/bold]: {escape(m.evidence)}"
-        )
+    if m is not None and not result.dry_run:
+        _metric_rows(t, m)
+    t.add_row("VRAM, profile", escape(vram_and_profile(result)))
     t.add_row("peak VRAM", _peaks(result))
     t.add_row(
         "peak host RAM",
@@ -101,8 +108,41 @@ def run_table(result: SimResult) -> Table:
     if result.peak_core_demand:
         t.add_row("peak CPU threads asked for", f"{result.peak_core_demand:g}")
     t.add_row("fallbacks taken", str(sum(not e.fatal for e in result.oom_events)))
-    t.add_row("simulated time", f"{result.sim_time_s:.1f} s")
+    if not result.dry_run:
+        t.add_row("simulated time", f"{result.sim_time_s:.1f} s")
     return t
+
+
+def _metric_rows(t: Table, m: RunMetrics) -> None:
+    for k in m.kinds:
+        spp = (
+            "-"
+            if k.seconds_per_proof is None or k.proofs_per_hour is None
+            else f"{k.seconds_per_proof:.1f} s/proof = {k.proofs_per_hour:.1f}/h"
+        )
+        t.add_row(
+            f"  {escape(k.kind)}",
+            f"{k.completed} completed, {k.failed} failed, {spp}; "
+            f"latency p50 {_latency(k.latency_p50_s)} s, p95 {_latency(k.latency_p95_s)} s,"
+            f" max {_latency(k.latency_max_s)} s",
+        )
+    t.add_row(
+        "GPU utilization",
+        "\n".join(
+            f"gpu{d.device} compute {_pct(d.compute_utilization)}, "
+            f"HtoD {_pct(d.copy_utilization['HtoD'])}, "
+            f"DtoH {_pct(d.copy_utilization['DtoH'])}, mutex held {_pct(d.mutex_held)}"
+            for d in m.devices
+        )
+        or "-",
+    )
+    t.add_row("mutex wait", f"{m.mutex_wait_s:.1f} s over {m.mutex_waits} waits")
+    t.add_row(
+        "host",
+        f"cores {_pct(m.host_core_utilization)} busy, synthesizers "
+        f"{_pct(m.synthesis_busy)} busy, {_pct(m.host_ram_wait)} waiting on RAM",
+    )
+    t.add_row("bottleneck", f"[bold]{BOTTLENECK_NAMES[m.bottleneck]}[/bold]: {escape(m.evidence)}")
 
 
 def post_mortem(event: OomEvent) -> str:

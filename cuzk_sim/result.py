@@ -10,18 +10,40 @@ from typing import Any
 
 from cuzk_sim.metrics import RunMetrics
 from cuzk_sim.recording import Timeline
+from cuzk_sim.throughput import per_hour as per_hour
+from cuzk_sim.throughput import seconds_per_proof as seconds_per_proof
 
+# The one throughput of a run, printed by `run --help`, `gpu-run --help`, `sweep --help`
+# and in docs/simulator.md: seconds per proof and proofs per hour are the same quantity
+# in two units.
+THROUGHPUT_DEFINITION = (
+    "Throughput: s/proof = (last completion - first completion) / (completed - 1), the "
+    "mean gap between completed proofs (one proof: its latency); proofs/h = 3600 / "
+    "s/proof. Failed proofs are not counted (their number is shown beside it)."
+)
 
-def seconds_per_proof(completions: list[float], first_submitted: float) -> float | None:
-    """The steady-state seconds per proof of a run, the same for the model and the real
-    pipeline: the mean gap between proof completions (times in seconds); with one proof,
-    its latency from the first submission; None when no proof completed."""
-    times = sorted(completions)
-    if len(times) >= 2:
-        return (times[-1] - times[0]) / (len(times) - 1)
-    if times:
-        return times[0] - first_submitted
-    return None
+# what a dry run (gpu-run --device dry-run: no GPU, the model's allocator ledger) cannot
+# say: every figure that is a time; its JSON carries them as null
+DRY_RUN_NULL_KEYS = (
+    "seconds_per_proof",
+    "proofs_per_hour",
+    "sim_time_s",
+    "mutex_wait_s",
+    "mutex_waits",
+    "host_core_utilization",
+    "synthesis_busy",
+    "host_ram_wait",
+    "bottleneck",
+)
+DRY_RUN_NULL_KIND_KEYS = (
+    "seconds_per_proof",
+    "proofs_per_hour",
+    "latency_p50_s",
+    "latency_p95_s",
+    "latency_max_s",
+)
+DRY_RUN_NULL_DEVICE_KEYS = ("compute_utilization", "copy_utilization", "mutex_held", "mutex_wait_s")
+DRY_RUN_NOTE = "no GPU: memory from the model's allocator ledger, no timings"
 
 
 @dataclass(frozen=True)
@@ -72,6 +94,9 @@ class SimResult:
     stopped_at_oom: bool = False
     peak_host_bytes: int = 0  # host RAM budget in use at its peak (reservations + pinned)
     host_budget_bytes: int = 0
+    # the process's resident host memory at its peak (SRS, PCE, partitions by stage:
+    # model/host_side.py), what RSS measures; peak_host_bytes is the budget's ledger
+    peak_host_rss_bytes: int = 0
     peak_core_demand: float = 0.0  # most CPU threads asked for at once (0: never counted)
     events: int = 0  # scheduler wake-ups processed (for benchmarks)
     pce_extractions: int = 0
@@ -90,6 +115,13 @@ class SimResult:
     timeline: Timeline | None = None
     # one line each: the profile does not price this card or this plan's prover
     warnings: list[str] = field(default_factory=list)
+    # who produced it: None the model; "real" or "dry-run" gpu-run's pipeline (a dry run
+    # has no timings: its JSON says so and carries them as null)
+    device: str | None = None
+    # the profile that priced the timings and the hardware.card preset (None: none given),
+    # as the scenario resolved them; set by the API and the CLI (`describe`)
+    profile: str | None = None
+    card: str | None = None
 
     @property
     def fatal_ooms(self) -> list[OomEvent]:
@@ -103,11 +135,24 @@ class SimResult:
     def oom(self) -> bool:
         return bool(self.fatal_ooms)
 
+    @property
+    def dry_run(self) -> bool:
+        return self.device == "dry-run"
+
+    @property
+    def proofs_per_hour(self) -> float | None:
+        """3600 / seconds_per_proof (THROUGHPUT_DEFINITION); None in a dry run."""
+        return None if self.dry_run else per_hour(self.seconds_per_proof)
+
     def to_dict(self, log_lines: int = 200) -> dict[str, Any]:
         first = self.fatal_ooms[0] if self.fatal_ooms else None
-        return {
-            "scenario": self.scenario,
-            "seed": self.seed,
+        head: dict[str, Any] = {"scenario": self.scenario, "seed": self.seed}
+        if self.device is not None:
+            head["device"] = self.device
+        out = {
+            **head,
+            "profile": self.profile,
+            "card": self.card,
             "oom": self.oom,
             "first_oom_buffer": first.buffer if first else None,
             "first_oom_where": first.where if first else None,
@@ -115,9 +160,11 @@ class SimResult:
             "peak_vram_bytes": {str(d): b for d, b in sorted(self.peak_vram_bytes.items())},
             "vram_total_bytes": {str(d): b for d, b in sorted(self.vram_total_bytes.items())},
             "peak_host_bytes": self.peak_host_bytes,
+            "peak_host_rss_bytes": self.peak_host_rss_bytes,
             "host_budget_bytes": self.host_budget_bytes,
             "peak_core_demand": self.peak_core_demand,
             "seconds_per_proof": self.seconds_per_proof,
+            "proofs_per_hour": per_hour(self.seconds_per_proof),
             "proofs_submitted": self.proofs_submitted,
             "proofs_completed": self.proofs_completed,
             "proofs_failed": self.proofs_failed,
@@ -132,3 +179,23 @@ class SimResult:
             "warnings": list(self.warnings),
             "log": [f"{t:.3f} {line}" for t, line in self.log[:log_lines]],
         }
+        return without_timings(out) if self.dry_run else out
+
+
+def without_timings(d: dict[str, Any]) -> dict[str, Any]:
+    """A result dict with every timing figure null (a dry run measured none): the same
+    keys, so it still diffs key by key against `run --json`."""
+    out = {k: (None if k in DRY_RUN_NULL_KEYS else v) for k, v in d.items()}
+    if isinstance(out.get("kinds"), dict):
+        out["kinds"] = {
+            k: {f: (None if f in DRY_RUN_NULL_KIND_KEYS else v) for f, v in fig.items()}
+            for k, fig in out["kinds"].items()
+        }
+    if isinstance(out.get("devices"), dict):
+        out["devices"] = {
+            k: {f: (None if f in DRY_RUN_NULL_DEVICE_KEYS else v) for f, v in fig.items()}
+            for k, fig in out["devices"].items()
+        }
+    if "bottleneck_evidence" in out:
+        out["bottleneck_evidence"] = f"dry run ({DRY_RUN_NOTE})"
+    return out

@@ -22,6 +22,7 @@ allocated yet) and `otherwise`, joining at `label_done`. One run of the prover's
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -121,6 +122,14 @@ def host_is_pinned(host: Any) -> bool:
     return False
 
 
+def _caller_site() -> str:
+    """`file:line` of the first caller outside this module (the prover line)."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename == __file__:
+        f = f.f_back  # type: ignore[assignment]
+    return "" if f is None else f"{f.f_code.co_filename}:{f.f_lineno}"
+
+
 @dataclass
 class Buffer:
     """A named device buffer; `array` is a CuPy uint32 array (None in dry-run)."""
@@ -155,6 +164,8 @@ class Device:
     _resident: dict[str, Resident] = field(default_factory=dict)  # `resident` buffers used
     _filling: set[str] = field(default_factory=set)  # the `resident` buffers this one filled
     _in_flight: dict[str, list[Any]] = field(default_factory=dict)  # their host arrays
+    # buffer name -> "file:line" of the prover line that first allocated it (plan.meta)
+    alloc_sites: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.mode not in ("real", "dry-run", "traced"):
@@ -217,6 +228,7 @@ class Device:
         first check free >= nbytes + margin and raise NotEnoughFreeMemory otherwise."""
         if name in self._live:
             raise RuntimeError(f"buffer {name!r} allocated twice without a free")
+        self.alloc_sites.setdefault(name, _caller_site())
         fallback = self._fallback if margin is not None else None
         if margin is not None and fallback is None:
             free = self.free_bytes()
@@ -256,6 +268,7 @@ class Device:
         `free_all`; `release_resident` frees it)."""
         if name in self._live or name in self._resident:
             raise RuntimeError(f"buffer {name!r} allocated twice without a free")
+        self.alloc_sites.setdefault(name, _caller_site())
         self.steps.append(Alloc(name, nbytes, "sync", persistent=True, per_device=True, note=note))
         if not self.runs:
             self._resident[name] = Resident(Buffer(name, nbytes), owner)
@@ -532,6 +545,6 @@ class Device:
                 self.unlock()
 
     def plan(self, name: str, **meta: Any) -> Plan:
-        plan = Plan(name, tuple(self.steps), meta=dict(meta))
+        plan = Plan(name, tuple(self.steps), meta={**meta, "alloc_sites": dict(self.alloc_sites)})
         plan.validate(name)
         return plan

@@ -426,11 +426,16 @@ def _msm_signed(
     phase_ms: dict[str, float] | None,
     table: Buffer | None,
     defer: bool = False,
+    select: tuple[Buffer, int, int] | None = None,
+    planned: int | None = None,
 ) -> np.ndarray | WindowSums | None:
+    """`select` = (index, start, k): only the k entries index[start:start + k] (positions
+    of scalar and point) take part, the rest of a split MSM (gpu/msm_split.py); buffers
+    stay sized for n. `planned`: the kernel size the plan prices (default n)."""
     shape = SignedShape.of(group, n, precomputed=table is not None)
     bufs = {k: dev.alloc(f"{stage}.{k}", v) for k, v in shape.scratch().items()}
     tail = default_tail()
-    defer = defer and tail == "host"
+    defer = defer and (tail == "host" or select is not None)
 
     def run() -> None:
         import cupy
@@ -441,15 +446,24 @@ def _msm_signed(
         mark("start")
         f = "msm_signed.cu"
         s = scalars.array[scalar_offset_words : scalar_offset_words + 8 * n]
+        k, sel, use_sel = n, s, np.int32(0)
+        if select is not None:
+            k, use_sel = select[2], np.int32(1)
+            sel = select[0].array[select[1] : select[1] + max(1, k)]
+            if k == 0:  # nothing but zeros and ones: every window sum is infinity (Z = 0)
+                bufs["windows"].array.fill(0)
+                return
         counts, starts = bufs["counts"].array, bufs["starts"].array
         nb = shape.buckets
         c, nw, g = np.int32(shape.c), np.int32(shape.windows), np.int32(shape.sets)
         counts.fill(0)
-        launch(f, "signed_count", n, s, counts, np.int64(n), c, nw, g)
+        launch(f, "signed_count", k, s, counts, np.int64(k), c, nw, g, sel, use_sel)
         starts[0] = 0
         cupy.cumsum(counts[:nb], out=starts[1 : nb + 1])
         counts[:nb] = starts[:nb]  # counts becomes the cursor
-        launch(f, "signed_scatter", n, s, counts, bufs["order"].array, np.int64(n), c, nw, g)
+        order = bufs["order"].array
+        scatter = (np.int64(k), c, nw, g, sel, use_sel, np.int64(n))
+        launch(f, "signed_scatter", k, s, counts, order, *scatter)
         mark("sort")
         base = table.array if table is not None else points.array
         slots = [bufs["slots"].array, bufs["slots2"].array]
@@ -524,7 +538,7 @@ def _msm_signed(
         mark("tree_horner")
         mark.collect()
 
-    dev.kernel(stage, f"msm_{group}", n, run)
+    dev.kernel(stage, f"msm_{group}", n if planned is None else planned, run)
     jw = shape.jacobian_words
     src, words = (bufs["windows"], shape.sets * jw) if defer else (bufs["result"], jw)
     out = dev.copy_dtoh(f"{stage}.result", src, words)

@@ -9,16 +9,19 @@ The real counterpart of every mechanism the model has (cuzk_sim/model/engine.py)
   the code whose plan the model replays;
 - the card's size `hardware.vram`: a ballast (raw cudaMalloc) takes what is free beyond
   `vram - context`, so cudaMalloc and the pools fail as on the smaller card;
-- synthetic partitions of the plan's shape (random a/b/c and witness, key points made on
-  the GPU and tiled), generated once per shape and reused; or, with `verify`, a small
-  reference circuit whose every proof is compared with the reference prover's;
+- synthetic partitions of the plan's shape (random a/b/c and witness; a key of distinct
+  points made on the GPU, gpu/keygen.py), made once per process before the workers start
+  and shared by all of them (gpu/hostdata.py, which also estimates the host and device
+  memory a run needs: `check_memory` refuses a run the machine cannot hold); or, with
+  `verify`, a small reference circuit whose every proof is compared with the reference
+  prover's;
 - `on_oom`: a partition that hits OOM returns no proof, its buffers are freed and the
   worker goes on (continue) or the run stops (stop: nothing finishing later is counted).
 
 Two devices: `real` (CuPy on the GPU) and `dry-run` (no GPU, no CuPy: device memory is
 the model's own allocator ledger, kernels take no time), so that everything here except
 the CUDA calls is tested in CI. The output is a `SimResult`: the same JSON as `run`.
-CuPy is imported only in this module, inside the functions that need it.
+CuPy is imported only inside the functions that need it.
 """
 
 from __future__ import annotations
@@ -35,9 +38,18 @@ from typing import Any, Literal
 import numpy as np
 
 from cuzk_sim.plan import Kernel, Plan
-from cuzk_sim.result import OomEvent, SimResult, Span, seconds_per_proof
+from cuzk_sim.result import OomEvent, SimResult, Span, per_hour, seconds_per_proof
 
 from .device import Buffer, Device, DeviceOutOfMemory, NotEnoughFreeMemory
+from .hostdata import (
+    MemoryNeed,
+    SyntheticStore,
+    entries,
+    host_available,
+    memory_need,
+    peak_rss,
+    refusal,
+)
 from .prover import (
     HostKey,
     PartitionInput,
@@ -46,14 +58,21 @@ from .prover import (
     assemble,
     msm_results,
     partition,
-    pin_points,
 )
+from .witness_data import shaped_witness, witness_shaped
 
 DeviceKind = Literal["real", "dry-run"]
 NEVER = 2**64 - 1
 MAX_VERIFY_LOG2 = 8  # reference proofs are computed by py_ecc: small domains only
 BALLAST_GRANULE = 2 << 20  # cudaMalloc's granule on the H200 (benchmarks/allocator_probe.py)
 CARD_SHORTFALL = 2 << 30  # a card this much smaller than hardware.vram - context still runs
+
+
+KEEP_SYNTHETIC_BYTES = 12 << 30  # synthetic data of other shapes kept across runs, at most
+
+
+class NotEnoughMemory(ValueError):
+    """The machine lacks the host or device memory a run needs (one line: why)."""
 
 
 class RunStopped(Exception):
@@ -92,6 +111,7 @@ def kind_work(plan: Plan, where: str) -> KindWork:
     shape = PartitionShape(
         m["domain_size"], m["num_vars"], m["num_public"], m["h_len"], m["reduction"]
     )
+    shape = witness_shaped(shape, m)  # issue 23: the densities and witness shape, if given
     flags = ProverFlags(**m["flags"])
     # not in the real pipeline yet: a resident key (and its tables) would outlive a
     # partition's Device, and the tails already run in the assembler process (`cuzk-sim
@@ -594,8 +614,6 @@ def _tune_from_env() -> frozenset[str]:
     return frozenset(asked)
 
 
-_SYNTHETIC: dict[tuple[PartitionShape, bool], PartitionData] = {}
-SYNTHETIC_CACHE_BYTES = 12 << 30  # host bytes of synthetic data kept across runs
 _WARMED: set[tuple[PartitionShape, str]] = set()
 _ASSEMBLERS: list[Any] = []  # [ProcessPoolExecutor, its size, its CPUs]
 
@@ -710,66 +728,55 @@ def assembler(workers: int, cpus: set[int] | None = None) -> Any:
     return pool
 
 
-def _nbytes(d: PartitionData) -> int:
-    if d.data is None:
-        return 0
-    arrays = {id(v): v.nbytes for v in d.data.key_points.values()}
-    return d.data.abc.nbytes + d.data.witness.nbytes + sum(arrays.values())
-
-
 def _random_limbs(rng: np.random.Generator, rows: int) -> np.ndarray:
-    s = rng.integers(0, 2**32, size=(rows, 8), dtype=np.uint64).astype(np.uint32)
-    s[:, 7] &= 0x3FFFFFFF  # < 2^254 < r: a valid standard-form scalar
-    return s
+    """(rows, 8) random standard-form scalars < 2^254 < r, written in place chunk by chunk
+    (no temporary the size of the output: at 2^27 a/b/c are 12 GiB)."""
+    out = np.empty((rows, 8), dtype=np.uint32)
+    flat = out.reshape(-1).view(np.uint64)
+    step = 1 << 24
+    for a in range(0, flat.size, step):
+        flat[a : a + step] = rng.bit_generator.random_raw(min(step, flat.size - a))
+    out[:, 7] &= 0x3FFFFFFF  # < 2^254 < r: a valid standard-form scalar
+    return out
 
 
-def _key_points(group: str, n: int, base: int = 1 << 14) -> np.ndarray:
-    """n affine points: `base` random multiples of the generator made on the GPU (as
-    benchmarks/gpu_bench.py does), tiled to n (the MSM's work does not depend on which)."""
-    import cupy as cp
-    import py_ecc.optimized_bls12_381 as bls
+def _make_key(sizes: dict[str, tuple[str, int]], pinned: bool) -> tuple[Any, Any]:
+    """A synthetic key of these MSM sizes made on the GPU (gpu/keygen.py), with a progress
+    bar; logged with its size and time."""
+    from .keygen import key_bytes, make_key_with_progress
 
-    from . import encoding
-    from .module import launch
+    gib = key_bytes(sizes) / 2**30
+    label = f"synthetic key {gib:.1f} GiB {'pinned' if pinned else 'pageable'}"
+    return make_key_with_progress(sizes, pinned, label)
 
-    m = max(1, min(n, base))
-    gen = encoding.g1_to_limbs([bls.G1]) if group == "g1" else encoding.g2_to_limbs([bls.G2])
-    words = 24 if group == "g1" else 48
-    out = cp.empty((m, words), dtype=cp.uint32)
-    sc = cp.asarray(_random_limbs(np.random.default_rng(99), m))
-    launch("msm.cu", f"{group}_scalar_mul", m, cp.asarray(gen), sc, out, np.int64(m), threads=128)
-    host = out.get()
-    del out, sc
-    return np.resize(host, (n, words)) if n > m else host
+
+SYNTHETIC = SyntheticStore(_make_key)  # the real device's synthetic data, once per process
+DRY_SYNTHETIC = SyntheticStore(_make_key, real=False)  # the dry-run's books (no data)
 
 
 def synthetic_data(shape: PartitionShape, real: bool, key_pinned: bool = False) -> PartitionData:
-    """Random a/b/c and witness of `shape` and GPU-made key points, made once per shape;
-    key_pinned: the key's points in page-locked host memory (ProverFlags.key_pinned)."""
-    if not real:
-        return PartitionData(None, None)
-    hit = _SYNTHETIC.get((shape, key_pinned))
-    if hit is not None:
-        return hit
+    """Random a/b/c and witness of `shape` and a GPU-made key, each made once per process
+    (SyntheticStore: the key per MSM sizes and pinning, the inputs per shape) and shared
+    by every worker; key_pinned: the key's points in page-locked host memory
+    (ProverFlags.key_pinned). Dry-run: no data (the store keeps the same books)."""
     import py_ecc.optimized_bls12_381 as bls
 
-    n, m = shape.domain_size, shape.num_vars
-    rng = np.random.default_rng(shape.domain_size)
-    top = max(shape.h_len, m)
-    g1, g2 = _key_points("g1", top), _key_points("g2", m)
-    sizes = shape.msm_sizes()
-    pts = {st: (g2 if grp == "g2" else g1)[:count] for st, (grp, count) in sizes.items()}
-    if key_pinned:
-        pts = pin_points(pts)
-    data = PartitionInput(_random_limbs(rng, 3 * n).reshape(3, n, 8), _random_limbs(rng, m), pts)
-    key = HostKey(pts, bls.G1, bls.G1, bls.G2, bls.G1, bls.G2)
-    made = PartitionData(data, key)
-    while _SYNTHETIC and sum(map(_nbytes, _SYNTHETIC.values())) + _nbytes(made) > (
-        SYNTHETIC_CACHE_BYTES
-    ):
-        _SYNTHETIC.pop(next(iter(_SYNTHETIC)))  # the oldest shape's host arrays go first
-    _SYNTHETIC[(shape, key_pinned)] = made
-    return made
+    store = SYNTHETIC if real else DRY_SYNTHETIC
+
+    def inputs() -> tuple[np.ndarray, np.ndarray, dict]:
+        n = shape.domain_size
+        rng = np.random.default_rng(shape.domain_size)
+        abc = _random_limbs(rng, 3 * n).reshape(3, n, 8)
+        witness, scalars = shaped_witness(shape, rng)  # issue 23: the shape's 0 / 1 share
+        return abc, witness, scalars
+
+    pts = store.key(shape.msm_sizes(), key_pinned)
+    made = store.partition_inputs(shape, inputs)
+    if not real:
+        return PartitionData(None, None)
+    abc, witness, scalars = made
+    data = PartitionInput(abc, witness, pts, scalars)
+    return PartitionData(data, HostKey(pts, bls.G1, bls.G1, bls.G2, bls.G1, bls.G2))
 
 
 def reference_data(
@@ -852,8 +859,13 @@ class RealRun:
     # "serialtail" (a partition's MSM tails one after another in one assembler process,
     # as before; default: side by side in three, `finish_in_pool`)
     tune: frozenset[str] = field(default_factory=lambda: _tune_from_env())
+    # where the memory estimate goes before the run starts (gpu-run: stderr)
+    say: Callable[[str], None] | None = None
 
     def __post_init__(self) -> None:
+        self.data: dict[str, PartitionData] = {}  # kind -> its host data, made up front
+        self.memory: MemoryNeed | None = None
+        self.host_start: dict[str, Any] = {}
         self.stopped = threading.Event()
         self._stats = threading.Lock()
         self.oom_events: list[OomEvent] = []
@@ -1034,6 +1046,96 @@ class RealRun:
             be.set_release_threshold(g, self.threshold_before.get(g, 0))
         return leaks
 
+    # --- host memory and host data (gpu/hostdata.py)
+    def store(self) -> SyntheticStore:
+        return SYNTHETIC if self.backend.kind == "real" else DRY_SYNTHETIC
+
+    def memory_need(self) -> MemoryNeed:
+        """What the run needs, asking no GPU (the dry-run device computes what a real run
+        would need): the synthetic key and inputs of its kinds (none with verify: the
+        reference data is small and made already) and, per GPU used, the scenario's card
+        less its context, free."""
+        spec = self.spec
+        work = [(w.shape, w.flags.key_pinned) for w in spec.work.values()]
+        workers = len(spec.devices) * spec.workers_per_device
+        device = {g: max(spec.vram - spec.context, 0) for g in self._devices_used()}
+        return memory_need(work, workers, device, self.verify is None, self.store())
+
+    def check_memory(self) -> MemoryNeed:
+        """Say what the run needs (`say`, the log); on the real device refuse
+        (NotEnoughMemory, one line) when MemAvailable or a GPU's free memory is short."""
+        need = self.memory = self.memory_need()
+        available = host_available()
+        self.host_start = {"available_bytes": available}
+        if self.say is not None:
+            self.say(need.line())
+        self.log(need.line())
+        if self.backend.kind != "real":
+            return need
+        why = refusal(need, available, None)  # the host first: no GPU asked
+        if not why:
+            free = {g: self.backend.mem_info(g)[0] for g in need.device_bytes}
+            why = refusal(need, available, free, CARD_SHORTFALL)
+        if why:
+            raise NotEnoughMemory(why)
+        return need
+
+    def _make_data(self) -> None:
+        """Check the memory, then make each kind's host data once, before any worker
+        starts (the key with a progress bar); data other runs left in this process is
+        dropped first when it and this run's would not fit in KEEP_SYNTHETIC_BYTES or in
+        what the host has available."""
+        need = self.check_memory()
+        if self.verify is not None:
+            return
+        store = self.store()
+        wanted = [e for w in self.spec.work.values() for e in entries(w.shape, w.flags.key_pinned)]
+        total = need.key_bytes + need.inputs_bytes + need.droppable_bytes
+        available = self.host_start.get("available_bytes")
+        short = available is not None and need.host_bytes > available
+        real = self.backend.kind == "real"
+        drop = need.droppable_bytes and (total > KEEP_SYNTHETIC_BYTES or short)
+        if drop and store.retain(wanted) and real:  # CuPy's pinned pool keeps freed blocks
+            import cupy
+
+            cupy.get_default_pinned_memory_pool().free_all_blocks()
+        t = time.perf_counter()
+        for kind, w in self.spec.work.items():
+            self.data[kind] = synthetic_data(w.shape, real, w.flags.key_pinned)
+        made = time.perf_counter() - t
+        keys = [
+            store.stats.get(entries(w.shape, w.flags.key_pinned)[0])
+            for w in self.spec.work.values()
+        ]
+        stats = [k for k in keys if k is not None and k.bytes]
+        self.host_start.update(
+            data_seconds=made,
+            key_seconds=sum(k.seconds for k in stats),
+            key_alloc_seconds=sum(k.alloc_s for k in stats),
+            key_generate_seconds=sum(k.generate_s for k in stats),
+            key_made_bytes=sum(k.bytes for k in stats),
+            key_method=sorted({k.method for k in stats}),
+            key_notes=[n for k in stats for n in k.notes],
+        )
+        for note in self.host_start["key_notes"]:
+            self.log(f"synthetic key: {note}")
+        if real:
+            self.log(f"host data made in {made:.1f} s (key {self.host_start['key_seconds']:.1f} s)")
+
+    def host_report(self) -> dict[str, Any]:
+        """Host memory: the estimate, MemAvailable at the start, the peak RSS (VmHWM) and
+        the bound it is held to, the key's making time."""
+        need = self.memory or self.memory_need()
+        return {
+            "need_bytes": need.host_bytes,
+            "key_bytes": need.key_bytes,
+            "inputs_bytes": need.inputs_bytes,
+            "overhead_bytes": need.overhead_bytes,
+            "bound_bytes": need.bound_bytes,
+            "peak_rss_bytes": peak_rss(),
+            **self.host_start,
+        }
+
     def _warm_up(self) -> None:
         """One partition of each kind at full size, untimed: compiles and loads the
         kernels (part of the context) and makes the synthetic data."""
@@ -1051,6 +1153,8 @@ class RealRun:
     def _data(self, kind: str) -> PartitionData:
         if self.verify is not None:
             return self.verify[kind]
+        if kind in self.data:
+            return self.data[kind]
         work = self.spec.work[kind]
         return synthetic_data(work.shape, self.backend.kind == "real", work.flags.key_pinned)
 
@@ -1178,6 +1282,7 @@ class RealRun:
         # SMT, no effect was measurable either way: docs/validation.md; it costs nothing)
         halves = None if "noaffinity" in self.tune else cpu_halves()
         self.worker_cpus = halves[0] if halves else None
+        self._make_data()
         if self.backend.kind == "real":
             self.assemblers = assembler(
                 len(spec.devices) * spec.workers_per_device * TAIL_PROCESSES,
@@ -1285,18 +1390,18 @@ class RealRun:
         time workers waited for the lock. Host-side figures are 0 (not measured)."""
         from cuzk_sim.metrics import DeviceMetrics, KindMetrics, RunMetrics, bottleneck, percentile
 
-        hours = wall / 3600 if wall > 0 else 0.0
         done = {pid: at for pid, _, at in self.done_times}
         kinds = []
         for kind in sorted({p.kind for p in self.proofs}):
             proofs = [p for p in self.proofs if p.kind == kind]
             lat = sorted(done[p.id] - p.submitted_s for p in proofs if p.id in done)
             failed = sum(p.failed for p in proofs)
+            spp = seconds_per_proof(
+                [done[p.id] for p in proofs if p.id in done], min(p.submitted_s for p in proofs)
+            )
             kinds.append(
                 KindMetrics(
-                    kind, len(proofs), len(lat), failed,
-                    (len(lat) + failed) / hours if hours else 0.0,
-                    len(lat) / hours if hours else 0.0,
+                    kind, len(proofs), len(lat), failed, spp, per_hour(spp),
                     percentile(lat, 50), percentile(lat, 95), lat[-1] if lat else None,
                 )
             )  # fmt: skip
@@ -1314,12 +1419,8 @@ class RealRun:
             devices.append(DeviceMetrics(g, share, {"HtoD": 0.0, "DtoH": 0.0}, share, sum(wait)))
         gpu = sum(d.compute_utilization for d in devices) / len(devices) if devices else 0.0
         verdict, evidence = bottleneck(gpu, 0.0, gpu, 0.0, 0.0, 0.0)
-        completed = sum(k.completed for k in kinds)
-        finished = completed + sum(k.failed for k in kinds)
         return RunMetrics(
             time_s=wall,
-            proofs_per_hour=finished / hours if hours else 0.0,
-            goodput_per_hour=completed / hours if hours else 0.0,
             kinds=tuple(kinds),
             devices=tuple(devices),
             mutex_wait_s=wait_total,
@@ -1361,6 +1462,7 @@ class RealRun:
                 j.partition for j in self.jobs if j.status == "failed" and not j.reason
             ],
             "tune": sorted(self.tune),
+            "host": self.host_report(),
             # step timing (--trace/--log): per GPU step, mean ms on the GPU and mean ms the
             # stream idled before it (host work: launches, allocations, copies' staging)
             "steps": {

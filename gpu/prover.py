@@ -18,7 +18,7 @@ import random
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor, Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -32,8 +32,12 @@ from cuzk_sim.reference.types import Proof, ProvingKey
 from . import encoding
 from .blinding import assemble_blinded, blinding, scale_g1, scales
 from .device import AllocatorName, Device, Mode
-from .msm import MSM_ALGOS, POINT_WORDS, MsmAlgo, SignedShape, WindowSums, build_table, msm
+from .msm import MSM_ALGOS, POINT_WORDS, MsmAlgo, WindowSums
+from .msm_stages import finish_tail, run_msms, run_streamed, streams
 from .ntt import DeviceTables, domain_tables, tables_bytes
+from .scalars import Scalars
+from .streaming import resolve_budget
+from .witness_shape import WitnessShape, witness_shape
 
 FR_BYTES = 32
 MSM_STAGES = ("msm_h", "msm_a", "msm_b_g1", "msm_b_g2", "msm_l")
@@ -75,10 +79,17 @@ class ProverFlags:
     # points go up into table 0 of a resident `<stage>.table` (13-14 x the points; no
     # separate points buffer) and `<stage>.table.build` fills the rest, both once per device
     key_tables: bool = False
+    # each witness MSM (a, b_g1, b_g2, l) split (gpu/msm_split.py): the scalars equal to 1
+    # summed by additions, the rest (not 0, not 1) by the signed Pippenger, zeros skipped
+    split_msm: bool = False
+    # device bytes one partition may use: msm_chunk (when not given) becomes the largest
+    # power of two whose plan peaks within it (gpu/streaming.py `chunk_for_budget`)
+    vram_budget_bytes: int | None = None
 
     def __post_init__(self) -> None:
         bools = ("prestage", "pinned", "free_bc_early", "memory_aware", "key_pinned")
-        for name in (*bools, "overlap_uploads", "key_resident", "overlap_tails", "key_tables"):
+        more = ("overlap_uploads", "key_resident", "overlap_tails", "key_tables", "split_msm")
+        for name in (*bools, *more):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(
                     f"ProverFlags.{name} must be true or false, got {getattr(self, name)!r}"
@@ -96,10 +107,20 @@ class ProverFlags:
                 "ProverFlags.overlap_uploads needs key_pinned=True (a copy from pageable "
                 "memory does not run beside the MSMs)"
             )
-        if self.overlap_uploads and self.msm_chunk is not None:
+        if self.vram_budget_bytes is not None and (
+            not isinstance(self.vram_budget_bytes, int) or self.vram_budget_bytes < 1
+        ):
+            got = self.vram_budget_bytes
+            raise ValueError(f"ProverFlags.vram_budget_bytes must be None or >= 1, got {got!r}")
+        if self.vram_budget_bytes is not None and self.key_resident:
             raise ValueError(
-                "ProverFlags.overlap_uploads does not combine with msm_chunk (one buffer "
-                "per stage, uploaded whole)"
+                "ProverFlags.vram_budget_bytes does not combine with key_resident (a resident "
+                "key is held whole; a budget streams it in chunks)"
+            )
+        if self.split_msm and (self.key_tables or self.msm_algo != "signed"):
+            raise ValueError(
+                "ProverFlags.split_msm needs msm_algo='signed' and no key_tables (the rest "
+                "of a split runs the signed Pippenger over plain points)"
             )
         if self.key_resident and self.msm_chunk is not None:
             raise ValueError(
@@ -129,16 +150,48 @@ class PartitionShape:
     num_public: int  # l
     h_len: int
     reduction: str = "bellman"
+    # points of the A / B queries (B_G1 and B_G2 alike) a key holds: the variables in some
+    # A / B constraint (the density's popcount); None: every variable (dense)
+    a_count: int | None = None
+    b_count: int | None = None
+    witness: str = "dense"  # gpu/witness_shape.py: what the plan expects of the scalars
+
+    def __post_init__(self) -> None:
+        witness_shape(self.witness)  # ValueError naming the known shapes
+        for name in ("a_count", "b_count"):
+            v = getattr(self, name)
+            if v is not None and not 0 <= v <= self.num_vars:
+                raise ValueError(f"PartitionShape.{name} must be in 0..num_vars, got {v}")
+
+    def witness_shape(self) -> WitnessShape:
+        return witness_shape(self.witness)
 
     @classmethod
-    def of_key(cls, pk: ProvingKey) -> PartitionShape:
-        return cls(pk.domain_size, pk.num_vars, pk.num_public, len(pk.h_query), pk.reduction)
+    def of_key(cls, pk: ProvingKey, compact: bool = False) -> PartitionShape:
+        """The key's shape. `compact`: as a real key, a query holds only the points of the
+        variables it enters (the others' are infinity; host_key(..., compact=True) leaves
+        them out, and `prove` runs so); else every variable's."""
+        a, b = (len(query_index(m, pk.num_vars)) for m in (pk.A, pk.B))
+        a_count = a if compact and a < pk.num_vars else None
+        b_count = b if compact and b < pk.num_vars else None
+        h_len = len(pk.h_query)
+        return cls(
+            pk.domain_size, pk.num_vars, pk.num_public, h_len, pk.reduction, a_count, b_count
+        )
 
     @classmethod
-    def synthetic(cls, log2: int, reduction: str = "bellman") -> PartitionShape:
-        """A circuit filling a domain of 2^log2 with as many wires as constraints."""
+    def synthetic(
+        cls, log2: int, reduction: str = "bellman", witness: str = "dense"
+    ) -> PartitionShape:
+        """A circuit filling a domain of 2^log2 with as many wires as constraints, its
+        queries as dense as `witness` says (inputs dense)."""
         n = 1 << log2
-        return cls(n, n, 1, n - 1 if reduction == "bellman" else n, reduction)
+        h_len = n - 1 if reduction == "bellman" else n
+        shape = witness_shape(witness)
+        if shape.a_density == 1.0 and shape.b_density == 1.0:
+            return cls(n, n, 1, h_len, reduction, witness=witness)
+        a, b = shape.counts(n - 2)
+        return cls(n, n, 1, h_len, reduction, 2 + a, 2 + b, witness)
 
     @property
     def log_n(self) -> int:
@@ -146,13 +199,26 @@ class PartitionShape:
 
     def msm_sizes(self) -> dict[str, tuple[str, int]]:
         m, l = self.num_vars, self.num_public
+        a = m if self.a_count is None else self.a_count
+        b = m if self.b_count is None else self.b_count
         return {
             "msm_h": ("g1", self.h_len),
-            "msm_a": ("g1", m),
-            "msm_b_g1": ("g1", m),
-            "msm_b_g2": ("g2", m),
+            "msm_a": ("g1", a),
+            "msm_b_g1": ("g1", b),
+            "msm_b_g2": ("g2", b),
             "msm_l": ("g1", m - l - 1),
         }
+
+
+def query_index(matrix: Any, num_vars: int) -> list[int]:
+    """The variables with a non-zero coefficient in some row of `matrix` (a density's set
+    bits), ascending."""
+    used = bytearray(num_vars)
+    for row in matrix:
+        for v, k in row:
+            if k:
+                used[v] = 1
+    return [v for v in range(num_vars) if used[v]]
 
 
 @dataclass(frozen=True)
@@ -165,9 +231,12 @@ class HostKey:
     beta_g2: Any
     delta_g1: Any
     delta_g2: Any
+    # "a" / "b": the variables whose points the A / B queries hold (query_index), when a
+    # query leaves some out; the witness is gathered by them (gather_scalars)
+    density: Mapping[str, Sequence[int]] = field(default_factory=dict)
 
 
-_HOST_KEYS: dict[tuple[int, bool], tuple[ProvingKey, HostKey]] = {}
+_HOST_KEYS: dict[tuple[int, bool, bool], tuple[ProvingKey, HostKey]] = {}
 
 
 def pin_points(points: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -187,15 +256,16 @@ def key_points_bytes(shape: PartitionShape) -> int:
     return sum(4 * POINT_WORDS[group] * count for group, count in shape.msm_sizes().values())
 
 
-def host_key(pk: ProvingKey, pinned: bool = False) -> HostKey:
+def host_key(pk: ProvingKey, pinned: bool = False, compact: bool = False) -> HostKey:
     """Convert (once per key object) the query points to limbs; `pinned`: a copy of them in
     page-locked host memory, also made once per key and kept while the key is cached
-    (ProverFlags.key_pinned)."""
-    hit = _HOST_KEYS.get((id(pk), pinned))
+    (ProverFlags.key_pinned). `compact`: the A / B queries without the points of variables
+    they never enter (PartitionShape.of_key(pk, compact), what `prove` runs)."""
+    hit = _HOST_KEYS.get((id(pk), pinned, compact))
     if hit is not None and hit[0] is pk:
         return hit[1]
     if pinned:
-        base = host_key(pk)
+        base = host_key(pk, compact=compact)
         key = HostKey(
             pin_points(base.points),
             base.alpha_g1,
@@ -203,15 +273,26 @@ def host_key(pk: ProvingKey, pinned: bool = False) -> HostKey:
             base.beta_g2,
             base.delta_g1,
             base.delta_g2,
+            base.density,
         )
-        _HOST_KEYS[(id(pk), True)] = (pk, key)
+        _HOST_KEYS[(id(pk), True, compact)] = (pk, key)
         return key
+    shape = PartitionShape.of_key(pk, compact)
+    density = {}
+    if shape.a_count is not None:
+        density["a"] = query_index(pk.A, pk.num_vars)
+    if shape.b_count is not None:
+        density["b"] = query_index(pk.B, pk.num_vars)
+
+    def dense(query: Sequence[Any], q: str) -> list[Any]:  # the points a real key holds
+        return [query[i] for i in density[q]] if q in density else list(query)
+
     key = HostKey(
         {
             "msm_h": encoding.g1_to_limbs(pk.h_query),
-            "msm_a": encoding.g1_to_limbs(pk.a_query),
-            "msm_b_g1": encoding.g1_to_limbs(pk.b_g1_query),
-            "msm_b_g2": encoding.g2_to_limbs(pk.b_g2_query),
+            "msm_a": encoding.g1_to_limbs(dense(pk.a_query, "a")),
+            "msm_b_g1": encoding.g1_to_limbs(dense(pk.b_g1_query, "b")),
+            "msm_b_g2": encoding.g2_to_limbs(dense(pk.b_g2_query, "b")),
             "msm_l": encoding.g1_to_limbs(pk.l_query),
         },
         pk.alpha_g1,
@@ -219,10 +300,11 @@ def host_key(pk: ProvingKey, pinned: bool = False) -> HostKey:
         pk.beta_g2,
         pk.delta_g1,
         pk.delta_g2,
+        density,
     )
     if len(_HOST_KEYS) >= 4:
         _HOST_KEYS.clear()
-    _HOST_KEYS[(id(pk), False)] = (pk, key)
+    _HOST_KEYS[(id(pk), False, compact)] = (pk, key)
     return key
 
 
@@ -233,6 +315,15 @@ class PartitionInput:
     abc: np.ndarray  # (3, n, 8) standard-form limbs of a, b, c
     witness: np.ndarray  # (m, 8) standard-form limbs
     key_points: dict[str, np.ndarray]
+    # "a" / "b": the witness at the variables the A / B query holds (gather_scalars), for a
+    # shape with a_count / b_count
+    scalars: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+
+def gather_scalars(witness: np.ndarray, key: HostKey) -> dict[str, np.ndarray]:
+    """The scalars of the A / B MSMs of a key whose queries leave variables out: the
+    witness limbs at the variables they hold (host work, prep_msm)."""
+    return {q: np.ascontiguousarray(witness[np.asarray(ix)]) for q, ix in key.density.items()}
 
 
 @functools.lru_cache(maxsize=8)
@@ -313,7 +404,7 @@ def partition(
     n = shape.domain_size
     vec = n * FR_BYTES
     abc = data.abc if data is not None else None
-    results: dict[str, list[np.ndarray | None]] = {}
+    flags = resolve_budget(shape, flags)
 
     def upload(stream: str, d_a: Any, d_bc: Any) -> None:
         dev.copy_htod(
@@ -367,117 +458,18 @@ def partition(
         dev.free("d_ntt_tables")
         if flags.free_bc_early:
             dev.free("d_bc")
-        d_w = dev.alloc("d_witness", shape.num_vars * FR_BYTES)
-        dev.copy_htod(  # `pinned` covers the witness as it does a/b/c
-            "upload_witness",
-            d_w,
-            data.witness if data else None,
-            shape.num_vars * FR_BYTES,
-            pinned=flags.pinned,
-        )
-        stages = list(shape.msm_sizes().items())
-        ahead: dict[str, Any] = {}  # overlap_uploads: the next stage's points, on their way
-
-        def points_buffer(stage: str, nbytes: int) -> Any:
-            """Stage's points buffer: a fresh one, or with key_resident the one kept on this
-            GPU across partitions for this key (whose upload then `fills` it once); with
-            key_tables the stage's resident tables, whose table 0 the points go to."""
-            if not flags.key_resident:
-                return dev.alloc(f"{stage}.points", nbytes)
-            owner = data.key_points[stage] if data else None
-            if flags.key_tables:
-                group, count = shape.msm_sizes()[stage]
-                table = SignedShape.of(group, count, precomputed=True).table_bytes()
-                return dev.resident(f"{stage}.table", table, owner, note=f"key_tables.{stage}")
-            return dev.resident(f"{stage}.points", nbytes, owner, note=f"key_resident.{stage}")
-
-        def fills(stage: str) -> str | None:
-            if not flags.key_resident:
-                return None
-            return f"{stage}.table" if flags.key_tables else f"{stage}.points"
-
-        def upload_ahead(i: int) -> None:
-            """Allocate stage i's points and start their upload on the key_upload stream, so
-            that it runs beside the MSM issued next (the whole key, no chunks)."""
-            stage, (group, count) = stages[i]
-            nbytes = 4 * POINT_WORDS[group] * count
-            ahead[stage] = points_buffer(stage, nbytes)
-            host = data.key_points[stage] if data else None
-            dev.copy_htod(
-                f"upload_{stage}_points",
-                ahead[stage],
-                host,
-                nbytes,
-                pinned=flags.key_pinned,
-                stream="key_upload",
-                concurrent=True,
-                fills=fills(stage),
-            )
-
-        for i, (stage, (group, count)) in enumerate(stages):
-            # the key's points go up in chunks of at most msm_chunk (one buffer, reused)
-            chunk = min(count, flags.msm_chunk) if flags.msm_chunk else count
-            words = POINT_WORDS[group]
-            arrived = stage in ahead
-            if arrived:
-                dev.sync("key_upload")
-                d_p = ahead.pop(stage)
-            else:
-                d_p = points_buffer(stage, 4 * words * chunk)
-            scalars, offset = (d_a, 0) if stage == "msm_h" else (d_w, 0)
-            if stage == "msm_l":
-                offset = 8 * (shape.num_public + 1)
-            partials = []
-            for start in range(0, count, chunk) if count else [0]:
-                m = min(chunk, count - start)
-                host = data.key_points[stage][start : start + m] if data else None
-                if not arrived:
-                    dev.copy_htod(
-                        f"upload_{stage}_points",
-                        d_p,
-                        host,
-                        4 * words * m,
-                        pinned=flags.key_pinned,
-                        fills=fills(stage),
-                    )
-                if flags.key_tables:  # tables 1.. from table 0, once per device
-                    build_table(dev, f"{stage}.table.build", group, d_p, d_p, m, fills(stage))
-                if flags.overlap_uploads and i + 1 < len(stages):
-                    upload_ahead(i + 1)
-                part = msm(
-                    dev,
-                    stage,
-                    group,
-                    d_p,
-                    scalars,
-                    m,
-                    offset + 8 * start,
-                    algo=flags.msm_algo,
-                    table=d_p if flags.key_tables else None,
-                    defer=True,
-                )
-                if tails is not None and isinstance(part, WindowSums):
-                    k = (scale or {}).get(stage)
-                    part = tails.submit(finish_tail, part, k)  # beside the next MSMs
-                partials.append(part)
-            results[stage] = partials
-            if not flags.key_resident:
-                dev.free(f"{stage}.points")
-        dev.free("d_witness")
+        if streams(flags):  # the witness streams with the key's chunks: no d_witness
+            results = run_streamed(dev, shape, flags, data, d_a, tails, scale)
+            if not flags.free_bc_early:
+                dev.free("d_bc")
+            return results
+        scalars = Scalars(dev, shape, flags, data, d_a, eager=False)
+        results = run_msms(dev, shape, flags, data, scalars, tails, scale)
+        scalars.close()
         if not flags.free_bc_early:
             dev.free("d_bc")
         dev.free("d_a")
     return results
-
-
-def finish_tail(sums: WindowSums, k: int | None = None) -> Any:
-    """A deferred MSM's result: the Horner over its window sums, as affine limbs (what
-    `tail_pool` runs in its process); with k, (those limbs, k times the point as a py_ecc
-    point: gpu/blinding.py)."""
-    limbs = sums.point()
-    if k is None:
-        return limbs
-    return limbs, scale_g1(encoding.g1_from_limbs(limbs), k)
 
 
 _TAIL_POOL: list[Executor] = []
@@ -603,8 +595,8 @@ def prove_partition(
     check_key_shape(pk)
     check_witness(pk, witness)
     r, s = draw_scalar(r, rng, "r"), draw_scalar(s, rng, "s")
-    shape = PartitionShape.of_key(pk)
-    key = host_key(pk, pinned=flags.key_pinned)
+    shape = PartitionShape.of_key(pk, compact=True)  # as a real key: no infinity points
+    key = host_key(pk, pinned=flags.key_pinned, compact=True)
     dev = Device(mode, gpu_index, flags.allocator)
     n = pk.domain_size
 
@@ -613,7 +605,8 @@ def prove_partition(
         return encoding.ints_to_limbs(a + b + c, 8).reshape(3, n, 8)
 
     abc = dev.cpu("synthesis", "synthesis", n, synthesize)
-    data = PartitionInput(abc, encoding.ints_to_limbs(list(witness), 8), key.points)
+    w_limbs = encoding.ints_to_limbs(list(witness), 8)
+    data = PartitionInput(abc, w_limbs, key.points, gather_scalars(w_limbs, key))
     tails = tail_pool() if flags.overlap_tails else None
     return partition_proof(dev, shape, flags, data, key, r, s, tails), dev
 
@@ -658,6 +651,9 @@ def dry_run_plan(
         num_public=shape.num_public,
         h_len=shape.h_len,
         reduction=shape.reduction,
+        a_count=shape.a_count,
+        b_count=shape.b_count,
+        witness=shape.witness,
         flags=flags.__dict__,
         # every kernel and copy goes to the calling thread's current CuPy stream, which
         # is CUDA's legacy default stream: the workers of one GPU share one queue; with

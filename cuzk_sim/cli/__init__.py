@@ -50,6 +50,7 @@ _COMMAND_MODULES = (
     "groth16",
     "gpu_plan",
     "gpu_run",
+    "capture",
     "validate",
     "logs",
 )
@@ -60,4 +61,10 @@ for _name in _COMMAND_MODULES:
 
 
 def main() -> None:
+    from cuzk_sim.source_tree import mixed_trees
+
+    refusal = mixed_trees()
+    if refusal is not None:
+        typer.echo(f"error: {refusal}", err=True)
+        raise SystemExit(2)
     app()

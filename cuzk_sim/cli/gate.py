@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 EXIT_FAIL = 1
 EXIT_BAD_INPUT = 2
 DEFAULT_PATHS = [Path("scenarios/gate")]
+DEFAULT_BUFFER_SHARE = "10%"  # docs/simulator.md "The gate" states both defaults
+DEFAULT_BUFFER_SIZE = "16 MiB"
 
 
 def _tolerance(text: str, option: str) -> float:
@@ -73,6 +75,22 @@ def gate(
             "baseline ('2%' or 0.02); default: growth is a note, not a failure.",
         ),
     ] = None,
+    max_buffer_growth: Annotated[
+        str,
+        typer.Option(
+            "--max-buffer-growth",
+            help="Fail when a buffer of the plan grows by more than this share of its "
+            "baseline size AND by more than --min-buffer-growth, even when the peak holds "
+            "('10%' or 0.1).",
+        ),
+    ] = DEFAULT_BUFFER_SHARE,
+    min_buffer_growth: Annotated[
+        str,
+        typer.Option(
+            "--min-buffer-growth",
+            help="The size a buffer must also grow by (or a new buffer exceed) to fail ('16 MiB').",
+        ),
+    ] = DEFAULT_BUFFER_SIZE,
     update_baseline: Annotated[
         bool,
         typer.Option(
@@ -119,6 +137,13 @@ def gate(
     vram_growth = (
         None if max_vram_growth is None else _tolerance(max_vram_growth, "--max-vram-growth")
     )
+    buffer_share = _tolerance(max_buffer_growth, "--max-buffer-growth")
+    try:
+        from cuzk_sim.units import parse_size
+
+        buffer_size = parse_size(min_buffer_growth)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--min-buffer-growth") from None
     annotate = _annotate_default() if annotations is None else annotations
     try:  # every output checked before any simulating
         outputs: dict[str, Path] = {}
@@ -130,6 +155,10 @@ def gate(
             check_writable(option, path)
         check_distinct(outputs)
         files = scenario_files(paths or DEFAULT_PATHS)
+        inputs: dict[str, Path | None] = {f"scenario {f}": f for f in files}
+        if not update_baseline:
+            inputs["--baseline"] = baseline
+        check_distinct(outputs, inputs)  # an output must not replace an input
         fresh = update_baseline and path_kind(baseline, "--baseline") == "missing"
         entries = {} if fresh else load_baseline(baseline)
         previous = load_json(baseline, "baseline file") if update_baseline and entries else None
@@ -170,7 +199,17 @@ def gate(
             else entries.get(scn.name)
         )
         expects_oom = expect is not None and expect.oom is True
-        row = gate_row(scn.name, result, checks, expects_oom, current, tol, plans, vram_growth)
+        row = gate_row(
+            scn.name,
+            result,
+            checks,
+            expects_oom,
+            current,
+            tol,
+            plans,
+            vram_growth,
+            (buffer_share, buffer_size),
+        )
         if update_baseline and scn.name in entries and not row.passed:  # the diff that matters
             row = replace(
                 row,
@@ -212,6 +251,8 @@ def gate(
                     "baseline": str(baseline),
                     "tolerance": tol,
                     "max_vram_growth": vram_growth,
+                    "max_buffer_growth": buffer_share,
+                    "min_buffer_growth_bytes": buffer_size,
                     "updated_baseline": update_baseline and bool(written) and not errors,
                     "kept": kept,
                     "passed": all(r.passed for r in rows),
@@ -238,12 +279,15 @@ def _print_table(
     update_baseline: bool,
     errors: bool,
 ) -> None:
+    from cuzk_sim.ci_output import PLAN_DIFF_LINES
+    from cuzk_sim.plan_diff import capped
     from cuzk_sim.report import post_mortem
 
     console = Console(width=160)
     title = f"cuzk-sim gate (baseline {baseline}, tolerance {tol:.1%})"
     table = Table(title=escape(title))
-    for col in ("scenario", "OOM", "baseline s/proof", "now s/proof", "delta", "verdict"):
+    cols = ("scenario", "OOM", "baseline s/proof", "now s/proof", "delta", "buffers", "verdict")
+    for col in cols:
         table.add_column(col, justify="left" if col == "scenario" else "right")
     for r in rows:
         delta = "-" if r.delta is None else f"{r.delta:+.1%}"
@@ -254,6 +298,7 @@ def _print_table(
             _seconds(r.baseline_s),
             _seconds(r.now_s),
             delta,
+            f"{len(r.buffers)} grew" if r.buffers else "-",
             f"[{style}]{r.verdict}[/]",
         )
     console.print(table)
@@ -264,8 +309,11 @@ def _print_table(
             console.print(escape(post_mortem(ran[r.scenario].result.fatal_ooms[0])))
         if r.plan_diff and not r.passed:
             console.print(f"{escape(r.scenario)}: plan changes against the baseline:")
-            for line in r.plan_diff:
+            for line in capped(r.plan_diff, PLAN_DIFF_LINES):
                 console.print(f"  {escape(line)}")
+        for b in r.buffers:
+            if b.site:
+                console.print(f"{escape(r.scenario)}: {escape(b.family)} is allocated at {b.site}")
         for line in r.notes:
             console.print(f"{escape(r.scenario)}: {escape(line)}")
     for line in kept:

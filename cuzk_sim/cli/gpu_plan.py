@@ -41,6 +41,19 @@ def register(app: typer.Typer) -> None:
             "partitions (13 x its points at c = 20; built once per device; needs "
             "--key-resident).",
         ),
+        witness: str = typer.Option(
+            "dense",
+            help="Witness shape (gpu/witness_shape.py): dense, sha256 or porep (query "
+            "densities and the share of 0/1 scalars).",
+        ),
+        split_msm: bool = typer.Option(
+            False, help="Sum the scalars equal to 1 by additions, Pippenger over the rest."
+        ),
+        vram_budget: str | None = typer.Option(
+            None,
+            help="Device bytes one partition may use (e.g. '14 GiB'): the MSM chunk "
+            "follows (with --key-pinned --overlap-uploads: streamed, double-buffered).",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
     ) -> None:
         """Print the allocation/copy/kernel plan of one partition (dry run, no GPU)."""
@@ -58,6 +71,21 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("must be >= 0", param_hint="--margin-bytes")
         if assume_free_bytes is not None and assume_free_bytes < 0:
             raise typer.BadParameter("must be >= 0", param_hint="--assume-free-bytes")
+        from cuzk_sim.gpu.schedule import overlap_report
+        from cuzk_sim.gpu.streaming import plan_peak
+        from cuzk_sim.gpu.witness_shape import WITNESS_SHAPES
+        from cuzk_sim.units import parse_size
+
+        if witness not in WITNESS_SHAPES:
+            raise typer.BadParameter(
+                f"must be one of {sorted(WITNESS_SHAPES)}", param_hint="--witness"
+            )
+        budget = None
+        if vram_budget is not None:
+            try:
+                budget = parse_size(vram_budget)
+            except ValueError as e:
+                raise typer.BadParameter(str(e), param_hint="--vram-budget") from None
         try:
             flags = ProverFlags(
                 prestage,
@@ -71,34 +99,33 @@ def register(app: typer.Typer) -> None:
                 overlap_uploads=overlap_uploads,
                 key_resident=key_resident,
                 key_tables=key_tables,
+                split_msm=split_msm,
+                vram_budget_bytes=budget,
             )
         except ValueError as e:  # the flags that do not combine (the others checked above)
             hint = "--overlap-uploads"
-            for flag in ("key_tables", "key_resident"):  # the flag the message is about
+            for flag in ("vram_budget", "split_msm", "key_tables", "key_resident"):
                 if f"ProverFlags.{flag}" in str(e):
                     hint = f"--{flag.replace('_', '-')}"
                     break
             raise typer.BadParameter(str(e), param_hint=hint) from None
         try:
             plan = dry_run_plan(
-                PartitionShape.synthetic(domain_log2, reduction), flags, assume_free_bytes
+                PartitionShape.synthetic(domain_log2, reduction, witness), flags, assume_free_bytes
             )
-        except ValueError as e:  # too many chunks, or tables too large to index
+        except ValueError as e:  # too many chunks, tables too large to index, a budget
             hint = "--key-tables" if "precomputed" in str(e) else "--msm-chunk"
+            hint = "--vram-budget" if "vram_budget" in str(e) else hint
             raise typer.BadParameter(str(e), param_hint=hint) from None
         if as_json:
             typer.echo(plan.to_json())
             return
-        sizes, live, peak = dict(plan.buffers()), 0, 0
         for i, step in enumerate(plan.steps):
             detail = {k: v for k, v in step.__dict__.items() if k != "op"}
-            if step.op == "alloc" and step.memory == "device":
-                live += step.bytes
-                peak = max(peak, live)
-            elif step.op == "free" and step.memory == "device":
-                live -= sizes[step.buffer]
             typer.echo(f"{i:4d} {step.op:7s} {detail}")
+        peak = plan_peak(plan)  # each free returns what its buffer's latest alloc took
         typer.echo(f"peak device bytes: {peak} ({peak / 2**30:.2f} GiB)")
+        overlap_report(plan, typer.echo)
         kept = sum(s.bytes for s in plan.steps if s.op == "alloc" and s.persistent and s.per_device)
         if kept:
             typer.echo(

@@ -28,15 +28,20 @@ def write_cuzk_log(path: Path, run: Any) -> None:
         raise InputError(
             "--log: the cuzk log emitter (cuzk_sim.logs.emit) is not installed"
         ) from None
-    workers = {
-        w: i for i, w in enumerate(sorted({f["worker"] for _, e, f in run.events if "worker" in f}))
-    }
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w") as out:
+    # every worker the engine started, numbered as cuzk does (GPU by GPU), not only those
+    # that ran a partition; then `initializing GPU workers` states the layout
+    devices, wpd = list(run.spec.devices), run.spec.workers_per_device
+    workers = {f"gpu{d}-w{k}": i * wpd + k for i, d in enumerate(devices) for k in range(wpd)}
+    from cuzk_sim.outputs import atomic_file
+
+    with atomic_file(path) as out:  # whole or not at all, no .tmp left behind
         log = emit.LogWriter(out)
         log.line(emit.engine_starting(log.when(0.0)))
         for gpu, nbytes in sorted(getattr(run, "context_real", {}).items()):
             log.line(emit.sim_context(gpu, nbytes))
+        for gpu, (name, total) in sorted(run_cards(run).items()):
+            log.line(emit.sim_device(gpu, total, name))
+        log.line(emit.initializing_gpu_workers(log.when(0.0), devices, wpd))
         for name, i in workers.items():
             gpu = int(name.split("-")[0].removeprefix("gpu"))
             log.line(emit.gpu_worker_started(log.when(0.0), i, gpu, int(name.split("-w")[1])))
@@ -48,7 +53,7 @@ def write_cuzk_log(path: Path, run: Any) -> None:
                 w = workers[f["worker"]]
                 log.line(emit.gpu_pickup(off, f["job"], w, f["partition"]))
                 log.line(emit.gpu_start(off, f["job"], w, f["partition"]))
-            elif event == "mutex":
+            elif event == "mutex" and run.spec.mutex_scope != "none":  # no mutex: no lines
                 log.line(emit.pre_lock(0, emit.ms(f["wait_s"])))
                 log.line(emit.mutex_held(emit.ms(f["held_s"]), emit.ms(f["held_s"] + f["wait_s"])))
             elif event == "gpu_end":
@@ -73,7 +78,21 @@ def write_cuzk_log(path: Path, run: Any) -> None:
             elif event == "proof_done":
                 total = emit.ms(f["total_s"])
                 log.line(emit.proof_assembled(log.when(t), f["job"], total, 0, total))
-    tmp.replace(path)
+
+
+def run_cards(run: Any) -> dict[int, tuple[str, int]]:
+    """Name and total memory of each GPU a real run used (cudaGetDeviceProperties), for
+    the log's CUZK_SIM_DEVICE lines; none in a dry run (no card)."""
+    if type(getattr(run, "backend", None)).__name__ != "CupyBackend":
+        return {}
+    import cupy
+
+    out = {}
+    for g in getattr(run, "context_real", {}):
+        props = cupy.cuda.runtime.getDeviceProperties(g)
+        name = props["name"]
+        out[g] = (name.decode() if isinstance(name, bytes) else str(name), props["totalGlobalMem"])
+    return out
 
 
 def gpu_run(
@@ -122,14 +141,18 @@ def gpu_run(
     ] = None,
 ) -> None:
     """Run a scenario on the GPU; exit 1 on an OOM (and, with --verify, on an invalid proof
-    or a lost job)."""
+    or a lost job). --device dry-run runs the pipeline without a GPU on the model's
+    allocator ledger: memory only, no timings (its output says DRY RUN)."""
     from cuzk_sim.report import print_run
     from cuzk_sim.scenario import load_scenario
 
     try:
         for opt, p in (("--trace", trace), ("--log", log), ("--details", details)):
             if p is not None:
-                check_output_path(opt, p)
+                check_output_path(opt, p, inputs={"SCENARIO": scenario})
+        from cuzk_sim.outputs import check_distinct
+
+        check_distinct({"--trace": trace, "--log": log, "--details": details})
         if device not in ("real", "dry-run"):
             raise InputError(f"--device {device!r}: expected real or dry-run")
         if verify and device != "real":
@@ -184,6 +207,7 @@ def gpu_run(
                 faults=faults,
                 verify=refs,
                 step_times=any(p is not None for p in (trace, log, details)),
+                say=lambda line: Console(stderr=True).print(line, markup=False, soft_wrap=True),
             )
         except ValueError as e:  # CUZK_SIM_PIPELINE_TUNE
             raise InputError(str(e)) from None
@@ -196,6 +220,10 @@ def gpu_run(
     except InputError as e:
         raise _fail_input(e) from None
     info = run.details()
+    from cuzk_sim.api import describe
+
+    describe(result, scn)
+    result.device = device  # "dry-run": its JSON and table say so, with no timings
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
@@ -207,15 +235,18 @@ def gpu_run(
             f"faults injected {info['faults_injected']}",
             markup=False,
         )
+        from cuzk_sim.gpu.hostdata import report_line
+
+        console.print(report_line(info["host"]), markup=False, soft_wrap=True)
     try:
         if trace:
             from cuzk_sim.trace import write_chrome_trace
 
             write_chrome_trace(result, str(trace))
         if details:
-            tmp = details.with_name(details.name + ".tmp")
-            tmp.write_text(json.dumps(info, indent=1))
-            tmp.replace(details)
+            from cuzk_sim.outputs import write_text
+
+            write_text(details, json.dumps(info, indent=1))
     except OSError as e:
         raise _fail_input(InputError(f"cannot write output: {e}")) from None
     if (
@@ -228,4 +259,6 @@ def gpu_run(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("gpu-run")(gpu_run)
+    from cuzk_sim.cli.simulate import with_throughput
+
+    app.command("gpu-run", help=with_throughput(gpu_run.__doc__))(gpu_run)

@@ -23,7 +23,10 @@ profile_app = typer.Typer(
 
 @profile_app.command("show")
 def show(
-    name: Annotated[str, typer.Argument(help="A bundled profile (e.g. h200) or a profile TOML.")],
+    name: Annotated[
+        str,
+        typer.Argument(help="A bundled profile (h200), a card's derived one (rtx4090) or a TOML."),
+    ],
 ) -> None:
     """Print a profile's card, the prover it prices and every figure with its basis."""
     from cuzk_sim.calibration import PROVER_NAMES, load_profile
@@ -39,6 +42,13 @@ def show(
     console.print(f"profile [bold]{escape(p.name)}[/bold] ({escape(p.source)})")
     console.print(f"card:   {escape(p.gpu_model)}, {format_size(p.vram)}")
     console.print(f"prices: {escape(prover)}")
+    if p.derived_from:
+        console.print(
+            f"kind:   derived for {escape(p.derived_for or '?')} from {escape(p.derived_from)} "
+            "by the card scaling rules (cuzk_sim/profiles/derive.py); no figure measured on it"
+        )
+    else:
+        console.print("kind:   measured (figures with their basis below)")
     counts: dict[str, int] = {}
     for f in p.figures:
         counts[f.basis] = counts.get(f.basis, 0) + 1
@@ -62,12 +72,15 @@ def show(
 
 @profile_app.command("list")
 def list_profiles() -> None:
-    """The bundled profiles: name, card, prover."""
+    """The bundled profiles, then those derived for each card preset: name, card, prover."""
     from cuzk_sim.calibration import BUNDLED, PROVER_NAMES, load_profile
+    from cuzk_sim.cards import derived_profiles
 
-    for name in BUNDLED:
+    for name in (*BUNDLED, *derived_profiles()):
         p = load_profile(name)
-        typer.echo(f"{name:12} {p.gpu_model:32} {PROVER_NAMES.get(p.prover or '', '?')}")
+        kind = f"derived from {p.derived_from}" if p.derived_from else "measured"
+        prover = PROVER_NAMES.get(p.prover or "", "?")
+        typer.echo(f"{name:18} {p.gpu_model:32} {prover:32} {kind}")
 
 
 def register(app: typer.Typer) -> None:

@@ -58,15 +58,14 @@ class ProgressBar:
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 
 
-def check_output_path(option: str, path: Path, suffixes: tuple[str, ...] = ()) -> None:
-    """Refuse an output path that cannot be written, before any simulating is done."""
-    if suffixes and path.suffix.lower() not in suffixes:
-        raise InputError(f"{option} {path}: the file name must end in one of {', '.join(suffixes)}")
-    if path.is_dir():
-        raise InputError(f"{option} {path}: is a folder; give a file name")
-    parent = path.parent
-    if not parent.is_dir():
-        raise InputError(f"{option} {path}: folder {parent} does not exist")
+def check_output_path(
+    option: str, path: Path, suffixes: tuple[str, ...] = (), inputs: dict | None = None
+) -> None:
+    """Refuse an output path that cannot be written (a folder, a device, a missing
+    folder) or that names an input, before any simulating is done (cuzk_sim.outputs)."""
+    from cuzk_sim.outputs import check_output
+
+    check_output(option, path, inputs, suffixes)
 
 
 def run(
@@ -121,8 +120,9 @@ def run(
     ] = None,
 ) -> None:
     """Simulate one scenario; exit 1 when it predicts an OOM or a deadlock/stall (with
-    --replicas: when any replica does)."""
-    from cuzk_sim.calibration import profile_warnings
+    --replicas: when any replica does). With --replicas, P(OOM) comes with its 95 %
+    Wilson interval."""
+    from cuzk_sim.api import describe
     from cuzk_sim.overrides import parse_assignment
     from cuzk_sim.recording import Timeline, parse_window
     from cuzk_sim.report import print_run
@@ -133,12 +133,13 @@ def run(
         _run_replicas(scenario, as_json, trace, plot, replicas, jitter, overrides, log)
         return
     try:
+        inputs = {"SCENARIO": scenario}
         if trace:
-            check_output_path("--trace", trace)
+            check_output_path("--trace", trace, inputs=inputs)
         if plot:
-            check_output_path("--plot", plot, PLOT_SUFFIXES)
+            check_output_path("--plot", plot, PLOT_SUFFIXES, inputs)
         if log:
-            check_output_path("--log", log)
+            check_output_path("--log", log, inputs=inputs)
         from cuzk_sim.outputs import check_distinct
 
         check_distinct(
@@ -171,7 +172,7 @@ def run(
                 bar.close()
     except InputError as e:
         raise _fail_input(e) from None
-    result.warnings = profile_warnings(scn)
+    describe(result, scn)  # warnings, profile, card: as the API returns them
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
@@ -208,6 +209,7 @@ def _run_replicas(
 ) -> None:
     """`run --replicas R --jitter X%`: R jittered replicas (R = 1 and a trace or plot of
     replica 0 allowed when only --jitter is given); `--set` applies to every replica."""
+    from cuzk_sim.api import describe
     from cuzk_sim.overrides import parse_assignment
     from cuzk_sim.replicas import parse_fraction, run_replicas
     from cuzk_sim.report import print_run
@@ -222,9 +224,9 @@ def _run_replicas(
                 "replica 0 is traced)"
             )
         if trace:
-            check_output_path("--trace", trace)
+            check_output_path("--trace", trace, inputs={"SCENARIO": scenario})
         if plot:
-            check_output_path("--plot", plot, PLOT_SUFFIXES)
+            check_output_path("--plot", plot, PLOT_SUFFIXES, {"SCENARIO": scenario})
         if log is not None:
             raise InputError("--log writes one run: drop --replicas and --jitter")
         changes = dict(parse_assignment(a) for a in overrides or [])
@@ -237,6 +239,7 @@ def _run_replicas(
                 result = simulate_recorded(scn, Timeline(), jitter=fraction)
             else:
                 result = simulate(scn, jitter=fraction)
+            describe(result, scn)
             report = None
         else:
             bar = ProgressBar(f"replicas of {scn.name}") if sys.stderr.isatty() else None
@@ -269,6 +272,8 @@ def _run_replicas(
     if as_json:
         typer.echo(json.dumps({"scenario": scn.name, **report.to_json()}, indent=2))
     else:
+        for w in report.warnings:  # one line each, on stderr, as a plain run
+            typer.echo(f"warning: {w}", err=True)
         _print_replicas(scn.name, report)
     if report.oom_probability > 0 or report.stall_probability > 0:
         raise typer.Exit(EXIT_MISMATCH)
@@ -280,18 +285,29 @@ def _print_replicas(name: str, report) -> None:
     def secs(v: float | None) -> str:
         return "n/a (no proof completed)" if v is None else f"{v:.3f} s"
 
+    from cuzk_sim.replicas import format_probability
+
     console = Console()
-    ooms = sum(r.oom for r in report.results)
     console.print(
         f"{escape(name)}: {report.replicas} replicas, jitter {report.jitter * 100:g} %",
         highlight=False,
     )
+    if report.results:  # the VRAM and the profile the replicas ran with
+        from cuzk_sim.report import vram_and_profile
+
+        first = report.results[0]
+        first.profile, first.card = report.profile, report.card
+        console.print(f"  VRAM, profile      {escape(vram_and_profile(first))}", highlight=False)
     console.print(
-        f"  OOM probability    {report.oom_probability:.3f} ({ooms} of {report.replicas})",
+        f"  OOM probability    {format_probability(report.ooms, report.replicas)}",
         highlight=False,
     )
     if report.stall_probability:
-        console.print(f"  stall probability  {report.stall_probability:.3f}", highlight=False)
+        stalls = sum(r.stalled for r in report.results)
+        console.print(
+            f"  stall probability  {format_probability(stalls, report.replicas)}",
+            highlight=False,
+        )
     for buf, n in report.buffer_counts.items():
         console.print(f"  failed: {escape(buf)} in {n} replicas", highlight=False)
     console.print(f"  s/proof p50        {secs(report.seconds_per_proof_p50)}", highlight=False)
@@ -369,6 +385,15 @@ def check(
         raise typer.Exit(EXIT_MISMATCH)
 
 
+def with_throughput(doc: str | None) -> str:
+    """A command's help with the throughput definition (cuzk_sim.result) appended."""
+    import inspect
+
+    from cuzk_sim.result import THROUGHPUT_DEFINITION
+
+    return f"{inspect.cleandoc(doc or '')}\n\n{THROUGHPUT_DEFINITION}"
+
+
 def register(app: typer.Typer) -> None:
-    app.command("run")(run)
+    app.command("run", help=with_throughput(run.__doc__))(run)
     app.command("check")(check)

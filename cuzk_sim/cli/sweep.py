@@ -122,6 +122,8 @@ def sweep(
     if bar is not None:
         bar.close()
     console = Console(width=max(Console().width, 120))
+    for note in outcome.notes:  # rows of the folder that were not trusted
+        console.print(f"note: {note}", markup=False, highlight=False)
     print_summary(outcome.summary, console, outcome.resumed, outcome.lost)
     console.print(f"wrote {', '.join(str(p) for p in outcome.files)}")
     if outcome.lost:
@@ -129,4 +131,6 @@ def sweep(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("sweep")(sweep)
+    from cuzk_sim.cli.simulate import with_throughput
+
+    app.command("sweep", help=with_throughput(sweep.__doc__))(sweep)

@@ -23,8 +23,8 @@ def validate(
         str,
         typer.Option(
             "--device",
-            help="real (the GPU) or dry-run (no GPU: the pipeline "
-            "on the model's allocator ledger).",
+            help="real (the GPU) or dry-run (no GPU: the pipeline on the model's allocator "
+            "ledger; its report says dry runs and compares memory only, no timings).",
         ),
     ] = "real",
     only: Annotated[
@@ -52,7 +52,14 @@ def validate(
     compare; resumable (runs already in --out are skipped)."""
     import json
 
-    from cuzk_sim.validation.grid import pipeline_executor, predict, run_grid, write_report
+    from cuzk_sim.outputs import write_text
+    from cuzk_sim.validation.grid import (
+        load_predictions,
+        pipeline_executor,
+        predict,
+        run_grid,
+        write_report,
+    )
     from cuzk_sim.validation.spec import load_spec
 
     try:
@@ -73,12 +80,12 @@ def validate(
             pred = out / "predictions.json"
             if not pred.is_file():
                 raise InputError(f"--out {out}: no predictions.json to report on")
-            rows, summary = write_report(out, json.loads(pred.read_text()))
+            rows, summary = write_report(out, load_predictions(pred))
         else:
             vspec = load_spec(spec, profile)
             if predict_only:
                 out.mkdir(parents=True, exist_ok=True)
-                (out / "predictions.json").write_text(json.dumps(predict(vspec), indent=1))
+                write_text(out / "predictions.json", json.dumps(predict(vspec), indent=1))
                 typer.echo(f"wrote {out / 'predictions.json'}")
                 return
             rows, summary = run_grid(

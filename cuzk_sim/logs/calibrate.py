@@ -138,6 +138,12 @@ def _var(cost: Cost, size: int) -> float:
     return cost.seconds(size) - cost.fixed if size else 0.0
 
 
+def _coset_var(b: Profile, sec) -> float:
+    """The base's size-dependent time of the first coset iNTT (0: no rate to scale)."""
+    c = sec.coset[0]
+    return _var(b.kernels[c.kind], c.size)
+
+
 class Calibrator:
     """Fits from one analysed log against a base profile and the logged plans."""
 
@@ -191,10 +197,18 @@ class Calibrator:
         if not k > 0:
             self.notes.append(f"cpu.{key}: reading {obs:.3f} s below its fixed cost; kept")
             return
-        basis = "measured" if size == self.size_of(f"cpu.{key}") else "fitted"
-        self._add(
-            f"cpu.{key}", cost, k, self.prov(f"{what} ({kind}, size {size})", st), basis=basis
+        at = self.size_of(f"cpu.{key}")
+        basis = "measured" if size == at else "fitted"
+        scaling = (
+            f"measured at the profile's size {at:,} ({kind})"
+            if size == at
+            else f"measured at size {size:,} ({kind}), rescaled to the profile's size "
+            f"{at:,} by the base's {cost.scaling} cost (x{k:.3f} on its variable part)"
         )
+        prov = self.prov(f"{what} ({kind}, size {size})", st)
+        if size != at:
+            prov += f"; {scaling}"
+        self._add(f"cpu.{key}", cost, k, prov, basis=basis, samples=st.n, scaling=scaling)
 
     def _add(
         self,
@@ -204,12 +218,17 @@ class Calibrator:
         prov: str,
         fixed: float | None = None,
         basis: str = "fitted",
+        samples: int = 0,
+        scaling: str = "",
     ) -> None:
         size = self.size_of(key)
         base_s = cost.seconds(size)
         f = cost.fixed if fixed is None else fixed
         fitted = f + (base_s - cost.fixed) * k
-        self.fits.append(Fit(key, base_s, fitted, size, fixed, prov, basis))
+        scaling = scaling or f"x{k:.3f} on the base's variable cost at size {size:,} (fixed kept)"
+        self.fits.append(
+            Fit(key, base_s, fitted, size, fixed, prov, basis, samples=samples, scaling=scaling)
+        )
 
     def size_of(self, key: str) -> int:
         """The size the profile states the figure at (its `size` key)."""
@@ -251,7 +270,7 @@ class Calibrator:
                 )
             )
         msm_fit: Cost | None = None
-        if eqs:
+        if eqs and _var(msm, self.size_of("kernel.msm_g1")):  # 0: nothing to scale (kept)
             fixed, per = _two_point(eqs, msm.fixed)
             msm_fit = Cost(fixed, per, msm.scaling)
             size = self.size_of("kernel.msm_g1")
@@ -267,6 +286,13 @@ class Calibrator:
                 f"fitted from {self.logs}: {what}; fixed {fixed * 1e3:.3f} ms + "
                 f"{per * 1e9:.4f} ns/point",
                 fixed=fixed if len(eqs) > 1 else None,
+                samples=sum(e[3].n for e in eqs),
+                scaling=(
+                    "fixed + per-point least squares over the H MSM and the tail MSMs"
+                    if len(eqs) > 1
+                    else f"per point from {eqs[0][4]} alone (the base's fixed cost kept)"
+                )
+                + f", read at the profile's size {size:,}",
             )
 
         # --- NTT + pointwise (one factor), and the upload where the NTTs reveal it ---
@@ -282,7 +308,8 @@ class Calibrator:
         copy_s = sum(b.copy_seconds(s.bytes, s.pinned) for s in copies)
         kern, coset = self.stat(kind, "ntt_h.ntt_kernels"), self.stat(kind, "ntt_h.coset_intt_sync")
         k_ntt: float | None = None
-        if kern is not None and coset is not None and group and sec.coset:
+        n_ntt = 0
+        if kern is not None and coset is not None and group and sec.coset and _coset_var(b, sec):
             # one coset iNTT alone gives the NTT rate; the rest of the phase then shows
             # the upload when a/b/c are copied inside it (pageable, no pre-staging)
             total = (_reading(kern) + _reading(coset)) / 1000
@@ -290,6 +317,7 @@ class Calibrator:
             cost = b.kernels[c.kind]
             k_ntt = (_reading(coset) / 1000 - cost.fixed) / _var(cost, c.size)
             prov = self.prov("CUZK_NTT_H coset_intt_sync (one coset iNTT)", coset)
+            n_ntt = coset.n
             pre_fixed = sum(b.kernels[s.kind].fixed for s in pre_kernels)
             pre_var = sum(_var(b.kernels[s.kind], s.size) for s in pre_kernels)
             upload = total - (pre_fixed + k_ntt * pre_var)
@@ -308,6 +336,8 @@ class Calibrator:
                         f"({kern.n} samples, lines {_lines(kern)}) minus the NTT-H kernels "
                         f"at the NTT rate of coset_intt_sync: {nbytes / 2**30:.2f} GiB of "
                         f"HtoD in {upload * 1e3:.1f} ms",
+                        samples=kern.n,
+                        scaling="bytes / (the phase's time less its kernels)",
                     )
                 )
         else:
@@ -316,6 +346,7 @@ class Calibrator:
                 h = sec.msm_h[0]
                 h_s = (msm_fit or msm).seconds(h.size)
                 k_ntt = (_reading(nm) / 1000 - h_s - copy_s - g_fixed) / g_var if g_var else None
+                n_ntt = nm.n
                 prov = self.prov(
                     "CUZK_TIMING ntt_msm_h_ms",
                     nm,
@@ -330,6 +361,7 @@ class Calibrator:
                         k_ntt,
                         prov
                         + ("" if kk == "ntt" else "; scaled with kernel.ntt (one line times both)"),
+                        samples=n_ntt,
                     )
 
         # --- batch additions (one factor for G1 and G2) ---
@@ -350,6 +382,7 @@ class Calibrator:
                                 "one factor for G1 and G2)",
                                 ba,
                             ),
+                            samples=ba.n,
                         )
         self._fit_section(kind, sec)
 
@@ -386,6 +419,7 @@ class Calibrator:
                     held,
                     f"; minus {copies * 1e3:.1f} ms of copies at the base's rate",
                 ),
+                samples=held.n,
             )
 
 
@@ -400,10 +434,25 @@ def _two_point(
     return least_squares_2((a, w, t, 1.0) for a, w, t, *_ in eqs)
 
 
+def log_card(a: Analyzer) -> tuple[str, str] | None:
+    """The card the log names (our pipeline's CUZK_SIM_DEVICE lines): its name and total
+    memory as a size text, when every GPU of the log is the same card; else None."""
+    cards = set(a.cards.values())
+    if len(cards) != 1:
+        return None
+    name, total = cards.pop()
+    mib = 2**20
+    return name, f"{total // mib} MiB" if total % mib == 0 else f"{total} B"
+
+
 def base_raw(name_or_path: str) -> tuple[dict, str]:
     """The base profile's TOML document (to copy its other figures) and its name."""
+    from cuzk_sim.calibration import derived_profile_raw
+
     if name_or_path in BUNDLED:
         text = (resources.files("cuzk_sim.profiles") / f"{name_or_path}.toml").read_text()
+    elif (derived := derived_profile_raw(name_or_path)) is not None:  # a card's derived
+        return derived, name_or_path
     else:
         try:
             text = Path(name_or_path).read_text()
@@ -466,6 +515,16 @@ def calibrated_profile(
                 entry.pop("points", None)
             entry["source"] = fit.provenance
             entry["basis"] = fit.basis
+            if key == "cpu.synthesis" and "saturating" in entry:
+                # synth_ms was read at the log's own concurrency: the fitted time stands
+                # for it, and the base's contention law (model/host_side.py) would slow
+                # it twice; dropped, and said so
+                for law in ("memory_bound", "saturating"):
+                    entry.pop(law, None)
+                cal.notes.append(
+                    "cpu.synthesis: fitted at the log's own concurrency; the base's "
+                    "synthesis contention law (memory_bound, saturating) is dropped"
+                )
     ce = raw["copy_engine"]
     keys = ("pageable", "pinned", "latency")
     copy_fits = {k: f for k in keys for f in fits if f.key == f"copy_engine.{k}"}
@@ -517,9 +576,20 @@ def calibrated_profile(
         fitted.add("gpu.context_overhead")
     else:
         context = f"context overhead kept from base {base.name}"
-    if gpu_model is not None or vram is not None:
-        gpu["model"] = gpu_model or gpu["model"]
-        gpu["vram"] = vram or gpu["vram"]
+    card = log_card(a)
+    if card is not None and gpu_model is None and vram is None:
+        gpu["model"], gpu["vram"] = card
+        if isinstance(gpu.get("basis"), dict):
+            gpu["basis"]["vram"] = "measured"
+        gpu["source"] = (
+            f"the card CUZK_SIM_DEVICE lines of {', '.join(log_names)} name "
+            f"(cudaGetDeviceProperties: name, total memory); {context}"
+        )
+        fitted.add("gpu.model")
+        fitted.add("gpu.vram")
+    elif gpu_model is not None or vram is not None:
+        gpu["model"] = gpu_model or (card[0] if card else gpu["model"])
+        gpu["vram"] = vram or (card[1] if card else gpu["vram"])
         gpu["source"] = f"the card of {', '.join(log_names)} as given to calibrate; {context}"
     else:
         gpu["source"] = (

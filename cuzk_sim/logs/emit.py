@@ -178,6 +178,13 @@ def sim_context(gpu: int, nbytes: int) -> str:
     return f"CUZK_SIM_CONTEXT: gpu={gpu} bytes={nbytes}"
 
 
+def sim_device(gpu: int, total_bytes: int, name: str) -> str:
+    """The card GPU `gpu` is (cudaGetDeviceProperties: its name and total memory), so
+    `cuzk-sim calibrate` takes the profile's `[gpu] model` and `vram` from the log. Ours
+    only (cuzk prints neither); the name runs to the end of the line."""
+    return f"CUZK_SIM_DEVICE: gpu={gpu} bytes={total_bytes} name={name}"
+
+
 # --- tracing (tracing-subscriber fmt, cuzk-daemon main.rs) ---
 
 
@@ -203,6 +210,21 @@ def engine_starting(when: dt.datetime, pipeline_enabled: bool = True) -> str:
     """Engine::start, logged right after TIMELINE's epoch is set: TIMELINE offset 0."""
     return tracing_line(
         when, "INFO", ENGINE_TARGET, "starting cuzk engine", pipeline_enabled=pipeline_enabled
+    )
+
+
+def initializing_gpu_workers(when: dt.datetime, gpus: list[int], workers_per_device: int) -> str:
+    """Engine::start, once, before the workers spawn: `num_gpus`, `gpu_workers_per_device`,
+    `total_workers` and the ordinals (`gpus = ?gpu_ordinals`, Debug: `[0, 1]`)."""
+    return tracing_line(
+        when,
+        "INFO",
+        ENGINE_TARGET,
+        "initializing GPU workers",
+        num_gpus=len(gpus),
+        gpu_workers_per_device=workers_per_device,
+        total_workers=len(gpus) * workers_per_device,
+        gpus="[" + ", ".join(str(g) for g in gpus) + "]",
     )
 
 

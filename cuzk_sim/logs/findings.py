@@ -97,6 +97,11 @@ class FindingBook:
         return [f for f in self.ordered() if f.severity == "error"]
 
 
+def _circuit(cid: str) -> str:
+    """A circuit id as the sentence names it (a line without one: say so, not `?`)."""
+    return "a circuit the line does not name" if cid in ("", "?") else cid
+
+
 def end_of_log_findings(a: Any) -> None:
     """The findings that need the whole log: routing, PCE, contention, starvation.
     a: the log's `Analyzer` (cuzk_sim/logs/timeline.py, which calls this at the end)."""
@@ -115,7 +120,7 @@ def end_of_log_findings(a: Any) -> None:
     for cid, (n, text) in a.pce_save_failed.items():
         a.book.add(
             "pce_save_failed",
-            f"The PCE of {cid} could not be saved to the param cache, so it is "
+            f"The PCE of {_circuit(cid)} could not be saved to the param cache, so it is "
             "re-extracted after every daemon restart (83 s and 14 GiB of host memory "
             "for SnapDeals): make the param cache writable by the daemon's user.",
             [(n, text)],
@@ -125,7 +130,7 @@ def end_of_log_findings(a: Any) -> None:
             total = sum(ms_ for _, _, ms_ in seen) / 1000
             a.book.add(
                 "pce_reextracted",
-                f"The PCE of {cid} was extracted {len(seen)} times in this log "
+                f"The PCE of {_circuit(cid)} was extracted {len(seen)} times in this log "
                 f"({total:.0f} s in all); after the first it should load from disk.",
                 [(n, t) for n, t, _ in seen],
             )

@@ -36,6 +36,8 @@ class Fit:
     provenance: str
     basis: str = "fitted"  # "measured": one line timed exactly this step at this size
     points: tuple[tuple[int, float], ...] = ()  # (size, seconds) measured, for Cost.points
+    samples: int = 0  # readings it was fitted from
+    scaling: str = ""  # how the readings became the figure at the profile's size
 
     @property
     def change(self) -> float:

@@ -76,11 +76,18 @@ def cuzk_log_lines(
     epoch: dt.datetime | None = None,
     pool_max: bool = True,
     memory_aware: bool = False,
+    layout: tuple[list[int], int] | None = None,
+    staged_under: bool | None = None,
 ) -> list[str]:
     """The log, in time order. pce_extract_s: extraction seconds per kind (the profile's),
     for the `PCE extraction complete extract_ms=` field; pool_max: the async pool's release
     threshold was set to UINT64_MAX (cuzk then logs it once per GPU); memory_aware: the
-    pre-staging asks cudaMemGetInfo first and logs `prestage_vram` (Phase 9's final fix)."""
+    pre-staging asks cudaMemGetInfo first and logs `prestage_vram` (Phase 9's final fix);
+    layout: the GPU ordinals and workers per GPU the engine ran (the scenario's), for the
+    engine's `initializing GPU workers` line and a start line for every worker, as cuzk
+    prints them (else only the workers that ran a partition); staged_under: pre-staging
+    allocates under the mutex (its line then follows pre_lock even on one instant; None:
+    told by the span times)."""
     w = emit.LogWriter(None, epoch)  # type: ignore[arg-type]
     lines: list[_Line] = []
     seq = iter(range(1 << 62))
@@ -97,10 +104,15 @@ def cuzk_log_lines(
         add(t, fn(emit.ms(t - epoch_of(t)), *args), True)
 
     ids = worker_ids(result)
+    if layout is not None:
+        gpus, wpd = layout
+        ids = {f"gpu{g}-w{k}": (i * wpd + k, g, k) for i, g in enumerate(gpus) for k in range(wpd)}
     failed = _failed_parts(result)
     vram_check = _vram_check(result) if memory_aware else None
     for t0 in run_epochs:
         add(t0, emit.engine_starting(w.when(t0)))
+        if layout is not None:
+            add(t0, emit.initializing_gpu_workers(w.when(t0), layout[0], layout[1]))
         for _name, (wid, gpu, sub) in sorted(ids.items(), key=lambda x: x[1]):
             add(t0, emit.gpu_worker_started(w.when(t0), wid, gpu, sub))
 
@@ -141,7 +153,7 @@ def cuzk_log_lines(
         tl(s.start_s, emit.gpu_pickup, proof, wid, part)
         tl(s.start_s, emit.gpu_start, proof, wid, part)
         shape = SHAPES.get(proof.rsplit("-", 1)[0])  # the model names proofs <kind>-<n>
-        for t, text in partition_timing(s, inner, shape, vram_check):
+        for t, text in partition_timing(s, inner, shape, vram_check, staged_under):
             add(t, text)
         if (proof, part) not in failed:
             tl(s.end_s, emit.gpu_end, proof, wid, part, _ms(s.start_s, s.end_s))
@@ -244,6 +256,7 @@ def partition_timing(
     inner: list[Span],
     shape: CircuitShape | None = None,
     vram_check=None,  # (t, device, shape) -> the prestage_vram line, when memory-aware
+    staged_under: bool | None = None,  # the staging is allocated under the mutex
 ) -> list[tuple[float, str]]:
     """The C++ timing lines of one partition from its worker's spans inside it."""
     out: list[tuple[float, str]] = []
@@ -252,23 +265,33 @@ def partition_timing(
     def first(pred) -> Span | None:
         return next((x for x in inner if pred(x)), None)
 
+    hold = first(lambda x: x.cat == "lock" and x.name.startswith("hold "))
+    wait = first(lambda x: x.cat == "lock" and x.name.startswith("wait "))
     staged = [x for x in inner if x.cat == "copy" and x.name.startswith("stage_")]
+    stage_lines: list[tuple[float, str]] = []
     if staged and shape is not None:  # the staging buffers were allocated: pre-staging ran
         if vram_check is not None:
-            out.append((staged[0].start_s, vram_check(staged[0].start_s, part.device, shape)))
-        out.append((staged[0].start_s, emit.prestage_ok(shape.domain, 0)))
+            t = staged[0].start_s
+            stage_lines.append((t, vram_check(t, part.device, shape)))
+        stage_lines.append((staged[0].start_s, emit.prestage_ok(shape.domain, 0)))
+    # staged under the mutex: its line follows the pre_lock line of the same instant
+    if staged_under is None:  # not told: by the times (a tie reads as before the lock)
+        staged_under = hold is not None and bool(staged) and hold.start_s < staged[0].start_s
+    under = hold is not None and staged_under
+    if not under:
+        out += stage_lines
     prep = first(lambda x: x.cat == "cpu" and x.name == "prep_msm")
     if prep is not None:
         out.append((prep.end_s, emit.prep_msm(_ms(prep.start_s, prep.end_s))))
     bg2 = first(lambda x: x.cat == "cpu" and x.name == "b_g2_msm")
     if bg2 is not None:
         out.append((bg2.end_s, emit.b_g2_msm(_ms(bg2.start_s, bg2.end_s))))
-    hold = first(lambda x: x.cat == "lock" and x.name.startswith("hold "))
-    wait = first(lambda x: x.cat == "lock" and x.name.startswith("wait "))
     if hold is None:
         return out
     asked = wait.start_s if wait is not None else hold.start_s
     out.append((hold.start_s, emit.pre_lock(_ms(t0, asked), _ms(asked, hold.start_s))))
+    if under:
+        out += stage_lines
     kernels = [x for x in inner if x.cat in ("kernel", "copy")]
     msm_h = first(lambda x: x.cat == "kernel" and _names(x, "msm_h"))
     if msm_h is not None:
@@ -309,9 +332,18 @@ def write_cuzk_log(
     pce_extract_s: dict[str, float] | None = None,
     pool_max: bool = True,
     memory_aware: bool = False,
+    layout: tuple[list[int], int] | None = None,
+    staged_under: bool | None = None,
 ) -> int:
     """Write the log; returns the number of lines."""
-    lines = cuzk_log_lines(result, pce_extract_s, pool_max=pool_max, memory_aware=memory_aware)
+    lines = cuzk_log_lines(
+        result,
+        pce_extract_s,
+        pool_max=pool_max,
+        memory_aware=memory_aware,
+        layout=layout,
+        staged_under=staged_under,
+    )
     for line in lines:
         out.write(line + "\n")
     return len(lines)
@@ -325,5 +357,10 @@ def write_scenario_log(result: SimResult, scenario, path: str) -> int:
     }
     pool_max = scenario.config.pool_release_threshold == NEVER
     aware = scenario.spec.variant.memory_aware_margin is not None
-    with open(path, "w") as f:
-        return write_cuzk_log(result, f, extract, pool_max, aware)
+    cfg = scenario.config
+    layout = (list(cfg.devices or range(cfg.gpus)), cfg.gpu_workers_per_device)
+    from cuzk_sim.outputs import atomic_file
+
+    under = scenario.spec.variant.prestage == "under_mutex"
+    with atomic_file(path) as f:  # whole or not at all
+        return write_cuzk_log(result, f, extract, pool_max, aware, layout, under)

@@ -28,8 +28,15 @@ def to_dict(a: Analyzer, parser: LogParser, lines: LineMap) -> dict:
         "malformed": [{"line": lines.where(n), "why": why, "text": t} for n, why, t in a.malformed],
         "engine_starts": a.engine_starts,
         "workers": {
-            str(w): {"gpu": g, "name": a.worker_name(w)} for w, g in sorted(a.workers.items())
+            str(w): {
+                "gpu": a.workers.get(w),
+                "name": a.worker_name(w),
+                "started_line": w in a.workers,  # else only TIMELINE lines name it
+            }
+            for w in sorted(set(a.workers) | a.timeline_workers)
         },
+        "worker_count": a.worker_count()[0],
+        "worker_count_from": a.worker_count()[1],
         "gpus": {str(g): v for g, v in a.occupancy().items()},
         "observed_seconds_per_proof": a.observed_seconds_per_proof(),
         "proofs_done": a.done_n,
@@ -52,6 +59,11 @@ def to_dict(a: Analyzer, parser: LogParser, lines: LineMap) -> dict:
     }
 
 
+def _workers(a: Analyzer) -> str:
+    n, source = a.worker_count()
+    return f"{n} GPU worker(s)" + ("" if source == "start-up lines" else f" ({source})")
+
+
 def _ms(v: int | None) -> str:
     return "-" if v is None else f"{v / 1000:.3f}"
 
@@ -61,7 +73,7 @@ def print_report(a: Analyzer, parser: LogParser, lines: LineMap, console: Consol
     console.print(
         f"{', '.join(lines.files)}: {c.lines} lines, {c.known} known, {c.unknown} not "
         f"cuzk's (ignored), {c.malformed} malformed; {a.engine_starts} engine start(s), "
-        f"{len(a.workers)} GPU worker(s), {a.closed_count} partition(s)"
+        f"{_workers(a)}, {a.closed_count} partition(s)"
     )
     for n, why, text in a.malformed[:10]:
         console.print(f"  [yellow]malformed[/yellow] {lines.where(n)}: {why}: {escape(text[:120])}")

@@ -130,6 +130,8 @@ def step_fits(
                     else ""
                 ),
                 points=tuple((size, t) for size, t in sizes_times) if len(pts) >= 2 else (),
+                samples=samples,
+                scaling=f"{how} ({size_list}), read at the profile's size {at:,}",
             )
         )
     for pinned, rows in sorted(copies.items()):
@@ -166,10 +168,23 @@ def step_fits(
                 None,
                 prov,
                 points=tuple(read) if len(read) >= 2 else (),
+                samples=n,
+                scaling=f"latency + bytes / rate over {len(pts)} copy sizes",
             )
         )
         if not pinned and len(pts) >= 2:
-            fits.append(Fit("copy_engine.latency", base.copy_latency, lat, None, None, prov))
+            fits.append(
+                Fit(
+                    "copy_engine.latency",
+                    base.copy_latency,
+                    lat,
+                    None,
+                    None,
+                    prov,
+                    samples=n,
+                    scaling=f"the intercept of the rate's fit over {len(pts)} copy sizes",
+                )
+            )
     if assemble:
         merged = Stat()
         for st in assemble:
@@ -187,6 +202,8 @@ def step_fits(
                 f"measured by {logs}: CUZK_SIM_STEP assemble ({merged.n} lines, "
                 f"{_lines(assemble)}), mean {t * 1e3:.3f} ms",
                 basis="measured",
+                samples=merged.n,
+                scaling="the mean, as measured (no rescaling)",
             )
         )
     return fits

@@ -16,168 +16,31 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
+from cuzk_sim.input_errors import LineError
 from cuzk_sim.logs.findings import FindingBook, end_of_log_findings
 from cuzk_sim.logs.parse import Counts, Record
+from cuzk_sim.logs.sections import (  # noqa: F401 - re-exported: the module's old names
+    CIRCUIT_KINDS,
+    FIGURE_SET,
+    FIGURES,
+    KEEP_PARTITIONS,
+    MAX_MALFORMED,
+    MERGED_SPANS,
+    SLOT_OF_KEY,
+    GpuUse,
+    Job,
+    Partition,
+    kind_of,
+)
 from cuzk_sim.logs.stats import Stat
 
-KEEP_PARTITIONS = 2000
-CIRCUIT_KINDS = {
-    "porep-32g": "porep",
-    "snap-deals-32g": "snapdeals",
-    "window-post-32g": "window_post",
-    "winning-post-32g": "winning_post",
-}
-MAX_MALFORMED = 50
-
-# a CUZK_TIMING key -> the slot of a GPU section it fills (one line per slot per call)
-SLOT_OF_KEY = {
-    "prep_msm_ms": "prep",
-    "b_g2_msm_ms": "b_g2",
-    "pre_lock_cpu_ms": "lock",
-    "ntt_msm_h_ms": "ntt",
-    "barrier_wait_ms": "barrier",
-    "batch_add_ms": "batch",
-    "tail_msm_ms": "tail",
-    "mutex_held_ms": "held",
-    "async_dealloc_ms": "dealloc",
-    "split_vectors_ms": "split",
-}
-# the per-partition figures the statistics keep (for calibrate and the report)
-FIGURES = (
-    "synth_ms",
-    "queue_ms",
-    "gpu_ms",
-    "section_ms",
-    "prep_msm_ms",
-    "b_g2_msm_ms",
-    "pre_lock_cpu_ms",
-    "mutex_wait_ms",
-    "ntt_msm_h_ms",
-    "batch_add_ms",
-    "tail_msm_ms",
-    "gpu_total_ms",
-    "mutex_held_ms",
-    "ntt_h.d_b_alloc",
-    "ntt_h.ntt_kernels",
-    "ntt_h.coset_intt_sync",
-    "ntt_h.msm_init",
-    "ntt_h.msm_invoke",
-    "ntt_h.msm_dtor",
-    "ntt_h.total",
-)
-
-
-FIGURE_SET = frozenset(FIGURES)
-
-
-@dataclass
-class Partition:
-    """One partition of one job, from synthesis to the end of its GPU section."""
-
-    run: int
-    job: str
-    partition: int | None
-    synth_start: int | None = None
-    synth_end: int | None = None
-    synth_ms: int | None = None
-    queued: int | None = None
-    pickup: int | None = None
-    start: int | None = None
-    end: int | None = None
-    gpu_ms: int | None = None
-    worker: int | None = None
-    gpu: int | None = None
-    timing: dict[str, int] = field(default_factory=dict)
-    slots: set[str] = field(default_factory=set)
-    lines: list[tuple[int, str]] = field(default_factory=list)  # its GPU_START / GPU_END
-    jobrec: Job | None = None  # the job it belongs to
-    outcome: str = "open"  # open | done | failed | unfinished
-
-    def note(self, rec: Record) -> None:
-        if len(self.lines) < 8:
-            self.lines.append((rec.lineno, rec.text))
-
-    @property
-    def guarded(self) -> bool:
-        return "lock" in self.slots
-
-    def line_of(self, event: str) -> tuple[int, str] | None:
-        for n, t in self.lines:
-            if f",{event}," in t:
-                return n, t
-        return None
-
-    def to_dict(self) -> dict:
-        def span(a: int | None, b: int | None) -> int | None:
-            return None if a is None or b is None else b - a
-
-        end = self.end if self.outcome in ("done", "failed") else None
-        queued = self.queued if self.queued is not None else self.synth_end
-        synth = self.synth_ms
-        return {
-            "run": self.run,
-            "job": self.job,
-            "partition": self.partition,
-            "worker": self.worker,
-            "gpu": self.gpu,
-            "synthesis_ms": synth if synth is not None else span(self.synth_start, self.synth_end),
-            "queue_wait_ms": span(queued, self.pickup),
-            "gpu_section_ms": span(self.start, end),
-            "mutex_wait_ms": self.timing.get("mutex_wait_ms"),
-            "gpu_ms": self.gpu_ms,
-            "synth_start_ms": self.synth_start,
-            "gpu_start_ms": self.start,
-            "gpu_end_ms": end,
-            "timing": dict(self.timing),
-            "outcome": self.outcome,
-        }
-
-
-@dataclass
-class Job:
-    run: int
-    job: str
-    first_ms: int | None = None
-    synth_end: int | None = None  # the last SYNTH_END of its partitions
-    last_pickup: int | None = None  # the last GPU_PICKUP of its partitions
-    last_end: int | None = None
-    partitions_done: int = 0
-    partitions_seen: set = field(default_factory=set)
-    failed: bool = False
-    kind: str | None = None
-    open: int = 0  # partitions of it not yet closed
-    values: dict[str, list[float]] = field(default_factory=dict)  # figure -> its readings
-    first_lines: dict[str, int] = field(default_factory=dict)  # figure -> first line
-
-
-@dataclass
-class GpuUse:
-    """Per-GPU occupancy from the sweep over TIMELINE events."""
-
-    active: int = 0
-    busy_ms: float = 0.0  # at least one GPU section open
-    starved_ms: float = 0.0  # idle, GPU queue empty, synthesis running
-    first: int | None = None
-    last: int | None = None
-    sections: int = 0
-    held_ms: float = 0.0  # sum of mutex_held_ms
-    # the longest idle gap: ms, (line, text) where it began, (line, text) where it ended
-    longest_gap: tuple[float, tuple[int, str], tuple[int, str]] | None = None
-    idle_since: tuple[int, tuple[int, str]] | None = None  # (ms, line) the GPU went idle
-
-
-def kind_of(partitions: int, synth_ms: float | None) -> str:
-    """The proof kind a job's partition count implies (cuzk-facts.md circuit table)."""
-    if partitions == 10:
-        return "porep"
-    if partitions == 16:
-        return "snapdeals"
-    if partitions <= 1:
-        return "winning_post" if synth_ms is not None and synth_ms < 5000 else "window_post"
-    return f"unknown({partitions} partitions)"
-
+# bounded state: cuzk has a GPU section open per worker and a few partitions per job in
+# flight; a log with more is not one we can follow (30,000 unended sections made every
+# C++ line's attribution a scan of them all)
+MAX_OPEN_SECTIONS = 1024
+MAX_OPEN_PARTITIONS = 100_000
+BACKWARDS_SLACK_MS = 1000  # threads print TIMELINE lines a few ms out of order
 
 MAX_STEP_KEYS = 4096  # distinct (kind, size, bytes, pinned) of CUZK_SIM_STEP lines kept
 
@@ -201,6 +64,9 @@ class Analyzer:
         self.workers: dict[int, int] = {}  # worker id -> assigned GPU
         self.worker_sub: dict[int, int] = {}  # worker id -> its index on its GPU
         self.worker_lines: dict[int, tuple[int, str]] = {}
+        # "initializing GPU workers": the GPU ordinals, workers per GPU, (line, text)
+        self.layout: tuple[list[int], int, tuple[int, str]] | None = None
+        self.timeline_workers: set[int] = set()  # worker ids TIMELINE lines name
         self.parts: dict[tuple, Partition] = {}
         self.open_sections: list[Partition] = []  # started, not ended, in start order
         self.recent: dict[int, deque[Partition]] = {}  # per GPU: recently closed sections
@@ -221,6 +87,10 @@ class Analyzer:
         self.done_last: float | None = None
         self.cpp_gpus: dict[int, tuple[int, str]] = {}  # GPUs named by per-GPU C++ lines
         self.pce_extracted: dict[str, list[tuple[int, str, int]]] = {}
+        # per circuit: (run, TIMELINE ms the extraction began, ms it ended), from the
+        # tracing time of "PCE extraction complete" less its extract_ms
+        self.pce_extract_spans: dict[str, list[tuple[int, float, float]]] = {}
+        self.pce_load_ends: dict[str, list[tuple[int, float]]] = {}  # (run, TIMELINE ms)
         self.pce_save_failed: dict[str, tuple[int, str]] = {}
         self.pce_loaded: set[str] = set()
         self.engine_starts = 0
@@ -244,6 +114,7 @@ class Analyzer:
         self.step_stats: dict[tuple[str, int, int, bool], Stat] = {}
         # CUZK_SIM_CONTEXT (our pipeline): the context measured at each run's start, bytes
         self.context_bytes: list[int] = []
+        self.cards: dict[int, tuple[str, int]] = {}  # CUZK_SIM_DEVICE: GPU -> (name, bytes)
 
     # --- feeding ---
 
@@ -279,6 +150,8 @@ class Analyzer:
             self._engine_start(r)
         elif k == "worker_started":
             self._worker_started(r)
+        elif k == "workers_init":
+            self._workers_init(r)
         elif k in ("rust_panic", "cpp_terminate", "model_panic", "oom_text", "error_oom"):
             self._crash(r)
         elif k == "gpu_failed":
@@ -292,18 +165,33 @@ class Analyzer:
                     return
                 st = self.step_stats[key] = Stat()
             st.add(int(f["us"]) / 1000, r.lineno)  # type: ignore[call-overload]
+        elif k == "sim_device":  # our pipeline's card: (name, total bytes) per GPU
+            if len(self.cards) < MAX_MALFORMED:
+                self.cards[int(r.fields["gpu"])] = (str(r.fields["name"]), int(r.fields["bytes"]))  # type: ignore[call-overload]
         elif k == "sim_context":
             self.context_bytes.append(int(r.fields["bytes"]))  # type: ignore[call-overload]
+        elif k == "pce_extracted" and "circuit_id" not in r.fields:
+            pass  # engine.rs's "background PCE extraction complete [for X]": the extraction
+            # pipeline.rs already logged with its circuit_id (counting it again would double)
         elif k == "pce_extracted":
-            cid = str(r.fields.get("circuit_id", "?"))
+            cid = str(r.fields["circuit_id"])
             ms_ = _int(r.fields.get("extract_ms"))
             self.pce_extracted.setdefault(cid, []).append((r.lineno, r.text, ms_ or 0))
+            end = self._offset_ms(r.t_wall)
+            spans = self.pce_extract_spans.setdefault(cid, [])
+            if end is not None and ms_ is not None and len(spans) < MAX_MALFORMED:
+                spans.append((self.run, end - ms_, end))
         elif k == "pce_save_failed":
             self.pce_save_failed.setdefault(
                 str(r.fields.get("circuit_id", "?")), (r.lineno, r.text)
             )
         elif k == "pce_loaded":
-            self.pce_loaded.add(str(r.fields.get("circuit_id", "?")))
+            cid = str(r.fields.get("circuit_id", "?"))
+            self.pce_loaded.add(cid)
+            end = self._offset_ms(r.t_wall)
+            ends = self.pce_load_ends.setdefault(cid, [])
+            if end is not None and len(ends) < MAX_MALFORMED:
+                ends.append((self.run, end))
         if k.startswith("pce_") and "circuit_id" in r.fields:
             self.circuits.add(str(r.fields["circuit_id"]))
         if k == "rayon_threads":
@@ -319,6 +207,12 @@ class Analyzer:
         key = (self.run, job, p)
         part = self.parts.get(key)
         if part is None:
+            if len(self.parts) >= MAX_OPEN_PARTITIONS:
+                raise LineError(
+                    self.now_line,
+                    f"more than {MAX_OPEN_PARTITIONS} partitions open at once (started, "
+                    "never ended): not a log this reader can follow",
+                )
             part = self.parts[key] = Partition(self.run, job, p)
             jk = (self.run, job)
             if jk not in self.jobs:
@@ -334,9 +228,12 @@ class Analyzer:
         dt_ = t - self.now
         if dt_ > 0:
             for use in self.gpus.values():
-                if use.active > 0:
-                    use.busy_ms += dt_
-                elif use.first is not None and self.queue <= 0 and self.synth_active > 0:
+                if (
+                    use.active == 0
+                    and use.first is not None
+                    and self.queue <= 0
+                    and self.synth_active > 0
+                ):
                     use.starved_ms += dt_
         self.now = t
         self.now_line = lineno
@@ -350,12 +247,22 @@ class Analyzer:
         f = r.fields  # the parser made ms, worker, partition, synth_ms, gpu_ms ints
         t, ev, job = f["ms"], f["event"], f["job"]
         p = f.get("partition")
+        if t < self.now - BACKWARDS_SLACK_MS:
+            raise LineError(
+                r.lineno,
+                f"TIMELINE time {t} ms is {self.now - t} ms before line {self.now_line}'s: "
+                "the timestamps run backwards (one run's times only rise; a restart prints "
+                "'starting cuzk engine' first)",
+            )
         if self.first_ms is None:
             self.first_ms = t
         if self.last_ms is None or t > self.last_ms:
             self.last_ms = t
         self._advance(t, r.lineno)
         part = self._part(job, p)
+        w = f.get("worker")
+        if w is not None and len(self.timeline_workers) < MAX_STEP_KEYS:
+            self.timeline_workers.add(w)  # type: ignore[arg-type]
         if ev == "GPU_START" or ev == "GPU_END":  # the lines findings cite
             part.lines.append((r.lineno, r.text))
         jobrec = self.jobs[(self.run, job)]
@@ -381,7 +288,9 @@ class Analyzer:
             jobrec.last_pickup = t if jobrec.last_pickup is None else max(jobrec.last_pickup, t)
             if part.queued is not None:
                 self.queue = max(self.queue - 1, 0)
-                self._stat(part, "queue_ms", t - part.queued, r.lineno)
+                # threads print a line a ms or so apart: a pickup before its queue line
+                # waited 0
+                self._stat(part, "queue_ms", max(t - part.queued, 0), r.lineno)
             part.worker = f.get("worker")
             part.gpu = self._gpu_of(part.worker)
         elif ev == "GPU_START":
@@ -389,6 +298,12 @@ class Analyzer:
             part.worker = f.get("worker")
             part.gpu = self._gpu_of(part.worker)
             part.outcome = "open"
+            if len(self.open_sections) >= MAX_OPEN_SECTIONS and part not in self.open_sections:
+                raise LineError(
+                    r.lineno,
+                    f"more than {MAX_OPEN_SECTIONS} GPU sections open at once (GPU_START "
+                    "without GPU_END): not a log this reader can follow",
+                )
             self.open_sections.append(part)
             use = self.gpus.setdefault(part.gpu, GpuUse())
             if use.active == 0 and use.idle_since is not None:
@@ -414,6 +329,9 @@ class Analyzer:
             use = self.gpus.setdefault(part.gpu or 0, GpuUse())
             use.active = max(use.active - 1, 0)
             use.last = part.end if part.end is not None else self.now
+            if part.start is not None:  # on one clock across restarts
+                off = 1000.0 * self.run_offsets.get(part.run, 0.0)
+                use.add_section(part.start + off, use.last + off)
             if use.active == 0:
                 end_line = part.line_of("GPU_END") or (lineno, "")
                 use.idle_since = (self.now, end_line)
@@ -531,6 +449,8 @@ class Analyzer:
                 timing[key] = v  # type: ignore[assignment]
             if key in FIGURE_SET:
                 self._stat(sec, key, v, r.lineno)
+        if slot == "prep":  # the split path's C++ prints it for every partition
+            self.variant["prep_lines"] = self.variant.get("prep_lines", 0) + 1
         if slot == "b_g2":
             self.variant["b_g2_cpu"] = self.variant.get("b_g2_cpu", 0) + 1
         if slot == "lock":
@@ -565,12 +485,27 @@ class Analyzer:
                 "sections, so their buffers add up in its VRAM.",
                 ev + [(r.lineno, r.text)],
             )
+        if any(h is not sec and gpu != g for gpu, h in self.holding.items()):
+            # two GPUs inside their mutexes at once: the mutex is not one global lock
+            self.variant["held_across_gpus"] = self.variant.get("held_across_gpus", 0) + 1
         self.holding[g] = sec
 
     def _physical_gpu(self, sec: Partition) -> int:
         if self.routed_to_gpu0():
             return 0
         return sec.gpu or 0
+
+    def worker_count(self) -> tuple[int, str]:
+        """How many GPU workers the log shows, and from what: the engine's layout line,
+        its worker start-up lines, else the worker ids of the TIMELINE lines."""
+        if self.layout is not None:
+            return len(self.layout[0]) * self.layout[1], "initializing GPU workers"
+        ids = set(self.workers) | self.timeline_workers
+        if self.workers and ids == set(self.workers):
+            return len(ids), "start-up lines"
+        if self.workers:
+            return len(ids), "start-up lines and TIMELINE worker ids"
+        return len(ids), "TIMELINE worker ids: no start-up line"
 
     def worker_name(self, wid: int | None) -> str:
         """The model's name for a worker (`gpu<assigned>-w<index>`), so traces match."""
@@ -665,6 +600,25 @@ class Analyzer:
             sub = _int(r.fields.get("sub_id"))
             self.worker_sub[wid] = sub if sub is not None else wid
             self.worker_lines.setdefault(wid, (r.lineno, r.text))
+
+    def _workers_init(self, r: Record) -> None:
+        wpd = _int(r.fields.get("gpu_workers_per_device"))
+        text = str(r.fields.get("gpus", "")).strip("[] ")
+        try:
+            gpus = [int(g) for g in text.split(",") if g.strip()]
+        except ValueError:
+            gpus = []
+        if not gpus:
+            n = _int(r.fields.get("num_gpus"))
+            gpus = list(range(n)) if n is not None and 0 < n <= 4096 else []
+        if wpd is not None and wpd > 0 and gpus and len(gpus) <= 4096:
+            self.layout = (gpus, wpd, (r.lineno, r.text))
+
+    def _offset_ms(self, t_wall: float | None) -> float | None:
+        """A tracing line's time as a TIMELINE offset of the current run (ms)."""
+        if t_wall is None or self.epoch_wall is None:
+            return None
+        return (t_wall - self.epoch_wall - self.run_offsets.get(self.run, 0.0)) * 1000.0
 
     def _crash(self, r: Record) -> None:
         if not r.fields.get("oom", True):

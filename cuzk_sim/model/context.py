@@ -1,6 +1,7 @@
 """What the engine's entities share during one run: the clock, the configuration, the
-machine the workers execute on, the daemon's queues and processes, the PCE cache and
-the run's counters; and the proof's way back (a partition returned, the run finished).
+machine the workers execute on, the daemon's queues and processes, the PCE cache, the
+host side (model/host_side.py) and the run's counters; and the proof's way back (a
+partition returned, the run finished).
 
 The entities (model/synthesis.py, model/gpu_loop.py, model/faults.py) read and write
 only this; model/engine.py builds it, starts them and assembles the result.
@@ -21,6 +22,7 @@ from cuzk_sim.model.counters import Proof, RunCounters
 from cuzk_sim.model.fast import FastLayer
 from cuzk_sim.model.gpu import Device
 from cuzk_sim.model.host import PceCache
+from cuzk_sim.model.host_side import HostSide
 from cuzk_sim.model.jitter import Jitter
 from cuzk_sim.model.machine import Machine
 from cuzk_sim.model.queues import Queues
@@ -40,6 +42,7 @@ class RunContext:
     workers: list[Worker]
     jitter: Jitter
     pce: PceCache
+    host_side: HostSide  # residency, RSS, synthesis contention (model/host_side.py)
     queues: Queues
     layer: FastLayer
     stop: simpy.Event
@@ -61,6 +64,7 @@ class RunContext:
         memory is released; the proof finishes with its last partition."""
         if reserved:
             self.machine.ram.unreserve("synthesis", proof.id, self.shapes[proof.kind].host_bytes)
+            self.host_side.partition_done(proof.kind)
         proof.returned += 1
         if proof.returned == proof.partitions:  # every partition is back (done or not)
             proof.finished = True

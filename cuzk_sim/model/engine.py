@@ -38,6 +38,7 @@ from cuzk_sim.model.fast import FastLayer, FastPaths
 from cuzk_sim.model.gpu import Device
 from cuzk_sim.model.gpu_loop import GpuLoop
 from cuzk_sim.model.host import HostMemory, PceCache
+from cuzk_sim.model.host_side import HostSide
 from cuzk_sim.model.jitter import Jitter, replica_seed
 from cuzk_sim.model.machine import Machine, Recorder
 from cuzk_sim.model.queues import Queues
@@ -140,6 +141,7 @@ class Simulation:
             workers=self.workers,
             jitter=self.jitter,
             pce=pce,
+            host_side=HostSide(self.machine, shapes, profile, pce, cfg.host_cores),
             queues=Queues.fresh(env, cfg),
             layer=layer,
             stop=env.event(),
@@ -192,6 +194,10 @@ class Simulation:
     @property
     def pce(self) -> PceCache:
         return self.ctx.pce
+
+    @property
+    def host_side(self) -> HostSide:
+        return self.ctx.host_side
 
     @property
     def proofs(self) -> list[Proof]:
@@ -348,6 +354,7 @@ class Simulation:
             seconds_per_proof=seconds_per_proof(times, first),
             peak_vram_bytes={d.index: d.memory.peak_used for d in self.devices},
             peak_host_bytes=m.ram.peak_used,
+            peak_host_rss_bytes=self.ctx.host_side.rss.peak,
             host_budget_bytes=m.ram.budget,
             peak_core_demand=m.cores.peak_demand,
             host_samples=m.ram.samples if plain_series and m.ram.samples else [],

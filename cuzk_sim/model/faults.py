@@ -65,6 +65,7 @@ def restart(ctx: RunContext, at: float, start_daemon: Callable[[], None]) -> Gen
     ctx.queues = Queues.fresh(env, cfg)
     ctx.pce.restart()
     ctx.pce.pending.clear()  # an extraction in flight died with the process
+    ctx.host_side.restart()  # SRS and PCE no longer resident
     ctx.layer.sections.clear()  # learnt sections keyed by the old memories' states
     lost_text = f"; {len(lost)} proofs in flight lost" if lost else ""
     ctx.log(f"daemon restart: in-memory PCE dropped{lost_text}")

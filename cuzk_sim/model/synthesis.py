@@ -49,12 +49,10 @@ def dispatch_partitions(ctx: RunContext) -> Generator:
     """partition_workers > 0: take a proof, make its PCE available, hand each partition
     to its own synthesis task (which waits for a permit), and go on to the next proof
     (cuzk spawns the tasks and does not wait for them)."""
-    env = ctx.env
     while True:
         item = yield ctx.queues.jobs.get()
         proof: Proof = item.item
-        if ctx.shapes[proof.kind].pce:
-            yield from ctx.pce.ensure(env, ctx.machine.ram, proof.kind, ctx.log)
+        yield from ctx.host_side.load_kind(proof.kind)  # SRS, PCE resident
         for p in range(proof.partitions):
             ctx.spawn(synthesize_partition(ctx, proof, p))
 
@@ -75,11 +73,7 @@ def synthesize_partition(ctx: RunContext, proof: Proof, p: int) -> Generator:
     counters.ram_wait_s += env.now - asked
     seconds = partition_seconds(ctx, proof)
     t0 = env.now
-    if m.cores_shared:
-        yield m.cores.run(ctx.jitter.scale(seconds), ctx.profile.synthesis_threads)
-    else:
-        yield env.timeout(ctx.jitter.scale(seconds))
-        m.cores.work_s += seconds * ctx.profile.synthesis_threads
+    yield from ctx.host_side.synthesize(proof.kind, ctx.jitter.scale(seconds))
     m.events += 2
     counters.synth_busy_s += env.now - t0
     if _recording(ctx):
@@ -102,25 +96,16 @@ def synthesize(ctx: RunContext, index: int) -> Generator:
         asked = env.now
         yield m.ram.reserve("synthesis", proof.id, proof.partitions * shape.host_bytes)
         counters.ram_wait_s += env.now - asked  # metrics.py: synthesizers waiting on RAM
-        if shape.pce:
-            yield from ctx.pce.ensure(env, m.ram, proof.kind, ctx.log)
+        yield from ctx.host_side.load_kind(proof.kind)  # SRS, PCE resident
         rounds = math.ceil(proof.partitions / cfg.max_parallel_synthesis)
         seconds = partition_seconds(ctx, proof)
         t0 = env.now
-        if m.cores_shared:  # each round: its partitions in parallel, sharing cores
-            left = proof.partitions
-            for _ in range(rounds):
-                now_parts = min(left, cfg.max_parallel_synthesis)
-                left -= now_parts
-                yield m.cores.run(
-                    ctx.jitter.scale(seconds), now_parts * ctx.profile.synthesis_threads
-                )
-        else:
-            if ctx.jitter:
-                yield env.timeout(sum(ctx.jitter.scale(seconds) for _ in range(rounds)))
-            else:
-                yield env.timeout(rounds * seconds)
-            m.cores.work_s += proof.partitions * seconds * ctx.profile.synthesis_threads
+        left = proof.partitions
+        for _ in range(rounds):  # each round: its partitions side by side
+            now_parts = min(left, cfg.max_parallel_synthesis)
+            left -= now_parts
+            scaled = ctx.jitter.scale(seconds)
+            yield from ctx.host_side.synthesize(proof.kind, scaled, now_parts)
         m.events += 4
         counters.synth_busy_s += env.now - t0  # metrics.py: synthesizer busy time
         if _recording(ctx):

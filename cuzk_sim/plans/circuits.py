@@ -34,6 +34,11 @@ class CircuitShape:
     # the host side as a scenario states it (`[plan.host]`, cuzk_sim/scenario/plan_sources.py)
     synthesis_s: float | None = None  # one partition's synthesis; None: profile x constraints
     pce: bool = True  # the engine makes the kind's PCE available (load/extract) first
+    # what the daemon keeps resident once the kind is used (cuzk-memory-manager.md 1.3/1.4,
+    # cuzk-project.md Phase 5): the SRS in pinned host memory, the PCE on the heap
+    srs_bytes: int = 0
+    pce_bytes: int = 0
+    witness_fraction: float = 1.0  # aux (witness) elements / constraints (PCE num_aux)
 
     @property
     def domain(self) -> int:
@@ -56,9 +61,24 @@ class CircuitShape:
         return int(points * self.tail_fraction)
 
 
+MIB = 2**20
+# SRS sizes: cuzk-memory-manager.md 1.3 (pinned = .params size). Its SnapDeals ~33 GiB,
+# not cuzk-project.md's ~626 MB: a Groth16 key holds one G1 point per H element (2^27 x
+# 96 B = 12 GiB at domain 2^27) besides A, B and L, so no 2^27 circuit's key is below
+# 12 GiB; 626 MB is not a 32 GiB SnapDeals key (docs/simulator.md). PCE: cuzk-project.md
+# Phase 5 (PoRep 25.7 GiB measured), cuzk-memory-manager.md 1.4 for the others.
 SHAPES: dict[str, CircuitShape] = {
-    "porep": CircuitShape("porep", 130_278_541, 27, 10, 2, 14 * GIB),
-    "snapdeals": CircuitShape("snapdeals", 81_049_499, 27, 16, 2, 9 * GIB),
-    "window_post": CircuitShape("window_post", 125_279_217, 27, 1, 3, 14 * GIB),
-    "winning_post": CircuitShape("winning_post", 370_590, 19, 1, 4, GIB // 2),
-}
+    "porep": CircuitShape(
+        "porep", 130_278_541, 27, 10, 2, 14 * GIB,
+        srs_bytes=44 * GIB, pce_bytes=round(25.7 * GIB), witness_fraction=130_169_893 / 130_278_541,
+    ),
+    "snapdeals": CircuitShape(
+        "snapdeals", 81_049_499, 27, 16, 2, 9 * GIB, srs_bytes=33 * GIB, pce_bytes=17 * GIB
+    ),
+    "window_post": CircuitShape(
+        "window_post", 125_279_217, 27, 1, 3, 14 * GIB, srs_bytes=57 * GIB, pce_bytes=26 * GIB
+    ),
+    "winning_post": CircuitShape(
+        "winning_post", 370_590, 19, 1, 4, GIB // 2, srs_bytes=184 * MIB, pce_bytes=410 * MIB
+    ),
+}  # fmt: skip

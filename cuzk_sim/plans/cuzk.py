@@ -12,7 +12,10 @@ follow the source (cited in docs/simulator.md):
 - MSM buckets/histogram and the per-invoke `d_temp` (digits, scalars, points) come from
   `gpu.Dmalloc` = cudaMallocAsync: they land in the async pool (sppark msm/pippenger.cuh).
 - Phase 9 pre-staging: a per-worker `d_a` copy and `d_bc`, ~6 GiB in all at 2^27
-  (the incident report); `d_a` is N·32 B, `d_bc` the rest (N·16 B). Their host sources
+  (the incident report); `d_a` is N·32 B, `d_bc` the rest (N·16 B). Uploaded on their
+  own stream, each NTT waiting on its own vector's event (cuzk-project.md Phase 9:
+  "record CUDA events per polynomial. The NTT kernels stream.wait() on these events"):
+  a's NTTs run beside the b/c upload. Their host sources
   are page-locked with cudaHostRegister before the GPU mutex (curio cuzk-project.md,
   Phase 9: "Pin host pages with cudaHostRegister before the GPU mutex"): `pinned_a`,
   `pinned_bc`, host-pinned buffers of the same sizes, released when the partition ends.
@@ -196,9 +199,16 @@ def build_partition_plan(shape: CircuitShape, variant: CuzkVariant, vram_bytes: 
                 note="prestage_setup",
             ),
             Copy("stage_a", stage_a, pinned=True, stream="upload"),
-            Copy("stage_bc", stage_bc, pinned=True, stream="upload"),
         ]
-        prestaged: list[Step] = [Sync("upload"), *_ntt_pair("a", N), *_ntt_pair("b", N)]
+        # the NTTs of a wait for a's upload only (a CUDA event per polynomial, Phase 9),
+        # so the b/c upload runs beside them; b's NTTs wait for it
+        prestaged: list[Step] = [
+            Sync("upload"),
+            Copy("stage_bc", stage_bc, pinned=True, stream="upload"),
+            *_ntt_pair("a", N),
+            Sync("upload"),
+            *_ntt_pair("b", N),
+        ]
         prestaged += [Kernel("a_mul_b", "pointwise", N), *_ntt_pair("c", N)]
         prestaged += [Kernel("sub_mul_z_inv", "pointwise", N)]
         if variant.free_d_bc_after_ntt:

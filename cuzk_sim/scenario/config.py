@@ -61,21 +61,64 @@ def check_devices(spec: ScenarioFile, source: str) -> None:
             )
 
 
+def resident_bytes(spec: ScenarioFile, shapes: dict[str, CircuitShape]) -> int:
+    """What the daemon keeps resident once every kind of the workload was used: each
+    kind's SRS (pinned) and PCE (heap), permanent reservations (model/host_side.py)."""
+    kinds = {w.kind for w in spec.workload}
+    return sum(shapes[k].srs_bytes + (shapes[k].pce_bytes if shapes[k].pce else 0) for k in kinds)
+
+
 def check_host_fits(
     spec: ScenarioFile, shapes: dict[str, CircuitShape], profile: Profile, budget: int, source: str
 ) -> None:
-    """One proof's partitions, and a PCE extraction, must fit the host budget."""
+    """The resident SRS and PCE of every kind plus the smallest unit of work the engine
+    admits (one partition with a partition pool, a whole proof without: its reservation)
+    must fit the budget; so must a PCE extraction."""
+    fixed = resident_bytes(spec, shapes)
+    pool = spec.engine.synthesis.partition_workers
     for w in spec.workload:
         shape = shapes[w.kind]
-        need = (w.partitions or shape.partitions) * shape.host_bytes
+        parts = 1 if pool else (w.partitions or shape.partitions)
+        need = fixed + parts * shape.host_bytes
         if need > budget:
+            unit = "one partition" if pool else f"its {parts} partitions"
             raise impossible(
                 source,
-                f"one {w.kind} proof needs {need / 2**30:.1f} GiB of host memory for its "
-                f"partitions; the budget (engine.memory) is {budget / 2**30:.1f} GiB",
-            )
-    if profile.pce_host_bytes > budget:
+                f"one {w.kind} proof needs {need / 2**30:.1f} GiB of host memory: "
+                f"{fixed / 2**30:.1f} GiB resident (SRS + PCE) and {unit} "
+                f"({parts} x {shape.host_bytes / 2**30:.1f} GiB, memory.rs); the budget "
+                f"(engine.memory) is {budget / 2**30:.1f} GiB"
+                + ("" if pool else "; a partition pool (engine.synthesis.partition_workers) "
+                   "needs only one partition at a time"),
+            )  # fmt: skip
+    if fixed + profile.pce_host_bytes > budget:
         raise impossible(source, "PCE extraction needs more host memory than the budget")
+
+
+def host_bound(spec: ScenarioFile, shapes: dict[str, CircuitShape], budget: int) -> str:
+    """Which reservation bounds the partitions held at once, in words: the partition pool
+    (its permits and channel), the budget left after the resident SRS and PCE, or (whole
+    proofs) the synthesizers."""
+    fixed = resident_bytes(spec, shapes)
+    per = max(shapes[w.kind].host_bytes for w in spec.workload)
+    by_budget = max((budget - fixed) // per, 0)
+    pool = spec.engine.synthesis.partition_workers
+    left = (
+        f"{(budget - fixed) / 2**30:.1f} GiB of the budget after {fixed / 2**30:.1f} GiB resident"
+    )
+    if pool:
+        held = 2 * pool + spec.engine.gpus.gpu_workers_per_device * spec.hardware.gpus
+        if by_budget < held:
+            return (
+                f"host budget: {left} holds {by_budget} partitions of {per / 2**30:.0f} GiB, "
+                f"fewer than the pool's {pool} permits + {pool} channel slots + GPU workers "
+                f"({held})"
+            )
+        return (
+            f"partition pool: {pool} permits + a channel of {max(pool, 1)} (at most {held} "
+            f"partitions held); {left} would hold {by_budget}"
+        )
+    return f"synthesizers: whole proofs reserved at once; {left} holds {by_budget} partitions"
 
 
 def engine_config(

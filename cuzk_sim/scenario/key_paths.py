@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 import difflib
 import re
-import tomllib
 import types
 import typing
 from collections.abc import Mapping
@@ -23,14 +22,24 @@ from typing import Any
 from pydantic import BaseModel
 
 from cuzk_sim.input_errors import InputError
+from cuzk_sim.input_files import parse_toml
 
-_PART = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)")
+_PART = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d{1,6}\])*)")
+MAX_KEY_PATH_CHARS = 256  # the longest real key path is about 50
+MAX_VALUE_CHARS = 4096  # a --set value or an axis value as TOML text
+MAX_VALUE_DEPTH = 8  # nested arrays / inline tables in one value
+MAX_OVERRIDES = 256  # --set options (or axes) in one run
 
 
 def parse_key_path(path: str) -> tuple[str | int, ...]:
     """'workload[0].count' -> ('workload', 0, 'count')."""
     if not isinstance(path, str) or not path:
         raise InputError(f"{path!r}: a key path is dotted key names, e.g. hardware.vram")
+    if len(path) > MAX_KEY_PATH_CHARS:
+        raise InputError(
+            f"{path[:60]!r}...: a key path of {len(path)} characters (at most "
+            f"{MAX_KEY_PATH_CHARS}); the scenario format has none that long"
+        )
     parts: list[str | int] = []
     for piece in path.split("."):
         m = _PART.fullmatch(piece)
@@ -53,12 +62,37 @@ def parse_assignment(text: str, model: type[BaseModel]) -> tuple[str, Any]:
     if not sep or not key:
         raise InputError(f"--set {text!r}: expected KEY=VALUE, e.g. hardware.vram='20 GiB'")
     check_key_path(key, model)
-    value = value.strip()
+    return key, parse_value(value.strip(), f"--set {key}")
+
+
+def parse_value(value: str, where: str) -> Any:
+    """A value as TOML reads it, bounded before the parser sees it: at most
+    MAX_VALUE_CHARS characters and MAX_VALUE_DEPTH levels of arrays and inline tables
+    (tomllib recurses), integers within 64 bits, floats finite. Text that is not a TOML
+    value is the plain string."""
+    if len(value) > MAX_VALUE_CHARS:
+        raise InputError(f"{where}: a value of {len(value)} characters (at most {MAX_VALUE_CHARS})")
+    if _nesting(value) > MAX_VALUE_DEPTH:
+        raise InputError(f"{where}: a value nested deeper than {MAX_VALUE_DEPTH} levels")
     try:
-        parsed = tomllib.loads(f"v = {value}")["v"]
-    except tomllib.TOMLDecodeError:
-        parsed = value
-    return key, parsed
+        doc = parse_toml(f"v = {value}", where)
+    except InputError as e:
+        if "not valid TOML" not in str(e):  # a 5,000-digit integer, inf: refused
+            raise InputError(str(e).replace(f"{where}: v: ", f"{where}: ")) from None
+        return value
+    return doc["v"]
+
+
+def _nesting(text: str) -> int:
+    """An upper bound on the nesting of arrays / inline tables (quotes not skipped)."""
+    depth = deepest = 0
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth = max(depth - 1, 0)
+    return deepest
 
 
 def _unwrap(annotation: Any) -> list[Any]:
@@ -117,7 +151,10 @@ def apply_overrides(
     raw: Mapping[str, Any], overrides: Mapping[str, Any], model: type[BaseModel]
 ) -> dict[str, Any]:
     """A deep copy of `raw` with each `path: value` set. Missing tables are created;
-    a list index must exist (`workload[1]` needs two workload entries)."""
+    a list index must exist (`workload[1]` needs two workload entries). At most
+    MAX_OVERRIDES changes at once."""
+    if len(overrides) > MAX_OVERRIDES:
+        raise InputError(f"{len(overrides)} key changes at once (at most {MAX_OVERRIDES})")
     out: dict[str, Any] = copy.deepcopy(dict(raw))
     for path, value in overrides.items():
         check_key_path(path, model)

@@ -18,9 +18,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from cuzk_sim.input_errors import InputError, from_validation, key_path
+from cuzk_sim.input_errors import InputError, key_path, validate_input
 from cuzk_sim.input_files import MAX_JSON_BYTES
 from cuzk_sim.plan import Lock, Plan, PlanError, Unlock
 from cuzk_sim.plans.circuits import SHAPES, CircuitShape
@@ -47,7 +45,7 @@ def partition_plans(
     plans = {k: build_partition_plan(SHAPES[k], variant, vram) for k in kinds}
     shapes = dict(SHAPES)
     if spec.plan is not None:
-        replay = _replayed_plan(spec.plan, source, base)
+        replay = _replayed_plan(spec.plan, source, base, tuple(spec.plan.kinds or kinds))
         if spec.plan.gpu_prover is not None:
             replay = with_lock_scope(replay, spec.variant.mutex_scope)
         for k in spec.plan.kinds or kinds:
@@ -69,9 +67,11 @@ def with_lock_scope(plan: Plan, scope: str) -> Plan:
     return Plan(plan.name, steps, {**plan.meta, "mutex_scope": scope})
 
 
-def _replayed_plan(src: PlanSource, source: str, base: Path | None) -> Plan:
+def _replayed_plan(
+    src: PlanSource, source: str, base: Path | None, kinds: tuple[str, ...] = ()
+) -> Plan:
     if src.gpu_prover is not None:
-        return gpu_prover_plan_of(src.gpu_prover, source)
+        return gpu_prover_plan_of(src.gpu_prover, source, kinds=kinds)
     assert src.file is not None  # the schema checks that there is exactly one source
     plan_path = Path(src.file)
     if base is not None and not plan_path.is_absolute():
@@ -86,19 +86,21 @@ def _replayed_plan(src: PlanSource, source: str, base: Path | None) -> Plan:
         raise InputError(f"{source}: plan.file: {e}") from None
 
 
-def gpu_prover_plan_of(raw: dict, source: str, at: tuple = ("plan", "gpu_prover")) -> Plan:
+def gpu_prover_plan_of(
+    raw: dict, source: str, at: tuple = ("plan", "gpu_prover"), kinds: tuple[str, ...] = ()
+) -> Plan:
     """The replayed plan of a `[plan] gpu_prover` table `raw`: GpuProverShape's keys plus
     the keys of the prover's ProverFlags as it is now (flags.py). Errors name `source` and
-    the table's key path `at` (another file format may hold such a table elsewhere)."""
+    the table's key path `at` (another file format may hold such a table elsewhere).
+    `kinds`: the proof kinds that replay it (the witness shape's default: porep's when
+    they are all porep)."""
     key = f"{source}: {key_path(at)}"
     try:
         from cuzk_sim.gpu import prover
     except ImportError as e:
         raise InputError(f"{key}: our GPU prover (cuzk_sim.gpu) cannot be imported: {e}") from None
     try:
-        keys = flags_model(prover.ProverFlags, GpuProverShape).model_validate(raw)
-    except ValidationError as e:
-        raise from_validation(source, e, prefix=at) from None
+        keys = validate_input(flags_model(prover.ProverFlags, GpuProverShape), raw, source, at)
     except TypeError as e:  # ProverFlags is no dataclass any more
         raise InputError(f"{key}: the prover's ProverFlags changed: {e}") from None
     n = 1 << keys.domain_log2
@@ -108,7 +110,13 @@ def gpu_prover_plan_of(raw: dict, source: str, at: tuple = ("plan", "gpu_prover"
     h_len = n - 1 if keys.reduction == "bellman" else n
     assume = parse_size(keys.assume_free) if keys.assume_free is not None else None
     try:
+        witness = keys.witness or ("porep" if kinds and set(kinds) == {"porep"} else "dense")
         shape = prover.PartitionShape(n, num_vars, keys.num_public, h_len, keys.reduction)
+        if witness != "dense":  # the queries as dense as the shape says (inputs dense)
+            a, b = prover.witness_shape(witness).counts(num_vars - keys.num_public - 1)
+            first = keys.num_public + 1
+            shape = dataclasses.replace(shape, a_count=first + a, b_count=first + b)
+        shape = dataclasses.replace(shape, witness=witness)
         flags = build_flags(prover.ProverFlags, keys, key)
     except TypeError as e:  # the prover's API moved under the scenario schema
         raise InputError(f"{key}: the prover's PartitionShape/ProverFlags changed: {e}") from None
@@ -137,6 +145,8 @@ def replayed_shape(kind: CircuitShape, plan: Plan, host: PlanHost) -> CircuitSha
         )
     return dataclasses.replace(
         shape,
+        srs_bytes=0,  # a replayed plan holds its own key (e.g. key_pinned buffers): cuzk's
+        pce_bytes=0,  # SRS and PCE residency belong to the cuzk builder's kinds
         host_bytes=shape.host_bytes
         if host.partition_bytes is None
         else parse_size(host.partition_bytes),

@@ -4,21 +4,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from cuzk_sim.calibration import Profile, load_profile
-from cuzk_sim.input_errors import InputError, from_validation
+from cuzk_sim.cards import pricing_kind
+from cuzk_sim.input_errors import InputError, validate_input
 from cuzk_sim.input_files import load_toml
 from cuzk_sim.model.config import EngineConfig
 from cuzk_sim.plan import Plan
 from cuzk_sim.plans.circuits import CircuitShape
 from cuzk_sim.plans.cuzk import CuzkVariant
-from cuzk_sim.scenario import config, key_paths
+from cuzk_sim.scenario import card_rule, config, key_paths
 from cuzk_sim.scenario.bounds import check_run_bounds
 from cuzk_sim.scenario.flags import build_flags
 from cuzk_sim.scenario.plan_sources import partition_plans
@@ -36,6 +36,12 @@ class Scenario:
     profile: Profile
     plans: dict[str, Plan]
     shapes: dict[str, CircuitShape]
+    # what priced and sized the run, for results and rows (scenario/card_rule.py):
+    # where the VRAM came from, and whether the profile was measured on the card, derived
+    # for it by the scaling rules, or assumed (another card's profile standing in)
+    vram_source: str = ""
+    profile_kind: str = "measured"
+    host_bound: str = ""  # which reservation bounds the partitions held (config.host_bound)
 
 
 def load_scenario(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Scenario:
@@ -47,6 +53,7 @@ def load_scenario(path: str | Path, overrides: Mapping[str, Any] | None = None) 
     if overrides:
         try:
             raw = key_paths.apply_overrides(raw, overrides, ScenarioFile)
+            card_rule.apply_card_rule(raw, overrides)  # a card set here replaces vram/profile
         except InputError as e:
             raise InputError(f"{source}: {e}") from None
     return scenario_from_dict(raw, source, path.parent)
@@ -54,13 +61,10 @@ def load_scenario(path: str | Path, overrides: Mapping[str, Any] | None = None) 
 
 def scenario_from_dict(raw: dict, source: str, base: Path | None = None) -> Scenario:
     """Resolve a scenario's TOML table; `base` is the folder relative paths start from."""
-    try:
-        spec = ScenarioFile.model_validate(raw)
-    except ValidationError as e:
-        raise from_validation(source, e) from None
+    spec = validate_input(ScenarioFile, raw, source)  # strict types: no `true` as a count
     check_run_bounds(spec, source)
     try:
-        profile = load_profile(spec.profile, base)
+        profile = load_profile(card_rule.profile_name(spec), base)
     except InputError as e:
         raise InputError(f"{source}: profile: {e}") from None
     vram = config.vram_bytes(spec, profile, source)
@@ -75,7 +79,33 @@ def scenario_from_dict(raw: dict, source: str, base: Path | None = None) -> Scen
         b_g2_threads=min(spec.engine.gpus.gpu_threads or cores, cores),
     )
     parts = partition_plans(spec, variant, vram, source, base)
+    if not spec.engine.pce.enabled:
+        parts = without_pce(parts, profile)
     config.check_host_fits(spec, parts.shapes, profile, budget, source)
     engine = config.engine_config(spec, profile, vram, budget, source)
     name = spec.name or (Path(source).stem if source else "scenario")
-    return Scenario(name, source, spec, engine, profile, parts.plans, parts.shapes)
+    return Scenario(
+        name,
+        source,
+        spec,
+        engine,
+        profile,
+        parts.plans,
+        parts.shapes,
+        vram_source=card_rule.vram_source(spec, profile),
+        profile_kind=pricing_kind(spec.hardware.card, profile),
+        host_bound=config.host_bound(spec, parts.shapes, budget),
+    )
+
+
+def without_pce(parts, profile: Profile):
+    """engine.pce.enabled = false: no kind uses a PCE; synthesis takes the profile's time
+    x its `without_pce` factor (the old path), unless [plan.host] states it."""
+    shapes = {}
+    for k, shape in parts.shapes.items():
+        secs = shape.synthesis_s
+        if secs is None:
+            secs = profile.cpu_seconds("synthesis", shape.constraints, f"synthesis of {k}")
+            secs *= profile.synthesis_without_pce
+        shapes[k] = dataclasses.replace(shape, pce=False, synthesis_s=secs)
+    return dataclasses.replace(parts, shapes=shapes)

@@ -59,7 +59,7 @@ def _known_card(v: str | None) -> str | None:
 
 class Hardware(_Strict):
     gpus: int = Field(1, ge=1, le=64)
-    card: str | None = None  # a preset of cuzk_sim/cards.py: sets vram (unless given)
+    card: str | None = None  # a preset of cuzk_sim/cards.py: sets vram and profile (card_rule.py)
     vram: SizeText | None = None  # default: the card's, else the profile's card
     context_overhead: SizeText | None = None  # default: the profile's constant
     host_ram: SizeText = "512 GiB"
@@ -93,6 +93,9 @@ class MemorySection(_Strict):
 
 
 class PceSection(_Strict):
+    # false: the engine before cuzk's Phase 5 (no PCE: nothing to extract or keep resident,
+    # synthesis x the profile's `without_pce`), as in the Phase 2 baseline
+    enabled: bool = True
     cache_writable: bool = True  # can the PCE be saved to the param cache?
     cached: list[ProofKind] = []  # PCEs already on disk at start
 
@@ -127,6 +130,9 @@ class GpuProverShape(_Strict):
     reduction: Literal["bellman", "snarkjs"] = "bellman"
     num_vars: int | None = Field(None, ge=2, le=2**40)  # m + 1 wires; default: 2^domain_log2
     num_public: int = Field(1, ge=0, le=2**40)  # l
+    # gpu/witness_shape.py: query densities and the 0/1 share of the scalars (dense,
+    # sha256, porep); default: porep when every replayed kind is porep, else dense
+    witness: Literal["dense", "sha256", "porep"] | None = None
     # dry run only: the free bytes a memory-aware allocation sees; default: none given, the
     # replayed plan carries both branches and the model's free memory picks one
     assume_free: SizeText | None = None
@@ -174,6 +180,10 @@ class Expect(_Strict):
     log_contains: list[Text] = Field([], max_length=1000)
     proofs_failed: int | None = Field(None, ge=0, le=2**40)
     pce_extractions: int | None = Field(None, ge=0, le=2**40)
+    peak_host_rss: tuple[SizeText, SizeText] | None = None  # [lo, hi]: the process's RSS
+    # a published figure the model cannot reach: the reason; the failing checks are then
+    # reported as this known miss, and a pass is an error (the miss is gone: remove this)
+    known_miss: Text | None = None
 
     @field_validator("seconds_per_proof")
     @classmethod
@@ -195,7 +205,8 @@ class ScenarioFile(_Strict):
     description: str = Field("", max_length=100_000)
     seed: int = Field(0, ge=0, le=2**64 - 1)
     on_oom: Literal["stop", "continue"] = "stop"
-    profile: Text = "rtx5070ti"
+    # default: the card's own profile (hardware.card), else rtx5070ti (scenario/card_rule.py)
+    profile: Text | None = None
     duration: DurationText | None = None
     # daemon restarts: in-flight proofs, device and pinned buffers and the in-memory PCE lost
     restarts: list[DurationText] = Field([], max_length=10_000)

@@ -28,12 +28,15 @@ MAX_STEPS = 100_000  # the cuzk PoRep plan has about 60; our prover's a few hund
 MAX_BYTES = 2**50  # 1 PiB, as units.MAX_SIZE_BYTES
 MAX_WORK_SIZE = 2**50  # elements or points of one kernel or cpu step
 MAX_THREADS = 65_536  # as the scenario's hardware.host_cores
+MAX_STEP_SECONDS = 86_400.0  # a measured kernel or copy (Kernel/Copy.seconds): a day
 
 Name = Annotated[str, StringConstraints(min_length=1, max_length=256)]
 Text = Annotated[str, StringConstraints(max_length=4096)]
 Bytes = Annotated[int, Field(ge=0, le=MAX_BYTES)]
 WorkSize = Annotated[int, Field(ge=0, le=MAX_WORK_SIZE)]
 Threads = Annotated[int, Field(ge=0, le=MAX_THREADS)]
+# a measured duration: finite, non-negative; an integer number of seconds is taken too
+Seconds = Annotated[float, Field(ge=0, le=MAX_STEP_SECONDS, allow_inf_nan=False)]
 
 
 class PlanError(ValueError):

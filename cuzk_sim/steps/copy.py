@@ -11,7 +11,7 @@ from cuzk_sim.model.fast_state import FastRun
 from cuzk_sim.model.machine import Machine
 from cuzk_sim.model.runtime import Worker, join, meet
 from cuzk_sim.result import Span
-from cuzk_sim.steps.base import Bytes, Direction, Name, StepIn, StepKind
+from cuzk_sim.steps.base import Bytes, Direction, Name, Seconds, StepIn, StepKind
 from cuzk_sim.steps.kernel import LAUNCH_S, already_filled, queues_in_order
 
 
@@ -24,7 +24,8 @@ class Copy:
     charged only while that buffer has not been filled on this device yet (the first copy
     after the buffer is created); later partitions find it filled and skip the copy.
     Several steps may fill one buffer (a copy, then a `kernel` with `fills` that builds
-    on it): the partition that reaches the first of them runs them all."""
+    on it): the partition that reaches the first of them runs them all.
+    seconds: measured duration (a captured trace): it overrides the profile's price."""
 
     name: str
     bytes: int
@@ -32,6 +33,7 @@ class Copy:
     pinned: bool = False
     stream: str = "compute"
     fills: str | None = None
+    seconds: float | None = None
     op: Literal["copy"] = "copy"
 
 
@@ -43,9 +45,13 @@ class CopyIn(StepIn):
     pinned: bool = False
     stream: Name = "compute"
     fills: Name | None = None
+    seconds: Seconds | None = None
 
 
 def price(s: Copy, profile: Any, where: str) -> float:
+    """A measured `seconds` (a captured plan) overrides the profile's price."""
+    if s.seconds is not None:
+        return s.seconds
     return profile.copy_seconds(s.bytes, s.pinned)
 
 

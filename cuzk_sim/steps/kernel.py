@@ -25,7 +25,7 @@ from cuzk_sim.model.gpu import Device
 from cuzk_sim.model.machine import Machine
 from cuzk_sim.model.runtime import Worker, join, meet
 from cuzk_sim.result import Span
-from cuzk_sim.steps.base import Name, StepIn, StepKind, WorkSize
+from cuzk_sim.steps.base import Name, Seconds, StepIn, StepKind, WorkSize
 
 ISSUE_S = {"msm_g1": 3.0e-4, "msm_g2": 3.0e-4}
 LAUNCH_S = 2.0e-5  # any other kernel step, a page-locked upload
@@ -39,13 +39,16 @@ class Kernel:
     `msm_g1`, `msm_g2`, `batch_add_g1`, `pointwise`, ...); size is elements or points.
     fills: as `Copy.fills`, the persistent per-device buffer this kernel fills (e.g. the
     precomputed tables built from a resident key): charged by the partition that fills
-    the buffer on its device, skipped by the later ones there."""
+    the buffer on its device, skipped by the later ones there.
+    seconds: measured duration (a captured trace): it overrides the profile's price, so
+    `kind` need not be one the profile prices."""
 
     name: str
     kind: str
     size: int
     stream: str = "compute"
     fills: str | None = None
+    seconds: float | None = None
     op: Literal["kernel"] = "kernel"
 
 
@@ -56,9 +59,13 @@ class KernelIn(StepIn):
     size: WorkSize
     stream: Name = "compute"
     fills: Name | None = None
+    seconds: Seconds | None = None
 
 
 def price(s: Kernel, profile: Any, where: str) -> float:
+    """A measured `seconds` (a captured plan) overrides the profile's price."""
+    if s.seconds is not None:
+        return s.seconds
     return profile.kernel_seconds(s.kind, s.size, where)
 
 

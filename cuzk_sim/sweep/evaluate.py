@@ -22,17 +22,19 @@ METRIC_COLUMNS = (
     "error",
     "oom",
     "oom_probability",
+    "oom_probability_low",
+    "oom_probability_high",
     "first_oom_buffer",
     "first_oom_where",
     "stalled",
     "seconds_per_proof",
+    "proofs_per_hour",
     "seconds_per_proof_p50",
     "seconds_per_proof_p95",
     "proofs_submitted",
     "proofs_completed",
     "proofs_failed",
-    "goodput_per_hour",
-    "goodput_per_hour_by_kind",
+    "proofs_per_hour_by_kind",
     "bottleneck",
     "peak_vram_bytes",
     "vram_total_bytes",
@@ -117,15 +119,19 @@ def evaluate(task: Task) -> dict[str, Any]:
         card=_card_name(task.raw),
         priced_by=scenario.profile.name,
     )
+    from cuzk_sim.calibration import load_profile
     from cuzk_sim.cards import pricing_note
 
-    try:
-        row["pricing"] = pricing_note(row["card"], scenario.profile.name)
+    try:  # the profile by its name, as a row names it
+        row["pricing"] = pricing_note(row["card"], load_profile(scenario.profile.name))
     except InputError as e:  # an unknown card that the scenario still accepted
         row["pricing"] = str(e)
     if report is not None:
+        low, high = report.oom_interval  # 95 % Wilson: 0 of R is not "never"
         row.update(
             oom_probability=report.oom_probability,
+            oom_probability_low=low,
+            oom_probability_high=high,
             seconds_per_proof_p50=report.seconds_per_proof_p50,
             seconds_per_proof_p95=report.seconds_per_proof_p95,
         )
@@ -142,8 +148,8 @@ def result_columns(result) -> dict[str, Any]:
     smallest = min(total.values(), default=0)
     m = result.metrics
     return {
-        "goodput_per_hour": m.goodput_per_hour if m is not None else None,
-        "goodput_per_hour_by_kind": {k.kind: k.goodput_per_hour for k in m.kinds} if m else None,
+        "proofs_per_hour": result.proofs_per_hour,
+        "proofs_per_hour_by_kind": {k.kind: k.proofs_per_hour for k in m.kinds} if m else None,
         "bottleneck": m.bottleneck if m is not None else None,
         "oom": result.oom,
         "first_oom_buffer": first.buffer if first else None,

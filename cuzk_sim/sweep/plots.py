@@ -12,8 +12,6 @@ Files are written to a temporary name and renamed, like the rows.
 from __future__ import annotations
 
 import itertools
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +26,9 @@ EMPTY_RGB = (1.0, 1.0, 1.0)
 
 
 def _save(fig, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=110, bbox_inches="tight")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from cuzk_sim.outputs import save_figure
+
+    save_figure(fig, path, dpi=110, bbox_inches="tight")
 
 
 def _label(v: Any) -> str:
@@ -47,8 +40,21 @@ def _short(path: str) -> str:
 
 
 def write_heatmap(spec: SweepSpec, rows: list[dict], summary: dict, path: Path) -> bool:
-    if spec.plot_x is None:
+    fig = heatmap_figure(spec, rows, summary)
+    if fig is None:
         return False
+    import matplotlib.pyplot as plt
+
+    _save(fig, path)
+    plt.close(fig)
+    return True
+
+
+def heatmap_figure(spec: SweepSpec, rows: list[dict], summary: dict):
+    """The heatmap's figure (None without a plot axis). Constrained layout keeps the
+    figure's title clear of the panels' titles, whatever the number of panels."""
+    if spec.plot_x is None:
+        return None
     import matplotlib
 
     matplotlib.use("Agg")
@@ -75,8 +81,9 @@ def write_heatmap(spec: SweepSpec, rows: list[dict], summary: dict, path: Path) 
     fig, axes = plt.subplots(
         nrows,
         cols,
-        figsize=(1.0 + 1.35 * len(xa.values) * cols, 0.9 + 0.55 * len(yvals) * nrows + 0.5),
+        figsize=(1.6 + 1.35 * len(xa.values) * cols, 1.3 + 0.55 * len(yvals) * nrows + 0.5),
         squeeze=False,
+        layout="constrained",
     )
     labelled = len(shown) * len(xa.values) * len(yvals) <= MAX_LABELLED_CELLS
     for n, combo in enumerate(shown):
@@ -126,9 +133,7 @@ def write_heatmap(spec: SweepSpec, rows: list[dict], summary: dict, path: Path) 
     fig.suptitle(
         f"{spec.name}: s/proof when safe; OOM red, stall orange, error grey{more}", fontsize=9
     )
-    _save(fig, path)
-    plt.close(fig)
-    return True
+    return fig
 
 
 def _colour(r: dict | None, cmap, norm) -> tuple[float, float, float]:
@@ -151,9 +156,16 @@ def _cell_text(r: dict | None) -> str:
     if r["error"] is not None:
         return "error"
     if r["oom"] or (r["oom_probability"] or 0) > 0:
-        p = r["oom_probability"]
+        p, low, high = (
+            r["oom_probability"],
+            r.get("oom_probability_low"),
+            r.get("oom_probability_high"),
+        )
         buf = r["first_oom_buffer"] or ""
-        return f"OOM p={p:.2f}\n{buf}" if p is not None else f"OOM\n{buf}"
+        if p is None:
+            return f"OOM\n{buf}"
+        ci = f"\n[{low:.2f}, {high:.2f}]" if low is not None and high is not None else ""
+        return f"OOM p={p:.2f}{ci}\n{buf}"
     if r["stalled"]:
         return "stall"
     s = r["seconds_per_proof"]
@@ -161,6 +173,21 @@ def _cell_text(r: dict | None) -> str:
 
 
 def write_frontier(spec: SweepSpec, rows: list[dict], summary: dict, path: Path) -> bool:
+    fig = frontier_figure(spec, rows, summary)
+    if fig is None:
+        return False
+    import matplotlib.pyplot as plt
+
+    _save(fig, path)
+    plt.close(fig)
+    return True
+
+
+def frontier_figure(spec: SweepSpec, rows: list[dict], summary: dict):
+    """Seconds per proof against VRAM and against workers (a column of panels each): the
+    safe configurations and the Pareto frontier on the s/proof axis; the OOM, stalled
+    and unusable ones in their own marker row below it (they have no throughput), on
+    the same x axis. None when no row is usable."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -168,7 +195,7 @@ def write_frontier(spec: SweepSpec, rows: list[dict], summary: dict, path: Path)
 
     usable = [r for r in rows if r["error"] is None and r["vram_bytes"] is not None]
     if not usable:
-        return False
+        return None
     panels = [
         p
         for p in (
@@ -177,8 +204,17 @@ def write_frontier(spec: SweepSpec, rows: list[dict], summary: dict, path: Path)
         )
         if len({r[p[0]] for r in usable}) > 1  # a panel over one value says nothing
     ] or [("vram_bytes", "frontier_vram", 2**30, "card VRAM (GiB)")]
-    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.8), squeeze=False)
-    for ax, (column, front_key, scale, label) in zip(axes[0], panels, strict=True):
+    fig, axes = plt.subplots(
+        2,
+        len(panels),
+        figsize=(5 * len(panels), 4.4),
+        squeeze=False,
+        sharex="col",
+        gridspec_kw={"height_ratios": [5, 1]},
+        layout="constrained",
+    )
+    for n, (column, front_key, scale, label) in enumerate(panels):
+        ax, strip = axes[0][n], axes[1][n]
         safe = [r for r in usable if r["safe"] and r["seconds_per_proof"] is not None]
         unsafe = [r for r in usable if not r["safe"]]
         xs = [r[column] / scale for r in usable]
@@ -187,32 +223,54 @@ def write_frontier(spec: SweepSpec, rows: list[dict], summary: dict, path: Path)
             [r["seconds_per_proof"] for r in safe],
             s=14,
             label="safe",
-        )
-        # an unsafe run's s/proof (if any proof finished) is no throughput: a band on top
-        ymax = max((r["seconds_per_proof"] for r in safe), default=1.0)
-        ymin = min((r["seconds_per_proof"] for r in safe), default=0.0)
-        band = ymax + 0.1 * max(ymax - ymin, 0.05 * ymax)
-        ax.scatter(
-            [r[column] / scale for r in unsafe],
-            [band] * len(unsafe),
-            marker="x",
-            color=OOM_RGB,
-            s=18,
-            label="OOM / stall / error (drawn on top)",
+            gid="safe",
         )
         front = summary[front_key]
         if front:
             fx = [p[column] / scale for p in front] + [max(xs)]
             fy = [p["seconds_per_proof"] for p in front]
             ax.step(fx, fy + fy[-1:], where="post", color="black", lw=1.2, label="Pareto frontier")
-            ax.scatter(fx[:-1], fy, color="black", s=22, zorder=3)
-        if column == "workers_per_device":
-            ax.xaxis.get_major_locator().set_params(integer=True)
-        ax.set_xlabel(label)
-        ax.set_ylabel("seconds per proof")
+            ax.scatter(fx[:-1], fy, color="black", s=22, zorder=3, gid="frontier")
+        ax.set_ylabel("seconds per proof (safe)")
+        ax.ticklabel_format(axis="y", useOffset=False, style="plain")
+        ys = [r["seconds_per_proof"] for r in safe]
+        if ys and max(ys) - min(ys) < 0.02 * max(ys):  # a flat row: a readable span around it
+            mid = (max(ys) + min(ys)) / 2
+            ax.set_ylim(mid * 0.95, mid * 1.05)
         ax.grid(alpha=0.3)
+        ax.tick_params(labelbottom=False)
+        # no throughput to draw: a row of their own, one cross per configuration
+        strip.scatter(
+            [r[column] / scale for r in unsafe],
+            [0.0] * len(unsafe),
+            marker="x",
+            color=OOM_RGB,
+            s=22,
+            gid="unsafe",
+        )
+        at: dict[float, int] = {}
+        for r in unsafe:
+            at[r[column] / scale] = at.get(r[column] / scale, 0) + 1
+        for x, count in at.items():  # several configurations on one x: say how many
+            if count > 1:
+                strip.annotate(
+                    f"{count}",
+                    (x, 0.0),
+                    xytext=(0, 6),
+                    textcoords="offset points",
+                    ha="center",
+                    fontsize=7,
+                )
+        strip.set_yticks([0.0], [f"OOM / stall ({len(unsafe)})"], fontsize=7)
+        strip.set_ylim(-1, 1)
+        strip.grid(alpha=0.3, axis="x")
+        if column == "workers_per_device":
+            strip.xaxis.get_major_locator().set_params(integer=True)
+        strip.set_xlabel(label)
     axes[0][0].legend(fontsize=7)
-    fig.suptitle(f"{spec.name}: seconds per proof (lower is better)", fontsize=9)
-    _save(fig, path)
-    plt.close(fig)
-    return True
+    fig.suptitle(
+        f"{spec.name}: seconds per proof of the safe configurations (lower is better); "
+        "OOM / stall in the row below",
+        fontsize=9,
+    )
+    return fig

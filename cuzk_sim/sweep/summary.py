@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from cuzk_sim.result import per_hour
 from cuzk_sim.sweep.spec import CARD_KEY, VRAM_KEY, WORKERS_KEY, SweepSpec
 
 
@@ -68,6 +69,7 @@ def max_safe_workers(spec: SweepSpec, rows: list[dict]) -> list[dict[str, Any]]:
                 "seconds_per_proof": best["seconds_per_proof"] if best else None,
                 "first_unsafe_workers": first_unsafe[WORKERS_KEY] if first_unsafe else None,
                 "first_unsafe_buffer": first_unsafe["first_oom_buffer"] if first_unsafe else None,
+                "first_unsafe_oom_probability": _p_oom(first_unsafe),
                 "non_monotone": later_safe,
                 "best_safe_seconds_per_proof": top["seconds_per_proof"] if top else None,
                 "best_safe_workers": top[WORKERS_KEY] if top else None,
@@ -104,10 +106,18 @@ def min_safe_vram(spec: SweepSpec, rows: list[dict]) -> list[dict[str, Any]]:
                 "seconds_per_proof": best["seconds_per_proof"] if best else None,
                 "largest_unsafe": _axis_value(first_unsafe, axis),
                 "largest_unsafe_buffer": first_unsafe["first_oom_buffer"] if first_unsafe else None,
+                "largest_unsafe_oom_probability": _p_oom(first_unsafe),
                 "best_safe_seconds_per_proof": top["seconds_per_proof"] if top else None,
             }
         )
     return out
+
+
+def _p_oom(row: dict | None) -> list[float] | None:
+    """With replicas: [P(OOM), its 95 % Wilson low, high] of an unsafe row; else None."""
+    if row is None or row.get("oom_probability") is None:
+        return None
+    return [row["oom_probability"], row["oom_probability_low"], row["oom_probability_high"]]
 
 
 def _axis_value(row: dict | None, axis: str) -> Any:
@@ -131,9 +141,27 @@ def frontier(spec: SweepSpec, rows: list[dict], column: str) -> list[dict[str, A
         if r["safe"] and r["seconds_per_proof"] is not None and r[column] is not None
     ]
     return [
-        {column: c, "seconds_per_proof": s, "config": _config(spec, r), "key": r["key"]}
+        {
+            column: c,
+            "seconds_per_proof": s,
+            "proofs_per_hour": per_hour(s),
+            "config": _config(spec, r),
+            "key": r["key"],
+        }
         for c, s, r in pareto(pts)
     ]
+
+
+def replica_bound(rows: list[dict]) -> dict[str, Any] | None:
+    """With replicas: how many per configuration, and the 95 % Wilson upper bound on
+    P(OOM) of a configuration that had no OOM in any of them (what "safe" can claim)."""
+    from cuzk_sim.replicas import wilson_interval
+
+    counts = {r["replicas"] for r in rows if r.get("replicas")}
+    if not counts or max(counts) < 2:
+        return None
+    fewest = min(counts)
+    return {"replicas": fewest, "safe_oom_probability_high": wilson_interval(0, fewest)[1]}
 
 
 def summarize(spec: SweepSpec, rows: list[dict], boundaries: list[dict]) -> dict[str, Any]:
@@ -151,7 +179,9 @@ def summarize(spec: SweepSpec, rows: list[dict], boundaries: list[dict]) -> dict
         else {
             "config": _config(spec, best),
             "seconds_per_proof": best["seconds_per_proof"],
+            "proofs_per_hour": per_hour(best["seconds_per_proof"]),
             "vram_bytes": best["vram_bytes"],
+            "priced_by": best["priced_by"],
             "workers_per_device": best["workers_per_device"],
             "key": best["key"],
         },
@@ -161,4 +191,5 @@ def summarize(spec: SweepSpec, rows: list[dict], boundaries: list[dict]) -> dict
         "frontier_vram": frontier(spec, rows, "vram_bytes"),
         "frontier_workers": frontier(spec, rows, "workers_per_device"),
         "pricing": sorted({r["pricing"] for r in rows if r["pricing"]}),
+        "replicas": replica_bound(rows),
     }

@@ -9,13 +9,25 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from cuzk_sim.result import per_hour
 from cuzk_sim.units import format_size
 
 Tables = list[tuple[str, list[str], list[list[str]]]]  # (title, columns, rows)
 
 
 def _s(v: float | None) -> str:
-    return "-" if v is None else f"{v:.2f}"
+    """Seconds per proof and the same figure in proofs per hour (THROUGHPUT_DEFINITION)."""
+    h = per_hour(v)
+    return "-" if v is None or h is None else f"{v:.2f} s = {h:.1f}/h"
+
+
+def _fails(buffer: str | None, p_oom: list[float] | None) -> str:
+    """The buffer an unsafe row fails on; with replicas, how often, with its interval."""
+    text = buffer or "-"
+    if p_oom is not None:
+        p, low, high = p_oom
+        text += f" (P(OOM) {p:.2f}, 95 % {low:.2f}-{high:.2f})"
+    return text
 
 
 def _group(g: dict[str, Any]) -> str:
@@ -41,13 +53,13 @@ def summary_tables(summary: dict[str, Any]) -> Tables:
                 "none" if r["max_safe_workers"] is None else str(r["max_safe_workers"]),
                 _s(r["seconds_per_proof"]),
                 "-" if r["first_unsafe_workers"] is None else str(r["first_unsafe_workers"]),
-                r["first_unsafe_buffer"] or "-",
+                _fails(r["first_unsafe_buffer"], r.get("first_unsafe_oom_probability")),
                 _s(r["best_safe_seconds_per_proof"]),
             ]
             for r in summary["max_safe_workers"]
         ]
-        cols = ["other axes", "max safe", "s/proof there", "first unsafe", "fails on"]
-        out.append(("max safe workers per device", [*cols, "best safe s/proof"], rows))
+        cols = ["other axes", "max safe", "throughput there", "first unsafe", "fails on"]
+        out.append(("max safe workers per device", [*cols, "best safe throughput"], rows))
     if summary["min_safe_vram"]:
         rows = [
             [
@@ -55,11 +67,11 @@ def summary_tables(summary: dict[str, Any]) -> Tables:
                 "none" if r["min_safe"] is None else str(r["min_safe"]),
                 _s(r["seconds_per_proof"]),
                 "-" if r["largest_unsafe"] is None else str(r["largest_unsafe"]),
-                r["largest_unsafe_buffer"] or "-",
+                _fails(r["largest_unsafe_buffer"], r.get("largest_unsafe_oom_probability")),
             ]
             for r in summary["min_safe_vram"]
         ]
-        cols = ["other axes", "min safe", "s/proof there", "largest unsafe", "fails on"]
+        cols = ["other axes", "min safe", "throughput there", "largest unsafe", "fails on"]
         out.append(("min safe VRAM (grid)", cols, rows))
     if summary["searches"]:
         rows = []
@@ -85,21 +97,30 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     best = summary["best_safe"]
     if best is not None:
         lines.append(
-            f"best safe throughput: {best['seconds_per_proof']:.2f} s/proof at "
-            f"{_group(best['config'])}"
+            f"best safe throughput: {_s(best['seconds_per_proof'])} at {_group(best['config'])}"
+            + (f" (priced by {best['priced_by']})" if best.get("priced_by") else "")
         )
     else:
         lines.append("no configuration is safe")
+    bound = summary.get("replicas")
+    if bound:
+        lines.append(
+            f"safe = no OOM in {bound['replicas']} jittered replicas: P(OOM) < "
+            f"{bound['safe_oom_probability_high']:.3f} (95 % Wilson upper bound), not zero"
+        )
     for key, what, column, fmt in (
         ("frontier_vram", "VRAM", "vram_bytes", format_size),
         ("frontier_workers", "workers", "workers_per_device", str),
     ):
         if summary[key]:
             pts = "; ".join(
-                f"{fmt(p[column])} -> {p['seconds_per_proof']:.2f} s" for p in summary[key]
+                f"{fmt(p[column])} -> {_s(p['seconds_per_proof'])}" for p in summary[key]
             )
-            lines.append(f"frontier, s/proof against {what}: {pts}")
+            lines.append(f"frontier, throughput against {what}: {pts}")
     lines += [f"timings: {p}" for p in summary["pricing"]]
+    from cuzk_sim.result import THROUGHPUT_DEFINITION
+
+    lines.append(THROUGHPUT_DEFINITION)
     return lines
 
 

@@ -14,6 +14,11 @@ time whose real peaks differ between repeats by more than the 2 % tolerance (wit
 mutex, whether two workers' largest buffers coincide is a race) has a timing-dependent
 peak: its peaks are reported, it is not counted for the peak criterion. Errors
 are relative to the real figure (the device is right): (predicted - real) / real.
+
+Runs on the dry-run device (`validate --device dry-run`: the pipeline without a GPU, on
+the model's allocator ledger) are no measurements: their memory verdicts and peaks are
+compared (a check of the pipeline against the model), their times are not (no s/proof
+error, no s/proof criterion), and the report says "dry runs" wherever it would say real.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ class RunRow:
     real_spp: float | None
     real_buffers: tuple[str, ...] = ()  # the first OOM buffer of each repeat that OOMed
     real_peaks: tuple[int, ...] = ()  # the peak of each repeat (bytes)
+    device: str = "real"  # "dry-run": no GPU, no timings (real_spp and spp_error None)
 
     @property
     def buffer_timing_dependent(self) -> bool:
@@ -102,7 +108,10 @@ def compare_runs(predictions: list[dict], reals: list[dict]) -> list[RunRow]:
         pp, rp = _peak(model), _peak(first)
         peak_err = peak_error(model, first) if real_oom is False else None
         spp_err = None
+        device = run_device(runs[0])
         ps, rs = model["seconds_per_proof"], first["seconds_per_proof"]
+        if device == "dry-run":
+            rs = None  # a dry run's times are the host's, not a GPU's
         if p["partitions"] >= SPP_MIN_PARTITIONS and ps and rs and not pred_oom and not verdicts[0]:
             spp_err = (ps - rs) / rs
         rows.append(
@@ -130,9 +139,23 @@ def compare_runs(predictions: list[dict], reals: list[dict]) -> list[RunRow]:
                     str(r["real"]["first_oom_buffer"]) for r in runs if r["real"]["oom"]
                 ),
                 real_peaks=tuple(_peak(r["real"]) for r in runs),
+                device=device,
             )
         )
     return rows
+
+
+def run_device(record: dict[str, Any]) -> str:
+    """The device a recorded execution ran on: its result's `device`, else its details'
+    (records written before results carried it), else real."""
+    device = record["real"].get("device") or record.get("details", {}).get("device")
+    return str(device or "real")
+
+
+def device_of(rows: list[RunRow]) -> str:
+    """'real', 'dry-run', or 'real and dry-run' when an output folder mixes them."""
+    kinds = sorted({r.device for r in rows}, reverse=True)
+    return " and ".join(kinds) if kinds else "real"
 
 
 def summarize(rows: list[RunRow]) -> dict[str, Any]:
@@ -152,7 +175,15 @@ def summarize(rows: list[RunRow]) -> dict[str, Any]:
     spps = [r for r in rows if r.spp_error is not None]
     agreement = agree / len(decided) if decided else None
     prereg = sum(r.preregistered_oom == r.real_oom for r in decided)
+    criteria = {
+        "oom_agreement_98pct": agreement is not None and agreement >= AGREEMENT_MIN,
+        "first_buffer_where_both_oom": buffers_agree == len(both),
+        "peak_within_2pct": all(abs(r.peak_error) <= PEAK_TOLERANCE for r in peaks),  # type: ignore[arg-type]
+    }
+    if any(r.device != "dry-run" for r in rows):  # a dry run times nothing
+        criteria["spp_within_10pct"] = all(abs(r.spp_error) <= SPP_TOLERANCE for r in spps)  # type: ignore[arg-type]
     return {
+        "device": device_of(rows),
         "runs": len(rows),
         "real_executions": sum(r.repeats for r in rows),
         "timing_dependent": [
@@ -183,12 +214,7 @@ def summarize(rows: list[RunRow]) -> dict[str, Any]:
         "spp_runs": len(spps),
         "spp_within": sum(abs(r.spp_error) <= SPP_TOLERANCE for r in spps),  # type: ignore[arg-type]
         "spp_max_abs_error": max((abs(r.spp_error) for r in spps), default=None),  # type: ignore[arg-type]
-        "criteria": {
-            "oom_agreement_98pct": agreement is not None and agreement >= AGREEMENT_MIN,
-            "first_buffer_where_both_oom": buffers_agree == len(both),
-            "peak_within_2pct": all(abs(r.peak_error) <= PEAK_TOLERANCE for r in peaks),  # type: ignore[arg-type]
-            "spp_within_10pct": all(abs(r.spp_error) <= SPP_TOLERANCE for r in spps),  # type: ignore[arg-type]
-        },
+        "criteria": criteria,
     }
 
 
@@ -205,11 +231,20 @@ def _oom(x: bool | None, freq: float) -> str:
 
 
 def report_markdown(rows: list[RunRow], summary: dict[str, Any], header: str = "") -> str:
-    """The tables of docs/validation.md: one row per run, the matrix, the summary."""
+    """The tables of docs/validation.md: one row per run, the matrix, the summary. Runs
+    on the dry-run device are called dry runs, and their s/proof is not shown."""
+    dry = summary.get("device") == "dry-run"
+    real = "dry run" if dry else "real"
     out = [header] if header else []
+    if dry:
+        out.append(
+            "**DRY RUNS** (`--device dry-run`: the pipeline without a GPU, on the model's "
+            "allocator ledger): memory verdicts and peaks of the pipeline against the model; "
+            "no timings, no s/proof criterion. Not a measurement.\n"
+        )
     out += [
-        "| run | VRAM MiB | parts | predicted | real | first OOM buffer (pred / real) "
-        "| peak MiB (pred / real) | peak err | s/proof (pred / real) | s/proof err |",
+        f"| run | VRAM MiB | parts | predicted | {real} | first OOM buffer (pred / {real}) "
+        f"| peak MiB (pred / {real}) | peak err | s/proof (pred / {real}) | s/proof err |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -221,7 +256,7 @@ def report_markdown(rows: list[RunRow], summary: dict[str, Any], header: str = "
         spp = (
             "-"
             if r.predicted_spp is None and r.real_spp is None
-            else (f"{r.predicted_spp or 0:.3f} / {r.real_spp or 0:.3f}")
+            else (f"{_spp(r.predicted_spp)} / {_spp(r.real_spp, r.device)}")
         )
         mark = "" if r.agrees is not False else " **≠**"
         out.append(
@@ -232,14 +267,14 @@ def report_markdown(rows: list[RunRow], summary: dict[str, Any], header: str = "
     m = summary["confusion"]
     out += [
         "",
-        "| | real OOM | real fits |",
+        f"| | {real} OOM | {real} fits |",
         "|---|---|---|",
         f"| predicted OOM | {m['predicted_oom']['real_oom']} | {m['predicted_oom']['real_fits']} |",
         f"| predicted fits | {m['predicted_fits']['real_oom']} | "
         f"{m['predicted_fits']['real_fits']} |",
         "",
-        f"- runs: {summary['runs']} ({summary['real_executions']} real executions with repeats); "
-        f"timing-dependent: {len(summary['timing_dependent'])}",
+        f"- runs: {summary['runs']} ({summary['real_executions']} {real} executions with "
+        f"repeats); timing-dependent: {len(summary['timing_dependent'])}",
         f"- OOM verdicts agree: {summary['agreeing']} / {summary['decided']} "
         f"({_pct(summary['agreement']).lstrip('+')}); predictions registered at the caps "
         f"before the runs: {summary['preregistered_agreeing']} / {summary['decided']}",
@@ -247,10 +282,15 @@ def report_markdown(rows: list[RunRow], summary: dict[str, Any], header: str = "
         "runs where both OOM",
         f"- peak VRAM within 2 %: {summary['peak_within']} / {summary['peak_runs']} "
         f"(largest |error| {_pct(summary['peak_max_abs_error']).lstrip('+')})",
-        f"- s/proof within 10 % (runs of >= {SPP_MIN_PARTITIONS} partitions): "
-        f"{summary['spp_within']} / {summary['spp_runs']} "
-        f"(largest |error| {_pct(summary['spp_max_abs_error']).lstrip('+')})",
     ]
+    if "spp_within_10pct" in summary["criteria"]:
+        out.append(
+            f"- s/proof within 10 % (runs of >= {SPP_MIN_PARTITIONS} partitions): "
+            f"{summary['spp_within']} / {summary['spp_runs']} "
+            f"(largest |error| {_pct(summary['spp_max_abs_error']).lstrip('+')})"
+        )
+    else:
+        out.append("- s/proof: not compared (dry runs time nothing)")
     for t in summary["timing_dependent"]:
         out.append(
             f"- timing-dependent: {t['key']}: OOM in {100 * t['oom_frequency']:.0f} % of "
@@ -258,15 +298,21 @@ def report_markdown(rows: list[RunRow], summary: dict[str, Any], header: str = "
         )
     for t in summary.get("buffer_timing_dependent", []):
         out.append(
-            f"- first OOM buffer timing-dependent (not counted): {t['key']}: real "
+            f"- first OOM buffer timing-dependent (not counted): {t['key']}: {real} "
             f"{', '.join(t['buffers'])}; predicted {t['predicted']}"
         )
     for t in summary.get("peak_timing_dependent", []):
         out.append(
-            f"- peak VRAM timing-dependent (not counted): {t['key']}: real "
+            f"- peak VRAM timing-dependent (not counted): {t['key']}: {real} "
             f"{', '.join(_mib(v) for v in t['peaks'])} MiB; predicted {_mib(t['predicted'])} MiB"
         )
     return "\n".join(out) + "\n"
+
+
+def _spp(x: float | None, device: str = "real") -> str:
+    if device == "dry-run":
+        return "not timed"
+    return "-" if x is None else f"{x:.3f}"
 
 
 def rows_as_dicts(rows: list[RunRow]) -> list[dict[str, Any]]:

@@ -6,6 +6,13 @@ Files in the output folder:
   predictions.json  the model's boundary per configuration and its prediction per cap
   real.jsonl        one line per real execution (repeats included), as it ends
   report.md         the comparison tables; summary.json the figures and criteria
+
+Every file but real.jsonl is written whole or not at all (cuzk_sim.outputs); real.jsonl
+gets one fsynced line per run. On resume nothing is trusted blindly: a predictions.json
+that does not read as predictions is reported and predicted again; a line of real.jsonl
+that is not a whole record (torn, edited, not JSON) is reported and dropped, a
+duplicated run counted once, and the file rewritten with the good lines before any
+line is appended.
 """
 
 from __future__ import annotations
@@ -98,17 +105,118 @@ def predict(spec: ValidationSpec) -> dict[str, Any]:
 
 
 def read_reals(path: Path) -> list[dict]:
-    """The real executions recorded so far (a torn last line is ignored: the run it
-    belonged to did not finish and will run again)."""
+    """The real executions recorded so far, each once; damaged lines left out (a torn
+    last line: the run it belonged to did not finish and will run again)."""
+    return scan_reals(path)[0]
+
+
+_REAL_FIELDS = {"key": str, "config": str, "date": str, "real": dict, "details": dict}
+_RUN_FIELDS = {"key": str, "config": str, "cap": str, "model": dict}
+
+
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _result_ok(d: Any) -> bool:
+    """The fields of a result (`run --json`) the comparison reads, of their types."""
+    if not isinstance(d, dict) or not isinstance(d.get("oom"), bool):
+        return False
+    if "first_oom_buffer" not in d or "seconds_per_proof" not in d:
+        return False
+    buf, spp = d.get("first_oom_buffer"), d.get("seconds_per_proof")
+    peaks = d.get("peak_vram_bytes")
+    return (
+        (buf is None or isinstance(buf, str))
+        and (spp is None or (isinstance(spp, int | float) and not isinstance(spp, bool)))
+        and isinstance(peaks, dict)
+        and all(_count(v) for v in peaks.values())
+    )
+
+
+def _is_real(rec: Any) -> bool:
+    if not isinstance(rec, dict):
+        return False
+    if any(not isinstance(rec.get(k), t) for k, t in _REAL_FIELDS.items()):
+        return False
+    at, achieved = rec.get("model_at_achieved"), rec.get("achieved_vram")
+    return (
+        _count(rec.get("repeat"))
+        and _result_ok(rec["real"])
+        and (at is None or _result_ok(at))
+        and (achieved is None or _count(achieved))
+    )
+
+
+def scan_reals(path: Path) -> tuple[list[dict], int, int]:
+    """(records, damaged lines, duplicated lines) of real.jsonl; a record repeated
+    (same key and repeat) is kept once, the first."""
+    from cuzk_sim.input_files import MAX_JSON_BYTES, read_text
+    from cuzk_sim.reference.formats.files import json_depth_exceeds
+
     if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
+        return [], 0, 0
+    out, seen, damaged, dup = [], set(), 0, 0
+    for line in read_text(path, "real runs file", MAX_JSON_BYTES).splitlines():
+        if not line.strip():
             continue
-    return out
+        try:
+            rec = None if json_depth_exceeds(line) else json.loads(line)
+        except (ValueError, RecursionError):
+            rec = None
+        if not _is_real(rec):
+            damaged += 1
+            continue
+        ident = (rec["key"], rec["repeat"])
+        if ident in seen:
+            dup += 1
+            continue
+        seen.add(ident)
+        out.append(rec)
+    return out, damaged, dup
+
+
+def load_predictions(path: Path) -> dict:
+    """predictions.json, checked to be predictions (InputError naming what is wrong)."""
+    from cuzk_sim.input_files import load_json
+
+    doc = load_json(path, "predictions file")
+    if not isinstance(doc, dict) or not isinstance(doc.get("spec"), str):
+        raise InputError(f"{path}: not a predictions file (no spec name)")
+    runs = doc.get("runs")
+    if not isinstance(runs, list) or not isinstance(doc.get("configs"), list):
+        raise InputError(f"{path}: not a predictions file (no runs or configs list)")
+    for i, run in enumerate(runs):
+        ok = isinstance(run, dict) and all(
+            isinstance(run.get(k), t) for k, t in _RUN_FIELDS.items()
+        )
+        ok = ok and _count(run.get("vram")) and _count(run.get("partitions"))
+        if not ok or not _result_ok(run["model"]):
+            raise InputError(f"{path}: runs[{i}]: not a prediction (damaged?)")
+    for key in ("date", "source", "commit"):
+        if not isinstance(doc.get(key), str):
+            raise InputError(f"{path}: {key}: missing or not text (damaged?)")
+    return doc
+
+
+def _rebuild_reals(path: Path, predictions: dict, say: Callable[[str], None]) -> None:
+    """Keep the whole records of runs the predictions still hold; rewrite the file (whole
+    or not at all) when any line was damaged, duplicated, torn or of another prediction."""
+    from cuzk_sim.outputs import write_text
+
+    if not path.exists():
+        return
+    reals, damaged, dup = scan_reals(path)
+    wanted = {(p["key"], p["vram"]) for p in predictions["runs"]}
+    kept = [r for r in reals if (r["key"], r.get("vram")) in wanted]
+    stale = len(reals) - len(kept)
+    torn = not path.read_bytes().endswith(b"\n") and path.stat().st_size > 0
+    if damaged or dup or stale or torn:
+        say(
+            f"{path}: {damaged} damaged line(s), {dup} duplicated, {stale} of other "
+            f"predictions{', a torn last line' if torn else ''}: dropped (those runs run again)"
+        )
+        write_text(path, "".join(json.dumps(r) + "\n" for r in kept))
 
 
 RealExecutor = Callable[[Scenario], tuple[dict, dict]]
@@ -134,6 +242,7 @@ def pipeline_executor(device: str) -> RealExecutor:
         except ValueError as e:  # CUZK_SIM_PIPELINE_TUNE
             raise InputError(str(e)) from None
         result = run.execute()
+        result.device = device  # a dry run's result carries no timings, and says so
         return result.to_dict(log_lines=40), run.details()
 
     return execute
@@ -147,10 +256,17 @@ def run_grid(
     say: Callable[[str], None] = print,
     fresh: bool = False,
 ) -> tuple[list, dict]:
+    from cuzk_sim.outputs import write_text
+
     out.mkdir(parents=True, exist_ok=True)
     pred_path, real_path = out / "predictions.json", out / "real.jsonl"
+    predictions = None
     if pred_path.exists() and not fresh:
-        predictions = json.loads(pred_path.read_text())
+        try:
+            predictions = load_predictions(pred_path)
+        except InputError as e:
+            say(f"{e}: predicting again")
+    if predictions is not None:
         if predictions.get("spec") != spec.name:
             raise InputError(
                 f"{pred_path}: holds predictions of spec {predictions.get('spec')!r}, not "
@@ -166,12 +282,11 @@ def run_grid(
     else:
         say(f"predicting {len(spec.configs)} configurations (bisection to {spec.tolerance:g})")
         predictions = predict(spec)
-        tmp = pred_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(predictions, indent=1))
-        tmp.replace(pred_path)
+        write_text(pred_path, json.dumps(predictions, indent=1))
         if fresh and real_path.exists():
             real_path.unlink()
         say(f"wrote {len(predictions['runs'])} predictions to {pred_path}")
+    _rebuild_reals(real_path, predictions, say)
     scenarios = {c.name: c.scenario for c in spec.configs}
     reals = read_reals(real_path)
     verdict = {(r["key"], r["repeat"]): bool(r["real"]["oom"]) for r in reals}
@@ -215,13 +330,14 @@ def run_grid(
                 }
                 f.write(json.dumps(rec) + "\n")
                 f.flush()
+                os.fsync(f.fileno())  # a run that ended is on disk before the next starts
                 verdict[(p["key"], repeat)] = bool(real["oom"])
                 if repeat == 0:
                     judged[p["key"]] = at_achieved
                     first_real[p["key"]] = real
                 say(
                     f"{p['key']}#{repeat}: model {'OOM' if p['model']['oom'] else 'fits'}, "
-                    f"real {'OOM' if real['oom'] else 'fits'} "
+                    f"{real.get('device') or 'real'} {'OOM' if real['oom'] else 'fits'} "
                     f"({real['first_oom_buffer'] or '-'}), {rec['wall_s']:.1f} s"
                 )
     return write_report(out, predictions)
@@ -244,9 +360,10 @@ def write_report(out: Path, predictions: dict) -> tuple[list, dict]:
     rows = compare_runs(predictions["runs"], reals)
     summary = summarize(rows)
     dates = sorted(r["date"] for r in reals)
+    runs = "dry runs (no GPU)" if summary["device"] == "dry-run" else f"{summary['device']} runs"
     header = (
         f"Spec `{predictions['source']}`; predictions {predictions['date']} at commit "
-        f"{predictions['commit']}; profile `{predictions.get('profile', '?')}`; real runs "
+        f"{predictions['commit']}; profile `{predictions.get('profile', '?')}`; {runs} "
         f"{dates[0] if dates else '-'} .. {dates[-1] if dates else '-'}.\n"
     )
     if predictions.get("repriced_after_runs"):  # benchmarks/reprice_grid.py
@@ -254,8 +371,14 @@ def write_report(out: Path, predictions: dict) -> tuple[list, dict]:
             f"**Re-priced after the runs** ({predictions['repriced_after_runs']}): these "
             "are not the predictions registered before the runs.\n"
         )
-    (out / "report.md").write_text(report_markdown(rows, summary, header))
-    (out / "summary.json").write_text(
-        json.dumps({"summary": summary, "rows": rows_as_dicts(rows)}, indent=1)
+    from cuzk_sim.outputs import write_all
+
+    write_all(  # both or neither
+        {
+            out / "report.md": report_markdown(rows, summary, header).encode(),
+            out / "summary.json": json.dumps(
+                {"summary": summary, "rows": rows_as_dicts(rows)}, indent=1
+            ).encode(),
+        }
     )
     return rows, summary

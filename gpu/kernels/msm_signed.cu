@@ -75,27 +75,66 @@ __device__ __forceinline__ void signed_digits(const u32* s, int c, int nw, Fn f)
     }
 }
 
+// sel (when use_sel): entry i is scalar / point sel[i] (the rest of a split MSM), else i
 extern "C" __global__ void signed_count(const u32* scalars, u32* counts, long long n, int c,
-                                        int nw, int g) {
+                                        int nw, int g, const u32* sel, int use_sel) {
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (long long)blockDim.x * gridDim.x) {
-        signed_digits(scalars + i * 8, c, nw, [&](int w, u32 mag, u32) {
+        long long p = use_sel ? (long long)sel[i] : i;
+        signed_digits(scalars + p * 8, c, nw, [&](int w, u32 mag, u32) {
             atomicAdd(&counts[((u32)(w % g) << (c - 1)) + mag - 1], 1u);
         });
     }
 }
 
-// cursor: exclusive prefix sum of counts (advanced here); order[pos] = table index | sign
+// cursor: exclusive prefix sum of counts (advanced here); order[pos] = table index | sign,
+// table index = (w / g) stride + point (stride: the points per table)
 extern "C" __global__ void signed_scatter(const u32* scalars, u32* cursor, u32* order,
-                                          long long n, int c, int nw, int g) {
+                                          long long n, int c, int nw, int g, const u32* sel,
+                                          int use_sel, long long stride) {
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (long long)blockDim.x * gridDim.x) {
-        signed_digits(scalars + i * 8, c, nw, [&](int w, u32 mag, u32 neg) {
-            u32 entry = (u32)((w / g) * n + i) | (neg << 31);
+        long long p = use_sel ? (long long)sel[i] : i;
+        signed_digits(scalars + p * 8, c, nw, [&](int w, u32 mag, u32 neg) {
+            u32 entry = (u32)((w / g) * stride + p) | (neg << 31);
             order[atomicAdd(&cursor[((u32)(w % g) << (c - 1)) + mag - 1], 1u)] = entry;
         });
     }
 }
+
+// warp intrinsics: in a host C++ emulation only where its harness supplies them
+// (tests/gpu_prover/test_msm_split_host.py: each thread a warp of its own)
+#if !defined(FIELD_HOST_EMULATION) || defined(HOST_WARP_INTRINSICS)
+// The split of a split MSM (gpu/msm_split.py): positions of the scalars equal to 1 to
+// index[0, 1, ...), of the rest (not 0, not 1) to index[n - 1, n - 2, ...); counts[1] and
+// counts[2] count them (counts zeroed before; counts[0] = 0 is the ones' bucket start).
+// One atomic per warp and class (ballot, popc); the order within a class is the
+// atomics', which a sum does not see.
+extern "C" __global__ void split_scalars(const u32* scalars, long long n, u32* index,
+                                         u32* counts) {
+    const int lane = threadIdx.x & 31;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (long long)blockDim.x * gridDim.x) {
+        const u32* s = scalars + i * 8;
+        u32 high = s[1] | s[2] | s[3] | s[4] | s[5] | s[6] | s[7];
+        bool one = high == 0 && s[0] == 1u;
+        bool rest = high != 0 || s[0] > 1u;
+        unsigned active = __activemask();
+        unsigned ones = __ballot_sync(active, one), rests = __ballot_sync(active, rest);
+        int leader = __ffs(active) - 1;
+        u32 base_one = 0, base_rest = 0;
+        if (lane == leader) {
+            if (ones) base_one = atomicAdd(&counts[1], (u32)__popc(ones));
+            if (rests) base_rest = atomicAdd(&counts[2], (u32)__popc(rests));
+        }
+        base_one = __shfl_sync(active, base_one, leader);
+        base_rest = __shfl_sync(active, base_rest, leader);
+        unsigned below = (1u << lane) - 1u;
+        if (one) index[base_one + __popc(ones & below)] = (u32)i;
+        if (rest) index[n - 1 - (base_rest + __popc(rests & below))] = (u32)i;
+    }
+}
+#endif
 
 // 16-byte loads of an affine point (G1: 6, G2: 12); points are 96 / 192 bytes apart.
 template <class F>

@@ -290,7 +290,7 @@ def test_dry_run_plan_equals_traced_plan(flags_kw):
     pk, w, rng = random_circuit(3, "bellman")
     proof, dev = prove_partition(pk, w, 5, 6, flags=flags, mode="traced")
     traced = dev.plan("traced")
-    planned = dry_run_plan(PartitionShape.of_key(pk), flags)
+    planned = dry_run_plan(PartitionShape.of_key(pk, compact=True), flags)
     assert traced.steps == planned.steps
     assert dev.timings_ms and all(ms >= 0 for _, ms in dev.timings_ms)
     assert proof_to_bytes(proof) == proof_to_bytes(ref_prove(pk, w, 5, 6))
@@ -351,4 +351,4 @@ def test_dry_run_equals_traced_for_snarkjs_reduction():
 
     pk, w, _ = random_circuit(8, "snarkjs")
     _, dev = prove_partition(pk, w, 1, 2, mode="traced")
-    assert dev.plan("traced").steps == dry_run_plan(PartitionShape.of_key(pk)).steps
+    assert dev.plan("traced").steps == dry_run_plan(PartitionShape.of_key(pk, compact=True)).steps

@@ -5,6 +5,9 @@ from __future__ import annotations
 import pytest
 from cuzk_sim.gpu.module import KERNEL_DIR
 
+# NVRTC compiles take seconds each: the slow tier (.ci/run runs it after the README command)
+pytestmark = pytest.mark.slowtier
+
 nvrtc = pytest.importorskip(
     "cuda.bindings.nvrtc",
     reason="NVRTC not installed (pip install cuda-bindings nvidia-cuda-nvrtc)",

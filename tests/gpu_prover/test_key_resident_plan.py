@@ -112,7 +112,7 @@ def _scenario(tmp_path, gpu_prover: str, vram: str | None = None, profile: str |
         [engine.pce]
         cached = ["porep"]
         [plan]
-        gpu_prover = {{ {gpu_prover} }}
+        gpu_prover = {{ witness = "dense", {gpu_prover} }}
         [[workload]]
         kind = "porep"
         count = 1

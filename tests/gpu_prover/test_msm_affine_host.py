@@ -187,6 +187,7 @@ def test_balanced_accumulation_matches_py_ecc(harness):
     _check("g1", base, buckets, _run(harness, "b", "g1", base, buckets, 30, 16, 1, 128))
 
 
+@pytest.mark.slowtier  # an NVRTC compile of msm_signed.cu: seconds
 def test_affine_kernels_compile_with_nvrtc():
     """msm_signed.cu with the affine kernels in, as gpu/module.py compiles it (NVRTC, sm_90),
     beside test_kernels_compile.py's default build."""

@@ -133,6 +133,7 @@ def test_default_kernel_source_matches_reference(harness, monkeypatch, transform
 
 
 @pytest.mark.slow
+@pytest.mark.slowtier  # 2^17 through the host-compiled kernel: seconds
 def test_register_kernel_source_three_launches(harness, monkeypatch):
     """2^17: fr_ntt_reg8 in three launches (6, 6, 5 stages), the coset iNTT (both factors)."""
     log_n = 17

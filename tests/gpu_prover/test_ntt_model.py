@@ -155,6 +155,7 @@ def test_register_kernel_model_matches_reference(log_n):
 
 
 @pytest.mark.slow
+@pytest.mark.slowtier  # 2^17 in Python: seconds
 def test_register_kernel_model_three_launches():
     """2^17: three launches (6, 6, 5 stages), the middle one with st > 0 and st + k < log n."""
     assert len(reg_stage_groups(17)) == 3

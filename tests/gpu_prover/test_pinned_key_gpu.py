@@ -97,7 +97,7 @@ def test_dry_run_plan_equals_traced_plan_with_the_pinned_key(flags_kw):
     flags = ProverFlags(**flags_kw)
     pk, w, _ = random_circuit(3, "bellman")
     proof, dev = prove_partition(pk, w, 5, 6, flags=flags, mode="traced")
-    planned = dry_run_plan(PartitionShape.of_key(pk), flags)
+    planned = dry_run_plan(PartitionShape.of_key(pk, compact=True), flags)
     assert dev.plan("traced").steps == planned.steps
     assert any(s.op == "copy" and s.pinned for s in planned.steps)
     assert proof_to_bytes(proof) == proof_to_bytes(ref_prove(pk, w, 5, 6))

@@ -120,7 +120,7 @@ def _scenario(tmp_path, flags: str, workers: int = 1, proofs: int = 1):
         [engine.pce]
         cached = ["porep"]
         [plan]
-        gpu_prover = {{ domain_log2 = 10, {flags} }}
+        gpu_prover = {{ domain_log2 = 10, witness = "dense", {flags} }}
         [[workload]]
         kind = "porep"
         count = {proofs}
@@ -194,16 +194,10 @@ def test_copy_htod_sends_a_pinned_array_as_it_is_and_stages_a_pageable_one(monke
     assert [s.pinned for s in dev.steps] == [True, True, False]
 
 
-@pytest.mark.parametrize(
-    ("kw", "says"),
-    [
-        ({"overlap_uploads": True}, "needs key_pinned=True"),
-        ({"overlap_uploads": True, "key_pinned": True, "msm_chunk": 64}, "msm_chunk"),
-    ],
-)
-def test_overlap_uploads_needs_the_pinned_key_and_whole_uploads(kw, says):
-    with pytest.raises(ValueError, match=f"ProverFlags.overlap_uploads .*{says}"):
-        ProverFlags(**kw)
+def test_overlap_uploads_needs_the_pinned_key():
+    # with msm_chunk it streams the chunks (tests/gpu_prover/test_streaming_plan.py)
+    with pytest.raises(ValueError, match="ProverFlags.overlap_uploads .*needs key_pinned=True"):
+        ProverFlags(overlap_uploads=True)
 
 
 def _device_peak(plan) -> int:

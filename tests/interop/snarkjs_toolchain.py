@@ -168,14 +168,20 @@ def build_circuit(name: str, ptau: Path, out: Path, circuits: Path = CIRCUITS) -
     input_json = directory / "input.json"
     shutil.copyfile(circuits / f"{name}.input.json", input_json)
     snarkjs("wtns", "calculate", wasm, input_json, "witness.wtns", cwd=directory)
+    return circuit_files(name, out)
+
+
+def circuit_files(name: str, out: Path) -> CircuitFiles:
+    """The files build_circuit(name, ..., out) wrote, by name."""
+    directory = out / name
     return CircuitFiles(
         name=name,
         directory=directory,
-        r1cs=r1cs,
-        wasm=wasm,
+        r1cs=directory / f"{name}.r1cs",
+        wasm=directory / f"{name}_js" / f"{name}.wasm",
         zkey=directory / "circuit_final.zkey",
         vk_json=directory / "verification_key.json",
-        input_json=input_json,
+        input_json=directory / "input.json",
         wtns=directory / "witness.wtns",
     )
 

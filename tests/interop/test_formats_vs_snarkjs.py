@@ -30,7 +30,9 @@ from snarkjs_toolchain import CircuitFiles, export_json, snarkjs_status
 pytestmark = pytest.mark.interop
 
 R = bls.curve_order
-CIRCUITS = ("no_public", "multi_public", "long_lc", "big_domain")
+# big_domain (2^12: its own powers of tau, setup and proofs) is in the slow tier
+BIG_DOMAIN = pytest.param("big_domain", marks=pytest.mark.slowtier)
+CIRCUITS = ("no_public", "multi_public", "long_lc", BIG_DOMAIN)
 
 
 def affine(P) -> list[int]:  # noqa: ANN001

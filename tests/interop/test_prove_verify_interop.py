@@ -29,7 +29,9 @@ from cuzk_sim.cli import app
 
 pytestmark = pytest.mark.interop
 
-CIRCUITS = ("no_public", "multi_public", "long_lc", "big_domain")
+# big_domain (2^12: its own powers of tau, setup and proofs) is in the slow tier
+BIG_DOMAIN = pytest.param("big_domain", marks=pytest.mark.slowtier)
+CIRCUITS = ("no_public", "multi_public", "long_lc", BIG_DOMAIN)
 R = bls.curve_order
 
 
@@ -104,7 +106,7 @@ def test_we_accept_snarkjs_proof(name: str, proofs: Callable[[str], Proofs]) -> 
     assert verify(vk, read_public(p.theirs_public), read_proof(p.theirs))
 
 
-@pytest.mark.parametrize("name", ["multi_public", "long_lc", "big_domain"])
+@pytest.mark.parametrize("name", ["multi_public", "long_lc", BIG_DOMAIN])
 def test_tampered_public_input_rejected_by_both(
     name: str, proofs: Callable[[str], Proofs], tmp_path: Path
 ) -> None:

@@ -1,6 +1,7 @@
 """docs/interop.md's recipe for one's own circuit, run as written (circom --prime
 bls12381, snarkjs setup, cuzk-sim check/prove/verify, snarkjs verify), except its powers
-of tau, which is the suite's cached one (same commands, larger, made once per machine).
+of tau, which is the suite's cached 2^8 one (same commands, a beacon as the contribution,
+made once per machine).
 
 Oracle: public.json is the circuit's outputs by hand (3 * 11 = 33, 3 + 11 = 14), and
 snarkjs itself verifies our proof."""

@@ -45,6 +45,10 @@ def known_profile(tmp_path):
         section, kind = key.split(".")
         raw[section][kind]["time"] = time
     raw["copy_engine"]["pageable"] = KNOWN_PAGEABLE
+    # fixed figures only: without the synthesis contention law (model/host_side.py) a
+    # partition's logged synthesis is the profile's time, which calibrate must recover
+    for key in ("memory_bound", "saturating"):
+        raw["cpu"]["synthesis"].pop(key, None)
     path = tmp_path / "known.toml"
     path.write_text(dumps(raw))
     return path
@@ -264,4 +268,7 @@ count = 2
     write_scenario_log(result, scn, str(log))
     text = log.read_text()
     assert text.count(",SYNTH_START,") == 20 and text.count(",SYNTH_END,") == 20
-    assert "synth_ms=32000" in text  # one partition's synthesis, as the profile prices it
+    # one partition's synthesis alone, as the profile prices it: 4 at once on 1024 cores,
+    # taken as 1024 / 96 of the profile's hosts, stay below the contention law's
+    # saturation (2 x 1024 / 96 = 21.3 syntheses): 29 s
+    assert "synth_ms=29000" in text

@@ -91,10 +91,15 @@ def test_calibrate_recovers_the_figures_the_step_lines_were_made_from(tmp_path):
     assert "CUZK_SIM_STEP" in printed
 
 
+# the layout a RealRun's spec gives gpu-run's log (its start-up lines)
+ONE_WORKER = types.SimpleNamespace(devices=(0,), workers_per_device=1, mutex_scope="device")
+
+
 def test_gpu_run_log_writes_a_step_line_per_step_event(tmp_path):
     from cuzk_sim.cli.gpu_run import write_cuzk_log
 
     run = types.SimpleNamespace(
+        spec=ONE_WORKER,
         events=[
             (0.1, "step", {"worker": "gpu0-w0", "step": "msm_h", "kind": "msm_g1",
                            "size": 1024, "nbytes": 0, "pinned": False, "seconds": 0.0123456}),
@@ -219,7 +224,9 @@ def test_the_context_lines_set_the_profiles_context_overhead(tmp_path):
 def test_gpu_run_log_writes_the_context_it_measured(tmp_path):
     from cuzk_sim.cli.gpu_run import write_cuzk_log
 
-    run = types.SimpleNamespace(events=[], context_real={0: 1517 * MIB, 1: 1519 * MIB})
+    run = types.SimpleNamespace(
+        spec=ONE_WORKER, events=[], context_real={0: 1517 * MIB, 1: 1519 * MIB}
+    )
     path = tmp_path / "run.log"
     write_cuzk_log(path, run)
     recs = [r for r in parse_lines(path.read_text().splitlines()) if r.kind == "sim_context"]

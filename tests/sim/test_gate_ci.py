@@ -100,12 +100,15 @@ def test_max_vram_growth_turns_more_peak_vram_into_a_failure(tmp_path):
     _record(tmp_path, one_kernel_plan(100))  # peak: 400 MiB context + 1 GiB
     grown = one_kernel_plan(100, extra_alloc=GIB // 2)  # + 0.5 GiB: +35.7 % (hand)
     growth = (400 * 2**20 + 1.5 * GIB) / (400 * 2**20 + GIB) - 1
-    assert _replay(tmp_path, grown).exit_code == 0  # a note by default
-    result = _replay(tmp_path, grown, "--max-vram-growth", "10%", "--json")
+    # d_extra is a new 512 MiB buffer: a buffer finding by default (test_gate_buffers.py);
+    # above --min-buffer-growth's reach here, so the peak alone decides
+    big = ("--min-buffer-growth", "1 GiB")
+    assert _replay(tmp_path, grown, *big).exit_code == 0  # a note by default
+    result = _replay(tmp_path, grown, "--max-vram-growth", "10%", "--json", *big)
     assert result.exit_code == 1, result.output
     (reason,) = json.loads(result.output)["rows"][0]["reasons"]
     assert f"is {growth:+.1%} against the baseline" in reason and "--max-vram-growth" in reason
-    assert _replay(tmp_path, grown, "--max-vram-growth", "40%").exit_code == 0
+    assert _replay(tmp_path, grown, "--max-vram-growth", "40%", *big).exit_code == 0
     bad = _replay(tmp_path, grown, "--max-vram-growth", "lots")
     assert bad.exit_code == 2 and "--max-vram-growth" in bad.output
 

@@ -1,4 +1,4 @@
-"""Throughput, goodput, latency, utilization and the bottleneck verdict, by hand.
+"""Throughput, latency, utilization and the bottleneck verdict, by hand.
 
 Toy profile (tests/sim/sim_toys.py): a kernel or CPU step of size s takes s seconds, a
 copy of b bytes b seconds, synthesis of the toy shape (10 constraints) 10 s, the PCE load
@@ -39,7 +39,9 @@ def test_synthesis_bound_by_hand():
     assert m.bottleneck == "synthesis"
     (k,) = m.kinds
     assert (k.completed, k.failed) == (3, 0)
-    assert k.goodput_per_hour == pytest.approx(3 / 33 * 3600)
+    # completions at 13, 23, 33: (33 - 13) / 2 = 10 s per proof, 3600 / 10 = 360 per hour
+    assert k.seconds_per_proof == 10.0 and k.proofs_per_hour == pytest.approx(360.0)
+    assert r.seconds_per_proof == 10.0 and r.proofs_per_hour == pytest.approx(360.0)
     # latencies 13, 23, 33: p50 = 2nd of 3 (nearest rank), p95 = 3rd
     assert (k.latency_p50_s, k.latency_p95_s, k.latency_max_s) == (23.0, 33.0, 33.0)
     # 3 synthesis partitions x 10 s x 1 thread on the default 96 cores
@@ -76,7 +78,7 @@ def test_copy_bound_and_mutex_bound_by_hand():
     assert m.bottleneck == "mutex"
 
 
-def test_failures_make_goodput_lower_than_throughput():
+def test_failed_proofs_do_not_count_in_the_throughput():
     """Proof 0 has 2 partitions, synthesized together (1-11): both workers allocate 60 MiB
     of 100 at t = 11, the second fails (no mutex) and the proof fails. Proofs 1 and 2
     arrive at 50 and 100, are synthesized in 10 s and take the GPU 5 s: done at 65 and 115.
@@ -105,11 +107,13 @@ def test_failures_make_goodput_lower_than_throughput():
     r = sim.run()
     m = r.metrics
     assert (r.proofs_completed, r.proofs_failed, r.sim_time_s) == (2, 1, 150.0)
-    assert m.proofs_per_hour == pytest.approx(3 / 150 * 3600)
-    assert m.goodput_per_hour == pytest.approx(2 / 150 * 3600)
-    assert m.goodput_per_hour < m.proofs_per_hour
     assert m.kinds[0].latency_max_s == 15.0  # each completed proof: 10 s synthesis + 5 s GPU
+    # completions at 65 and 115: 50 s per proof, 3600 / 50 = 72 per hour; the failed
+    # proof (done fast, at 11) counts in neither
     assert r.seconds_per_proof == 50.0
+    assert r.proofs_per_hour == pytest.approx(72.0)
+    assert m.kinds[0].seconds_per_proof == 50.0
+    assert m.kinds[0].proofs_per_hour == pytest.approx(72.0)
 
 
 def test_percentile_is_nearest_rank():
@@ -138,8 +142,9 @@ def test_json_carries_the_metrics_and_fallbacks_taken():
     data = json.loads(result.output)
     fallbacks = sum("=fallback err=2" in line or "=skip_" in line for line in data["log"])
     assert fallbacks >= 1 and data["fallbacks_taken"] == fallbacks
-    assert data["proofs_failed"] == 3 and data["goodput_per_hour"] == 0.0
-    assert data["proofs_per_hour"] > 0
+    # every proof failed: no throughput at all, not a fast one
+    assert data["proofs_failed"] == 3 and data["proofs_completed"] == 0
+    assert data["seconds_per_proof"] is None and data["proofs_per_hour"] is None
     assert set(data["devices"]["0"]) >= {"compute_utilization", "copy_utilization"}
     assert data["bottleneck"] in ("synthesis", "gpu", "copy", "mutex", "host-ram", "none")
 
@@ -167,7 +172,6 @@ def test_the_metric_keys_are_documented():
     data = json.loads(result.stdout)
     keys = (
         "proofs_per_hour",
-        "goodput_per_hour",
         "kinds",
         "devices",
         "mutex_wait_s",

@@ -28,12 +28,13 @@ def host_oom():
 
 
 def test_host_oom_is_drawn_on_the_host_panel(host_oom):
-    """Hand arithmetic in the scenario: budget 149 GiB, 140 GiB synthesis + 2 x 4 GiB
-    pinned_a in use; pinned_bc (2 GiB) fails with 1 GiB free: at 148 GiB in use."""
+    """Hand arithmetic in the scenario: budget 218.7 GiB, 69.7 GiB resident (SRS + PCE),
+    140 GiB synthesis + 2 x 4 GiB pinned_a in use; pinned_bc (2 GiB) fails with 1 GiB
+    free: at 217.7 GiB in use."""
     _, r = host_oom
     lanes = lanes_of(r)
     got = [(m.panel, m.kind, m.y) for m in markers(r, lanes)]
-    assert ("host", "OOM", pytest.approx(148.0)) in got
+    assert ("host", "OOM", pytest.approx(69.7 + 148.0)) in got
     assert not any(p.startswith("gpu") for p, _, _ in got)  # not on a VRAM axis
     assert ("lanes", "OOM", float(lanes.index("gpu0-w0"))) in got
 

@@ -24,7 +24,8 @@ def rtx4000ada():
 
 
 def _s(v):
-    return "-" if v is None else f"{v:.2f}"
+    # seconds per proof and proofs per hour (3600 / s, by hand), as the summary prints them
+    return "-" if v is None else f"{v:.2f} s = {3600 / v:.1f}/h"
 
 
 def test_phase9_max_workers_table_is_in_the_doc(phase9):
@@ -98,4 +99,27 @@ def test_the_incident_scenario_holds_its_expectation(rtx4000ada):
     }
     assert rows[2, "none"]["oom"] and not rows[1, "none"]["oom"]
     assert rows[2, "none"]["vram_bytes"] == 20 * 2**30
-    assert rows[2, "none"]["pricing"].startswith("unprofiled card")
+    assert "derived from rtx5070ti" in rows[2, "none"]["pricing"]  # the card's own profile
+
+
+def test_cards_sweep_prices_each_card_by_its_own_profile():
+    """Every preset gets its own VRAM and profile (the card rule), the row says which
+    profile and whether measured or derived, and the doc's table is the sweep's."""
+    from cuzk_sim.cards import CARDS, card_profile
+
+    out = api.sweep(SWEEPS / "cards-porep-sweep.toml", jobs=1, plots=False)
+    rows = {(r["hardware.card"], r["variant.prestage"]): r for r in out.rows}
+    assert {c for c, _ in rows} == set(CARDS)
+    for c in CARDS:
+        off, on = rows[c, "off"], rows[c, "under_mutex"]
+        assert off["vram_bytes"] == CARDS[c].vram_bytes
+        assert off["priced_by"] == card_profile(c, "cuzk")
+        kind = "measured" if c == "rtx5070ti" else "derived"
+        assert f"({kind}" in off["pricing"]
+        line = (
+            f"| {c} | {off['priced_by']} ({kind}) | {off['seconds_per_proof']:.2f} | "
+            f"{on['seconds_per_proof']:.2f} |"
+        )
+        assert line in DOC, line
+    # the cards differ where the card is the bottleneck (no pre-staging)
+    assert len({round(rows[c, "off"]["seconds_per_proof"], 1) for c in CARDS}) >= 4

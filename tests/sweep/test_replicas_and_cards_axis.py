@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from sweep_fixtures import BASE, SCENARIOS, write_spec
 
 from cuzk_sim import api
+from cuzk_sim.input_errors import InputError
 from cuzk_sim.replicas import run_replicas
 
 GiB = 2**30
@@ -33,9 +35,16 @@ base = "{BASE}"
 def test_replicas_change_the_key(tmp_path, small_spec_path):
     out = tmp_path / "o"
     plain = api.sweep(small_spec_path, out, jobs=1, plots=False)
-    jittered = api.sweep(small_spec_path, out, jobs=1, replicas=2, jitter=0.01, plots=False)
-    assert jittered.resumed == 0  # not the same work: nothing taken from the folder
+    jittered = api.sweep(
+        small_spec_path, tmp_path / "j", jobs=1, replicas=2, jitter=0.01, plots=False
+    )
+    assert jittered.resumed == 0  # not the same work
     assert {r["key"] for r in plain.rows}.isdisjoint(r["key"] for r in jittered.rows)
+    # into the plain sweep's folder it would replace every row: refused, folder kept
+    before = (out / "results.json").read_bytes()
+    with pytest.raises(InputError, match="another sweep.*replicas 1 \\(now 2\\)"):
+        api.sweep(small_spec_path, out, jobs=1, replicas=2, jitter=0.01, plots=False)
+    assert (out / "results.json").read_bytes() == before
 
 
 def test_cards_as_an_axis(tmp_path):
@@ -54,10 +63,15 @@ base = "{base}"
         "rtx4090": 24 * GiB,
         "h200": 141 * GiB,
     }
-    assert rows["rtx4000ada"]["pricing"].startswith("unprofiled card")
+    # the card rule: each card priced by its own profile (derived where none was measured)
+    assert "derived from rtx5070ti" in rows["rtx4000ada"]["pricing"]
     assert "measured on this card" in rows["rtx5070ti"]["pricing"]
-    assert "own profile is h200" in rows["h200"]["pricing"]
-    assert all(r["priced_by"] == "rtx5070ti" for r in rows.values())
+    assert {c: r["priced_by"] for c, r in rows.items()} == {
+        "rtx5070ti": "rtx5070ti",
+        "rtx4000ada": "rtx4000ada",
+        "rtx4090": "rtx4090",
+        "h200": "h200+cuzk",
+    }
     # two workers without the mutex: the incident card OOMs, the H200 does not
     assert rows["rtx4000ada"]["oom"] and not rows["h200"]["oom"]
     (grid,) = outcome.summary["min_safe_vram"]

@@ -87,18 +87,19 @@ def test_every_row_equals_run_json(small_outcome, tmp_path):
             "vram_total_bytes",
             "peak_host_bytes",
             "sim_time_s",
-            "goodput_per_hour",
+            "proofs_per_hour",
             "bottleneck",
         ):
             assert row[key] == ran[key], (row["index"], key)
-        assert row["goodput_per_hour_by_kind"] == {
-            kind: k["goodput_per_hour"] for kind, k in ran["kinds"].items()
+        assert row["proofs_per_hour_by_kind"] == {
+            kind: k["proofs_per_hour"] for kind, k in ran["kinds"].items()
         }
         assert row["error"] is None
         assert row["safe"] == (not ran["oom"] and not ran["stalled"])
         total, peak = ran["vram_total_bytes"]["0"], ran["peak_vram_bytes"]["0"]
         assert row["headroom_bytes"] == total - peak
         assert row["vram_bytes"] == total
+        assert row["priced_by"] == ran["profile"] == "rtx5070ti"  # the profile that was used
 
 
 def test_the_small_sweep_has_both_verdicts(small_outcome):

@@ -1,0 +1,324 @@
+"""The GPU prover at production shape (issue 23), one device, side by side in one process:
+
+- link: the HtoD bandwidth from pinned host memory (2 GiB copies), the PCIe floor;
+- micro: G1 / G2 MSM 2^20 with random scalars (signed Pippenger, no precomputed tables;
+  `gpu` = the deferred form a prove runs, window sums to the host; `full` = with the host
+  Horner), NTT 2^24;
+- split: G1 MSM 2^24 with the witness shape's 0/1 scalars: the split MSM, the signed
+  Pippenger on the same scalars (their sums must be equal), and on random scalars;
+- partition: one 2^log2 partition of the shape (default 2^27, porep): synthetic data in
+  pinned host memory (key points tiled from 2^14 GPU-made ones; a/b/c, witness and
+  gathered scalars random, the latter of the shape's 0/1 shares), the key streamed
+  within --budget (key_pinned, overlap_uploads, split, pinned a/b/c), wall per partition
+  in steady state (after a first one), the traced split (each step's CUDA-event time,
+  run serialised), the plan's peak and its PCIe bytes; then the key resident on the
+  device (one worker: no key uploads after the first).
+
+Usage: python3 benchmarks/production_bench.py [--only link,micro,split,partition]
+       [--log2 27] [--budget "14 GiB"] [--witness porep] [--reps 3] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections import defaultdict
+
+import numpy as np
+
+GIB = 1 << 30
+
+
+def _timeit(fn, reps: int) -> float:
+    import cupy as cp
+
+    fn()
+    cp.cuda.Device().synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, end))
+    return statistics.median(times)
+
+
+def _device_points(group: str, n: int):
+    """n points k_i G on the device (random k_i), as gpu_bench makes them."""
+    import cupy as cp
+    import py_ecc.optimized_bls12_381 as bls
+    from cuzk_sim.gpu import encoding
+    from cuzk_sim.gpu.module import launch
+    from cuzk_sim.gpu.witness_data import random_scalars
+
+    gen = encoding.g1_to_limbs([bls.G1]) if group == "g1" else encoding.g2_to_limbs([bls.G2])
+    out = cp.empty((n, 24 if group == "g1" else 48), dtype=cp.uint32)
+    sc = cp.asarray(random_scalars(np.random.default_rng(99), n))
+    launch("msm.cu", f"{group}_scalar_mul", n, cp.asarray(gen), sc, out, np.int64(n), threads=128)
+    return out
+
+
+def bench_link(reps: int) -> dict:
+    import cupy as cp
+    import cupyx
+
+    nbytes = 2 * GIB
+    host = cupyx.empty_pinned((nbytes // 4,), np.uint32)
+    host[:] = 7
+    dev = cp.empty((nbytes // 4,), dtype=cp.uint32)
+    ms = _timeit(lambda: dev.set(host), reps)
+    gbs = nbytes / (ms / 1e3) / GIB
+    print(f"link HtoD pinned {nbytes / GIB:.0f} GiB: {ms:.1f} ms = {gbs:.1f} GiB/s", flush=True)
+    return {"what": "link", "bytes": nbytes, "ms": ms, "gib_s": gbs}
+
+
+def bench_micro(reps: int) -> list[dict]:
+    import cupy as cp
+    from cuzk_sim.gpu import ntt as gntt
+    from cuzk_sim.gpu.device import Buffer, Device
+    from cuzk_sim.gpu.msm import msm
+    from cuzk_sim.gpu.witness_data import random_scalars
+    from cuzk_sim.reference.domain import Domain
+
+    rows = []
+    n = 1 << 20
+    sc = Buffer("s", 0, cp.asarray(random_scalars(np.random.default_rng(20), n)).reshape(-1))
+    for group in ("g1", "g2"):
+        p = Buffer("p", 0, _device_points(group, n).reshape(-1))
+        for form, defer in (("gpu", True), ("full", False)):
+            dev = Device("real")
+            ms = _timeit(
+                lambda d=dev, g=group, p=p, f=defer: msm(d, "m", g, p, sc, n, 0, defer=f), reps
+            )
+            rows.append({"what": f"msm_{group}", "form": form, "log2": 20, "ms": ms})
+            print(f"msm {group} 2^20 random [{form}]: {ms:.2f} ms", flush=True)
+    k = 24
+    dom = Domain(1 << k)
+    t = gntt.DeviceTables.from_buffer(cp.asarray(gntt.domain_tables(k, dom.omega, 7, 1).pack()), k)
+    a = cp.asarray(random_scalars(np.random.default_rng(24), 1 << k)).reshape(-1)
+    ms = _timeit(lambda: gntt.ntt(a, t), reps)
+    rows.append({"what": "ntt", "log2": k, "ms": ms})
+    print(f"ntt 2^{k}: {ms:.2f} ms", flush=True)
+    return rows
+
+
+def bench_split(reps: int, witness: str, log2: int = 24) -> list[dict]:
+    import cupy as cp
+    from cuzk_sim.gpu.device import Buffer, Device
+    from cuzk_sim.gpu.msm import msm
+    from cuzk_sim.gpu.msm_split import msm_split
+    from cuzk_sim.gpu.witness_data import random_scalars, shaped_scalars
+    from cuzk_sim.gpu.witness_shape import witness_shape
+
+    ws = witness_shape(witness)
+    n = 1 << log2
+    p = Buffer("p", 0, _device_points("g1", n).reshape(-1))
+    bits = shaped_scalars(np.random.default_rng(5), n, ws.zero_fraction, ws.one_fraction)
+    s_bits = Buffer("s", 0, cp.asarray(bits).reshape(-1))
+    s_rand = Buffer("r", 0, cp.asarray(random_scalars(np.random.default_rng(6), n)).reshape(-1))
+    expected = ws.split(n)
+    rows, out = [], {}
+    cases = {
+        "split": lambda dev: msm_split(dev, "m", "g1", p, s_bits, n, 0, expected),
+        "pippenger, same scalars": lambda dev: [msm(dev, "m", "g1", p, s_bits, n, 0, defer=True)],
+        "pippenger, random scalars": lambda dev: [msm(dev, "m", "g1", p, s_rand, n, 0, defer=True)],
+    }
+    for name, fn in cases.items():
+        dev = Device("real")
+        ms = _timeit(lambda fn=fn, dev=dev: fn(dev), reps)
+        parts = fn(Device("real"))
+        out[name] = _sum_parts(parts)
+        rows.append({"what": "split_msm", "case": name, "log2": log2, "witness": witness, "ms": ms})
+        print(f"msm g1 2^{log2} {witness} [{name}]: {ms:.2f} ms", flush=True)
+    equal = out["split"] == out["pippenger, same scalars"]
+    print(f"split == pippenger on the same scalars: {equal}", flush=True)
+    rows.append({"what": "split_equal", "equal": bool(equal)})
+    return rows
+
+
+def _sum_parts(parts) -> tuple:
+    """The affine point (ints) of a list of WindowSums partials."""
+    import py_ecc.optimized_bls12_381 as bls
+    from cuzk_sim.gpu import encoding
+
+    acc = bls.Z1
+    for v in parts:
+        acc = bls.add(acc, encoding.g1_from_limbs(v.point()))
+    return () if bls.is_inf(acc) else tuple(c.n for c in bls.normalize(acc))
+
+
+def _tiled(block: np.ndarray, rows: int) -> np.ndarray:
+    """`rows` rows of `block` repeated, in pinned host memory (no pageable copy)."""
+    import cupyx
+
+    out = cupyx.empty_pinned((rows, *block.shape[1:]), block.dtype)
+    for s in range(0, rows, len(block)):
+        out[s : s + len(block)] = block[: rows - s]
+    return out
+
+
+def _pinned_scalars(rows: int, zero: float, one: float, seed: int) -> np.ndarray:
+    """`rows` scalars < 2^254 in pinned host memory, made on the GPU 2^24 rows at a time:
+    a `zero` share of 0 and a `one` share of 1 in random places, the rest uniform. Not
+    tiled: a/b/c with a period would make H's coefficients mostly zero (the iNTT of a
+    periodic vector), and an MSM skips zero digits."""
+    import cupy as cp
+    import cupyx
+
+    out = cupyx.empty_pinned((rows, 8), np.uint32)
+    rng = cp.random.default_rng(seed)
+    step = 1 << 24
+    for start in range(0, rows, step):
+        k = min(step, rows - start)
+        s = rng.integers(0, 2**32, size=(k, 8), dtype=cp.uint64).astype(cp.uint32)
+        s[:, 7] &= 0x3FFFFFFF
+        if zero or one:
+            u = rng.random(k)
+            s[u < zero + one] = 0
+            s[(u >= zero) & (u < zero + one), 0] = 1
+        s.get(out=out[start : start + k])
+    return out
+
+
+def partition_data(shape):
+    """Pinned synthetic data of `shape` (module docstring): key points tiled from 2^14
+    GPU-made ones (which points repeat does not change an MSM's work), a/b/c uniformly
+    random, the witness and the gathered scalars random of the shape's 0/1 shares."""
+    from cuzk_sim.gpu.prover import PartitionInput
+
+    ws = shape.witness_shape()
+    base = {g: _device_points(g, 1 << 14).get() for g in ("g1", "g2")}
+    pts = {st: _tiled(base[g], count) for st, (g, count) in shape.msm_sizes().items()}
+    n, m = shape.domain_size, shape.num_vars
+    abc = _pinned_scalars(3 * n, 0.0, 0.0, 1).reshape(3, n, 8)
+    z, o = ws.zero_fraction, ws.one_fraction
+    witness = _pinned_scalars(m, z, o, 2)
+    witness[0] = 0
+    witness[0, 0] = 1
+    counts = (("a", shape.a_count, 3), ("b", shape.b_count, 4))
+    scalars = {q: _pinned_scalars(c, z, o, seed) for q, c, seed in counts if c}
+    return PartitionInput(abc, witness, pts, scalars)
+
+
+def _run(shape, flags, data, mode: str = "real"):
+    """One partition's GPU work and its tails: (gpu s, tails s, Device)."""
+    import cupy as cp
+    from cuzk_sim.gpu.device import Device
+    from cuzk_sim.gpu.prover import msm_results, partition
+
+    dev = Device(mode)
+    t0 = time.perf_counter()
+    with dev.selected():
+        raw = partition(dev, shape, flags, data)
+        cp.cuda.Device().synchronize()
+    t1 = time.perf_counter()
+    msm_results(raw)
+    return t1 - t0, time.perf_counter() - t1, dev
+
+
+def _breakdown(dev) -> dict[str, float]:
+    """Traced ms by category: uploads, the NTT phase, each MSM stage, downloads."""
+    out: dict[str, float] = defaultdict(float)
+    for name, ms in dev.timings_ms:
+        if name.startswith("upload"):
+            cat = "uploads"
+        elif name.startswith("compute_h"):
+            cat = "ntt_phase"
+        elif name.endswith(".result") or name.endswith("split_counts"):
+            cat = "downloads"
+        else:
+            cat = name.split(".")[0]
+        out[cat] += ms
+    return {k: round(v, 2) for k, v in sorted(out.items())}
+
+
+def bench_partition(log2: int, witness: str, budget: int, reps: int) -> list[dict]:
+    import cupy as cp
+    from cuzk_sim.gpu.device import release_resident
+    from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, dry_run_plan
+    from cuzk_sim.gpu.schedule import overlap
+    from cuzk_sim.gpu.streaming import plan_peak, resolve_budget
+
+    shape = PartitionShape.synthetic(log2, witness=witness)
+    t0 = time.perf_counter()
+    data = partition_data(shape)
+    host = data.abc.nbytes + data.witness.nbytes
+    host += sum(v.nbytes for v in (*data.key_points.values(), *data.scalars.values()))
+    print(f"data 2^{log2} {witness}: {host / GIB:.1f} GiB pinned in "
+          f"{time.perf_counter() - t0:.1f} s", flush=True)  # fmt: skip
+    common = {"key_pinned": True, "pinned": True, "split_msm": True, "overlap_uploads": True}
+    configs = {
+        "streamed": ProverFlags(**common, vram_budget_bytes=budget),
+        "resident": ProverFlags(**common, key_resident=True),
+    }
+    rows = []
+    for name, flags in configs.items():
+        plan = dry_run_plan(shape, flags)
+        resolved = resolve_budget(shape, flags)
+        htod = sum(s.bytes for s in plan.steps if s.op == "copy" and s.direction == "HtoD")
+        o = overlap(plan)
+        walls = []
+        for i in range(reps + 1):
+            gpu_s, tails_s, _ = _run(shape, flags, data)
+            print(f"{name} partition {i}: gpu {gpu_s:.3f} s, tails {tails_s:.3f} s", flush=True)
+            walls.append((gpu_s, tails_s))
+        _, _, traced = _run(shape, flags, data, "traced")
+        split = _breakdown(traced)
+        steady = walls[1:]
+        gpu = statistics.median(g for g, _ in steady)
+        tails = statistics.median(t for _, t in steady)
+        row = {
+            "what": "partition",
+            "config": name,
+            "log2": log2,
+            "witness": witness,
+            "msm_chunk": resolved.msm_chunk,
+            "plan_peak_bytes": plan_peak(plan),
+            "plan_htod_bytes": htod,
+            "overlapped_bytes": o.overlapped_bytes,
+            "gpu_s": gpu,
+            "tails_s": tails,
+            "first_gpu_s": walls[0][0],
+            "traced_ms": split,
+            "traced_total_ms": round(sum(split.values()), 1),
+            "device_peak_bytes": cp.get_default_memory_pool().total_bytes(),
+        }
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        release_resident()
+        cp.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+def main() -> None:
+    from cuzk_sim.units import parse_size
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default="link,micro,split,partition")
+    ap.add_argument("--log2", type=int, default=27)
+    ap.add_argument("--budget", default="14 GiB")
+    ap.add_argument("--witness", default="porep")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    only = set(args.only.split(","))
+    rows: list[dict] = []
+    if "link" in only:
+        rows.append(bench_link(5))
+    if "micro" in only:
+        rows += bench_micro(7)
+    if "split" in only:
+        rows += bench_split(5, args.witness)
+    if "partition" in only:
+        rows += bench_partition(args.log2, args.witness, parse_size(args.budget), args.reps)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

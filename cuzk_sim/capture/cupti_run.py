@@ -1,0 +1,144 @@
+"""`cuzk-sim capture -- CMD ARGS`: run a Python program under CUPTI, read what its
+processes recorded, and return one trace.
+
+How: a temporary folder holds a `sitecustomize.py` that starts the recorder
+(capture/cupti_child.py) in every Python process that finds it first on PYTHONPATH —
+the program and any Python children it spawns — before their code runs, so CUPTI's
+activity kinds are on before a CUDA context exists. Each process writes
+`trace-<pid>.json` into the folder at exit; `read_folder` turns them into the trace
+model (capture/cupti_records.py). NVTX ranges reach CUPTI only through its NVTX
+injection: NVTX_INJECTION64_PATH is set to the libcupti of the `nvidia-cuda-cupti` wheel
+when the caller has not set it.
+
+The command refuses, in one line, what cannot work: no command, a program that is not
+Python (a CUDA_INJECTION64_PATH library for those is not built yet: profile them with
+`nsys` and use `import-nsys`), no cupti-python, no NVIDIA driver or no CUDA device.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+from cuzk_sim.capture.cupti_records import merge, records_to_trace
+from cuzk_sim.capture.trace import Trace
+from cuzk_sim.input_errors import InputError
+
+SITECUSTOMIZE = '''"""Written by cuzk-sim capture: start the CUPTI recorder in this process."""
+import os
+
+if os.environ.get("CUZK_SIM_CAPTURE_DIR"):
+    try:
+        from cuzk_sim.capture import cupti_child
+
+        cupti_child.start(os.environ["CUZK_SIM_CAPTURE_DIR"])
+    except Exception as e:  # never break the program: say so and run it unrecorded
+        import sys
+
+        print(f"cuzk-sim capture: not recording pid {os.getpid()}: {e}", file=sys.stderr)
+'''
+MAX_TRACE_FILE = 2 << 30  # bytes of one process's records
+
+
+def check_command(cmd: list[str]) -> None:
+    if not cmd:
+        raise InputError(
+            "capture: give the program after --, e.g. cuzk-sim capture -o plan.json -- "
+            "python3 prog.py"
+        )
+    exe = Path(cmd[0]).name
+    if not (re.fullmatch(r"python[0-9.]*", exe) or exe.endswith(".py")):
+        raise InputError(
+            f"capture: {cmd[0]} is not a Python program; capture runs Python programs "
+            "(the injection library for others is not built yet): profile it with nsys "
+            "and use cuzk-sim import-nsys (docs/capture.md)"
+        )
+
+
+def check_cupti() -> None:
+    if importlib.util.find_spec("cupti") is None:
+        raise InputError(
+            "capture: NVIDIA's CUPTI Python bindings are not installed: "
+            "pip install 'cuzk-sim[capture]' (cupti-python)"
+        )
+
+
+def check_gpu() -> None:
+    """A driver that initializes and at least one CUDA device (cuInit, cuDeviceGetCount)."""
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        raise InputError("capture: no NVIDIA driver here (libcuda.so.1 not found)") from None
+    if cuda.cuInit(0) != 0:
+        raise InputError("capture: the CUDA driver does not initialize (no GPU?)")
+    count = ctypes.c_int(0)
+    if cuda.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value < 1:
+        raise InputError("capture: no CUDA device")
+
+
+def _libcupti() -> str | None:
+    spec = importlib.util.find_spec("nvidia.cuda_cupti")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for root in spec.submodule_search_locations:
+        found = sorted(Path(root).glob("lib/libcupti.so*"))
+        if found:
+            return str(found[0])
+    return None
+
+
+def child_env(folder: str) -> dict[str, str]:
+    """The captured program's environment: the sitecustomize folder and this package
+    first on PYTHONPATH, the capture folder named, NVTX routed to CUPTI."""
+    root = str(Path(__file__).resolve().parents[2])
+    path = [folder, root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "CUZK_SIM_CAPTURE_DIR": folder}
+    lib = _libcupti()
+    if lib is not None and "NVTX_INJECTION64_PATH" not in env:
+        env["NVTX_INJECTION64_PATH"] = lib
+    return env
+
+
+def read_folder(folder: Path, source: str) -> Trace:
+    """The merged trace of every `trace-<pid>.json` the captured processes wrote."""
+    traces = []
+    for path in sorted(Path(folder).glob("trace-*.json")):
+        if path.stat().st_size > MAX_TRACE_FILE:
+            raise InputError(f"capture: {path.name} is larger than 2 GiB")
+        try:
+            data = json.loads(path.read_text())
+            pid, records = int(data["pid"]), list(data["records"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise InputError(f"capture: {path.name}: not a recorder's file ({e})") from None
+        trace = records_to_trace(records, pid, source)
+        notes = tuple(str(n) for n in data.get("notes", []))
+        traces.append(dataclasses.replace(trace, missing=trace.missing + notes))
+    if not traces:
+        raise InputError(
+            f"capture: {source} recorded no CUDA activity (did it use the GPU, and from Python?)"
+        )
+    return merge(traces, source)
+
+
+def run_captured(cmd: list[str]) -> Trace:
+    """Run `cmd` under the recorder and return what its processes recorded."""
+    check_command(cmd)
+    check_cupti()
+    check_gpu()
+    source = " ".join(cmd)[:200]
+    with tempfile.TemporaryDirectory(prefix="cuzk-capture-") as folder:
+        Path(folder, "sitecustomize.py").write_text(SITECUSTOMIZE)
+        try:
+            rc = subprocess.run(cmd, env=child_env(folder), check=False).returncode
+        except OSError as e:
+            raise InputError(f"capture: cannot run {cmd[0]}: {e.strerror or e}") from None
+        if rc != 0:
+            raise InputError(f"capture: {cmd[0]} exited with status {rc}; no plan written")
+        return read_folder(Path(folder), source)

@@ -1,0 +1,54 @@
+"""Synthetic witnesses of a partition's shape (gpu/witness_shape.py) for gpu-run and the
+benchmarks: the shape's share of zeros and ones, the rest uniformly random scalars, and
+for a shape whose queries leave variables out, the scalars each query's MSM reads."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+
+def random_scalars(rng: np.random.Generator, rows: int) -> np.ndarray:
+    """Uniform standard-form scalars below 2^254 < r, as (rows, 8) u32 limbs."""
+    s = rng.integers(0, 2**32, size=(rows, 8), dtype=np.uint64).astype(np.uint32)
+    s[:, 7] &= 0x3FFFFFFF
+    return s
+
+
+def shaped_scalars(rng: np.random.Generator, rows: int, zero: float, one: float) -> np.ndarray:
+    """`rows` scalars: a `zero` share of 0, a `one` share of 1 (in random places), the rest
+    uniformly random."""
+    out = random_scalars(rng, rows)
+    u = rng.random(rows)
+    out[u < zero + one] = 0
+    out[(u >= zero) & (u < zero + one), 0] = 1
+    return out
+
+
+def shaped_witness(shape: Any, rng: np.random.Generator) -> tuple[np.ndarray, dict]:
+    """(witness limbs (m, 8), per query "a" / "b" the scalars its MSM reads): wire 0 is 1,
+    the inputs random, the aux of the shape's zero / one shares; the gathered scalars of a
+    query with a_count / b_count points are drawn the same way (which variables a query
+    holds does not change an MSM's work)."""
+    ws = shape.witness_shape()
+    m, first = shape.num_vars, shape.num_public + 1
+    witness = np.empty((m, 8), dtype=np.uint32)
+    witness[:first] = random_scalars(rng, first)
+    witness[0] = 0
+    witness[0, 0] = 1
+    witness[first:] = shaped_scalars(rng, m - first, ws.zero_fraction, ws.one_fraction)
+    scalars = {}
+    for q, count in (("a", shape.a_count), ("b", shape.b_count)):
+        if count is not None:
+            scalars[q] = shaped_scalars(rng, count, ws.zero_fraction, ws.one_fraction)
+    return witness, scalars
+
+
+def witness_shaped(shape: Any, meta: Mapping[str, Any]) -> Any:
+    """`shape` with the query counts and witness shape a plan's meta records (a plan
+    from before issue 23 has none: the dense shape)."""
+    keys = ("a_count", "b_count", "witness")
+    return dataclasses.replace(shape, **{k: meta[k] for k in keys if k in meta})

@@ -1,0 +1,233 @@
+"""The streamed MSMs (msm_chunk with overlap_uploads), the VRAM budget and the split MSM
+in the dry-run plan: orders, buffers and peaks worked out by hand."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, dry_run_plan
+from cuzk_sim.gpu.schedule import overlap
+from cuzk_sim.gpu.streaming import chunk_for_budget, plan_peak
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+GIB = 1 << 30
+STREAM = ProverFlags(key_pinned=True, overlap_uploads=True, msm_chunk=1000)
+
+
+def _names(plan, op):
+    return [(i, s) for i, s in enumerate(plan.steps) if s.op == op]
+
+
+def test_each_chunk_goes_up_beside_the_msm_before_it_into_the_other_buffer():
+    shape = PartitionShape.synthetic(11)  # 2048: every stage in 3 chunks (1000, 1000, 48)
+    plan = dry_run_plan(shape, STREAM)
+    assert plan.meta["gpu_stream"] == "legacy_default+key_upload"
+    copies = [(i, s) for i, s in _names(plan, "copy") if s.stream == "key_upload"]
+    points = [(i, s) for i, s in copies if s.name.endswith("_points")]
+    assert len(points) == 15  # 5 stages x 3 chunks, and no whole-stage upload
+    kernels = _names(plan, "kernel")
+    msm_at = [i for i, s in kernels if s.name.startswith("msm_") and "." not in s.name]
+    assert len(msm_at) == 15
+    # chunk k + 1's upload is issued after chunk k - 1's MSM and before chunk k's
+    for k in range(14):
+        assert msm_at[k - 1] < points[k + 1][0] < msm_at[k] if k else points[1][0] < msm_at[0]
+    # the double buffer: the points alternate between key_chunk.0 and key_chunk.1
+    allocs = {s.buffer: s.bytes for _, s in _names(plan, "alloc")}
+    assert allocs["key_chunk.0"] == allocs["key_chunk.1"] == 192 * 1000  # G2's chunk
+    # the witness streams beside its points (no d_witness); H reads d_a, freed after it
+    assert "d_witness" not in allocs
+    assert allocs["scalar_chunk.0"] == 32 * 1000
+    frees = [s.buffer for _, s in _names(plan, "free")]
+    last_h = max(i for i, s in _names(plan, "kernel") if s.name == "msm_h")
+    free_a = next(i for i, s in _names(plan, "free") if s.buffer == "d_a")
+    after = [s.name for i, s in _names(plan, "kernel") if last_h < i and "." not in s.name]
+    assert last_h < free_a and frees.count("d_a") == 1 and "msm_h" not in after
+
+
+def test_h_chunks_are_spread_among_the_witness_chunks():
+    """H's 3 chunks and the 12 others (a, b_g1, b_g2, l: 3 each): H, 4 others, H, 4, H, 4
+    (round(j 12 / 3) .. round((j + 1) 12 / 3)), so the copies of the upload-bound witness
+    MSMs run beside H's compute-bound ones."""
+    plan = dry_run_plan(PartitionShape.synthetic(11), STREAM)
+    order = [s.name for _, s in _names(plan, "kernel") if s.name.startswith("msm_")]
+    order = [n for n in order if "." not in n]
+    h = [i for i, n in enumerate(order) if n == "msm_h"]
+    assert h == [0, 5, 10] and len(order) == 15
+
+
+def test_the_overlap_counts_every_upload_but_the_first():
+    plan = dry_run_plan(PartitionShape.synthetic(11), STREAM)
+    o = overlap(plan)
+    # 15 point chunks + 12 scalar chunks (H's scalars are d_a); all but chunk 0 ride beside
+    assert (o.copies, o.overlapped) == (27, 26)
+    first = 96 * 1000  # msm_h's first chunk of points
+    assert o.copy_bytes - o.overlapped_bytes == first
+
+
+def test_a_14_gib_budget_streams_a_porep_2_27_partition_within_it():
+    shape = PartitionShape.synthetic(27, witness="porep")
+    flags = ProverFlags(
+        key_pinned=True, overlap_uploads=True, split_msm=True, vram_budget_bytes=14 * GIB
+    )
+    chunk = chunk_for_budget(shape, flags)
+    assert chunk is not None and chunk & (chunk - 1) == 0
+    plan = dry_run_plan(shape, flags)
+    assert 12 * GIB < plan_peak(plan) <= 14 * GIB  # the NTT phase: d_a 4 + d_bc 8 GiB
+    bigger = dataclasses.replace(flags, vram_budget_bytes=None, msm_chunk=2 * chunk)
+    assert plan_peak(dry_run_plan(shape, bigger)) > 14 * GIB  # the largest that fits
+
+
+def test_a_budget_below_the_ntt_phase_is_refused_by_name():
+    flags = ProverFlags(key_pinned=True, overlap_uploads=True, vram_budget_bytes=10 * GIB)
+    with pytest.raises(ValueError, match=r"vram_budget_bytes=10737418240 \(10.00 GiB\)"):
+        dry_run_plan(PartitionShape.synthetic(27), flags)
+
+
+def test_a_budget_the_whole_msms_fit_leaves_them_whole():
+    shape = PartitionShape.synthetic(12)
+    flags = ProverFlags(vram_budget_bytes=80 * GIB)
+    assert chunk_for_budget(shape, flags) is None
+    assert [s for s in dry_run_plan(shape, flags).steps] == list(dry_run_plan(shape).steps)
+
+
+def test_the_split_msm_plan_classifies_sums_the_ones_then_runs_the_rest():
+    shape = PartitionShape.synthetic(10, witness="porep")
+    plan = dry_run_plan(shape, ProverFlags(split_msm=True))
+    kernels = [s for _, s in _names(plan, "kernel")]
+    names = [s.name for s in kernels]
+    for stage in ("msm_a", "msm_b_g1", "msm_b_g2", "msm_l"):
+        at = names.index(f"{stage}.split")
+        assert names[at + 1] == f"{stage}.ones" and names[at + 2] == stage
+        count = shape.msm_sizes()[stage][1]
+        zeros = round(0.5159 * count)
+        ones = min(count - zeros, round(0.4841 * count))
+        assert kernels[at + 1].size == -(-ones // 16)  # one addition per one, priced
+        assert kernels[at + 2].size == count - zeros - ones  # the rest's Pippenger
+    assert "msm_h.split" not in names  # H's scalars are field elements
+    copies = [s.name for _, s in _names(plan, "copy")]
+    assert "msm_a.split_counts" in copies and "msm_a.ones.result" in copies
+
+
+@pytest.mark.parametrize(
+    ("kw", "says"),
+    [
+        ({"split_msm": True, "msm_algo": "unsigned"}, "split_msm needs"),
+        ({"vram_budget_bytes": 0}, "vram_budget_bytes must be"),
+        ({"vram_budget_bytes": 1 << 34, "key_resident": True}, "vram_budget_bytes does not"),
+    ],
+)
+def test_flags_that_do_not_combine_are_refused_by_name(kw, says):
+    with pytest.raises(ValueError, match=says):
+        ProverFlags(**kw)
+
+
+def test_gpu_plan_shows_the_two_streams_and_the_peak_within_the_budget():
+    from cuzk_sim.cli import app
+
+    args = ["gpu-plan", "--domain-log2", "27", "--key-pinned", "--overlap-uploads"]
+    args += ["--witness", "porep", "--split-msm", "--vram-budget", "14 GiB"]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    peak = int(out.output.split("peak device bytes: ")[1].split()[0])
+    assert peak <= 14 * GIB
+    assert "stream key_upload:" in out.output and "beside a kernel" in out.output
+    bad = CliRunner().invoke(app, ["gpu-plan", "--domain-log2", "20", "--witness", "x"])
+    assert bad.exit_code == 2 and "--witness" in bad.output
+
+
+def _model_seconds(tmp_path, flags: str) -> float:
+    from cuzk_sim.api import load_scenario, simulate
+
+    path = tmp_path / f"s{abs(hash(flags))}.toml"
+    path.write_text(
+        f"""profile = "h200"
+[hardware]
+gpus = 1
+vram = "141 GiB"
+[engine.gpus]
+gpu_workers_per_device = 1
+[engine.pce]
+cached = ["porep"]
+[plan]
+gpu_prover = {{ domain_log2 = 27, witness = "porep", key_pinned = true, {flags} }}
+[plan.host]
+synthesis = "0 s"
+pce = false
+[[workload]]
+kind = "porep"
+count = 1
+partitions = 2
+"""
+    )
+    return simulate(load_scenario(path)).seconds_per_proof
+
+
+def test_the_model_runs_the_streamed_uploads_beside_the_msms(tmp_path):
+    """The same chunks with and without the upload stream: with it, every copy issued just
+    before one of msm_h's MSMs (random scalars: ~1.5 ms per 2^20 points on the H200
+    profile, 2^24-point chunks) ends before that MSM does, so at least those copies' time
+    (bytes / 46.9 GiB/s, the profile's pinned rate) is off each partition's time."""
+    chunk = 1 << 24
+    flags = ProverFlags(key_pinned=True, overlap_uploads=True, split_msm=True, msm_chunk=chunk)
+    plan = dry_run_plan(PartitionShape.synthetic(27, witness="porep"), flags)
+    steps = list(plan.steps)
+    beside_h = 0
+    for i, s in enumerate(steps):
+        if s.op == "kernel" and s.name == "msm_h":
+            copies = [c for c in steps[:i] if c.op == "copy" and c.stream == "key_upload"]
+            syncs = [j for j, c in enumerate(steps[:i]) if c.op == "sync"]
+            last_sync = syncs[-1]
+            beside_h += sum(c.bytes for c in steps[last_sync:i] if c.op == "copy")
+            assert copies  # the chunk after it is on its way
+    hidden_s = beside_h / (46.9 * GIB)
+    common = f"split_msm = true, msm_chunk = {chunk}"
+    serial = _model_seconds(tmp_path, common)
+    streamed = _model_seconds(tmp_path, common + ", overlap_uploads = true")
+    assert serial - streamed >= 2 * hidden_s * 0.99  # two partitions
+
+
+@given(
+    log2=st.integers(2, 12),
+    witness=st.sampled_from(["dense", "sha256", "porep"]),
+    chunk_log=st.integers(0, 12),
+    split=st.booleans(),
+    stream=st.booleans(),
+)
+def test_every_size_plans_whole_chunks_and_frees_what_it_allocates(
+    log2, witness, chunk_log, split, stream
+):
+    """At any size, shape and chunk: the plan validates, every MSM's points are covered by
+    its chunks exactly once, and nothing but the persistent buffers is live at its end."""
+    shape = PartitionShape.synthetic(log2, witness=witness)
+    chunk = 1 << chunk_log
+    flags = ProverFlags(key_pinned=True, overlap_uploads=stream, msm_chunk=chunk, split_msm=split)
+    plan = dry_run_plan(shape, flags)
+    live: dict[str, int] = {}
+    for s in plan.steps:
+        if s.op == "alloc" and s.memory == "device":
+            assert s.buffer not in live
+            live[s.buffer] = s.bytes
+        elif s.op == "free":
+            assert live.pop(s.buffer, None) is not None
+    assert not live
+    msm_kernels = [s for s in plan.steps if s.op == "kernel" and s.name.startswith("msm_")]
+    for stage, (_, count) in shape.msm_sizes().items():
+        pieces = [s for s in msm_kernels if s.name == stage]
+        assert len(pieces) == max(1, -(-count // chunk))  # one Pippenger per chunk
+        uploads = [s for s in plan.steps if s.op == "copy" and s.name == f"upload_{stage}_points"]
+        per_point = 192 if stage == "msm_b_g2" else 96
+        assert sum(c.bytes for c in uploads) == per_point * count  # every point once
+
+
+@pytest.mark.parametrize("log2", [16, 20, 24, 27])
+def test_a_budget_holds_at_every_size(log2):
+    shape = PartitionShape.synthetic(log2, witness="porep")
+    stream = ProverFlags(key_pinned=True, overlap_uploads=True, split_msm=True)
+    whole = plan_peak(dry_run_plan(shape, stream))
+    ntt = 3 * 32 * (1 << log2)  # d_a and d_bc: the floor no chunk lowers
+    budget = (ntt + whole) // 2  # between the NTT phase and the whole MSMs
+    flags = dataclasses.replace(stream, vram_budget_bytes=budget)
+    assert ntt <= plan_peak(dry_run_plan(shape, flags)) <= budget < whole
