@@ -159,21 +159,17 @@ def gpu_run(
             raise InputError(
                 "--verify needs --device real (the reference proofs come from the GPU)"
             )
-        from cuzk_sim.gpu.pipeline import gpu_missing
+        from cuzk_sim.gpu.backends import gpu_missing
 
         missing = gpu_missing() if device == "real" else None
         if missing:
             raise InputError(f"--device real: {missing}; --device dry-run runs without a GPU")
-        from cuzk_sim.gpu.pipeline import (
-            Fault,
-            FaultPlan,
-            KindWork,
-            PartitionShape,
-            RealRun,
-            RunSpec,
-            backend_for,
-            reference_data,
-        )
+        from cuzk_sim.gpu.backends import backend_for
+        from cuzk_sim.gpu.faults import Fault, FaultPlan
+        from cuzk_sim.gpu.partition_data import reference_data
+        from cuzk_sim.gpu.pipeline import RealRun
+        from cuzk_sim.gpu.prover import PartitionShape
+        from cuzk_sim.gpu.run_spec import KindWork, RunSpec
 
         try:
             faults = FaultPlan(tuple(Fault.parse(f) for f in fault or []), fault_seed)

@@ -68,7 +68,7 @@ def validate(
         if out.exists() and not out.is_dir():
             raise InputError(f"--out {out}: is a file; give a folder")
         if device == "real" and not (report_only or predict_only):
-            from cuzk_sim.gpu.pipeline import gpu_missing
+            from cuzk_sim.gpu.backends import gpu_missing
 
             missing = gpu_missing()
             if missing:

@@ -96,11 +96,12 @@ def gpu_prover_plan_of(
     they are all porep)."""
     key = f"{source}: {key_path(at)}"
     try:
+        from cuzk_sim.gpu import flags as prover_flags
         from cuzk_sim.gpu import prover
     except ImportError as e:
         raise InputError(f"{key}: our GPU prover (cuzk_sim.gpu) cannot be imported: {e}") from None
     try:
-        keys = validate_input(flags_model(prover.ProverFlags, GpuProverShape), raw, source, at)
+        keys = validate_input(flags_model(prover_flags.ProverFlags, GpuProverShape), raw, source, at)
     except TypeError as e:  # ProverFlags is no dataclass any more
         raise InputError(f"{key}: the prover's ProverFlags changed: {e}") from None
     n = 1 << keys.domain_log2
@@ -117,7 +118,7 @@ def gpu_prover_plan_of(
             first = keys.num_public + 1
             shape = dataclasses.replace(shape, a_count=first + a, b_count=first + b)
         shape = dataclasses.replace(shape, witness=witness)
-        flags = build_flags(prover.ProverFlags, keys, key)
+        flags = build_flags(prover_flags.ProverFlags, keys, key)
     except TypeError as e:  # the prover's API moved under the scenario schema
         raise InputError(f"{key}: the prover's PartitionShape/ProverFlags changed: {e}") from None
     return gpu_prover_plan(shape, flags, assume, key)

@@ -59,7 +59,7 @@ def _now() -> str:
 
 
 def partitions_of(scn: Scenario) -> int:
-    from cuzk_sim.gpu.pipeline import RunSpec
+    from cuzk_sim.gpu.run_spec import RunSpec
 
     return sum(a.partitions for a in RunSpec.from_scenario(scn).arrivals)
 
@@ -224,7 +224,9 @@ RealExecutor = Callable[[Scenario], tuple[dict, dict]]
 
 def pipeline_executor(device: str) -> RealExecutor:
     """Run one scenario through gpu-run's pipeline on `device` (real or dry-run)."""
-    from cuzk_sim.gpu.pipeline import RealRun, RunSpec, backend_for
+    from cuzk_sim.gpu.backends import backend_for
+    from cuzk_sim.gpu.pipeline import RealRun
+    from cuzk_sim.gpu.run_spec import RunSpec
 
     shared: dict[str, Any] = {}
 
