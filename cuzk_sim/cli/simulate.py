@@ -124,9 +124,9 @@ def run(
     Wilson interval."""
     from cuzk_sim.api import describe
     from cuzk_sim.overrides import parse_assignment
-    from cuzk_sim.recording import Timeline, parse_window, simulate_recorded
+    from cuzk_sim.recording import Timeline, parse_window
     from cuzk_sim.report import print_run
-    from cuzk_sim.runner import simulate
+    from cuzk_sim.runner import simulate, simulate_recorded
     from cuzk_sim.scenario import load_scenario
 
     if replicas is not None or jitter is not None:
@@ -233,7 +233,8 @@ def _run_replicas(
         scn = load_scenario(scenario, changes or None)
         if replicas is None:  # one jittered run, reported like a plain one
             if trace or plot:
-                from cuzk_sim.recording import Timeline, simulate_recorded
+                from cuzk_sim.recording import Timeline
+                from cuzk_sim.runner import simulate_recorded
 
                 result = simulate_recorded(scn, Timeline(), jitter=fraction)
             else:

@@ -12,16 +12,18 @@ so a trace still shows each kernel and timing jitter still perturbs each one.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from cuzk_sim.calibration import Profile
 from cuzk_sim.input_errors import InputError
 from cuzk_sim.model.jitter import Jitter
-from cuzk_sim.plan import Alloc, Copy, Cpu, Free, Kernel, Label, Plan, Step
+from cuzk_sim.plan import Plan, Step
 from cuzk_sim.plan_analysis import PlanAnalysis
+from cuzk_sim.steps.kernel import Parts
+from cuzk_sim.steps.registry import KINDS
 
-JITTERED_OPS = ("kernel", "copy", "cpu")  # the durations timing jitter perturbs
-Parts = tuple[tuple[str, float], ...]  # a merged kernel run: (kernel name, seconds) each
+JITTERED_OPS = tuple(op for op, k in KINDS.items() if k.jittered)  # timing jitter perturbs
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ def compile_plan(plan: Plan, profile: Profile, merge: bool = True) -> CompiledPl
     """Price every step and resolve labels to indices (a jump goes to the step after the
     label; labels are dropped). merge: fold runs of compute-stream kernels (see above);
     never on one in-order queue (plan meta gpu_stream "legacy_default..."), where the host
-    pays each kernel's launch (model/interpreter.py ISSUE_S, LAUNCH_S)."""
+    pays each kernel's launch (cuzk_sim/steps/kernel.py ISSUE_S, LAUNCH_S)."""
     facts = plan.analysis()
     merge = merge and not str(plan.meta.get("gpu_stream", "")).startswith("legacy_default")
     steps: list[Step] = []
@@ -58,50 +60,28 @@ def compile_plan(plan: Plan, profile: Profile, merge: bool = True) -> CompiledPl
     driver: list[float] = []
     sync_bytes: dict[str, int] = {}  # live sync buffers (a free is priced by their size)
     for i, s in enumerate(plan.steps):
-        call = 0.0
-        if (
-            isinstance(s, Alloc)
-            and s.memory != "host_pinned"
-            and s.allocator == "sync"
-            and not s.persistent
-        ):
-            sync_bytes[s.buffer] = s.bytes
-            call = profile.driver_seconds("alloc", s.bytes)
-        elif isinstance(s, Free) and s.buffer in sync_bytes:
-            call = profile.driver_seconds("free", sync_bytes[s.buffer])
-        where = f"plan {plan.name}: steps[{i}] ({s.op} {getattr(s, 'name', '')})"
-        if isinstance(s, Label):
-            labels[s.name] = len(steps)
+        kind = KINDS[s.op]
+        call = kind.driver(s, profile, sync_bytes)
+        label = kind.defines_label(s)
+        if label is not None:
+            labels[label] = len(steps)
             continue
-        if isinstance(s, Kernel):  # a measured `seconds` (captured plan) overrides the price
-            t = (
-                s.seconds
-                if s.seconds is not None
-                else profile.kernel_seconds(s.kind, s.size, where)
-            )
-            if merge and facts.mergeable[i]:
-                prev = steps[-1]
-                assert isinstance(prev, Kernel)
-                parts[-1] = (*(parts[-1] or ((prev.name, seconds[-1]),)), (s.name, t))
-                seconds[-1] += t
-                steps[-1] = Kernel(f"{prev.name}+{s.name}", prev.kind, prev.size)
-                continue
-        elif isinstance(s, Cpu):
-            t = profile.cpu_seconds(s.kind, s.size, where)
-        elif isinstance(s, Copy):
-            t = s.seconds if s.seconds is not None else profile.copy_seconds(s.bytes, s.pinned)
-        elif isinstance(s, Alloc) and s.memory == "host_pinned":
-            t = profile.pin_seconds(s.bytes)  # page-locking: paid when the pin succeeds
-        else:
-            t = 0.0
+        where = f"plan {plan.name}: steps[{i}] ({s.op} {getattr(s, 'name', '')})"
+        t = kind.price(s, profile, where)
+        if merge and facts.mergeable[i]:
+            prev = steps[-1]
+            parts[-1] = (*(parts[-1] or ((prev.name, seconds[-1]),)), (s.name, t))
+            seconds[-1] += t
+            steps[-1] = dataclasses.replace(prev, name=f"{prev.name}+{s.name}")
+            continue
         steps.append(s)
         seconds.append(t)
         parts.append(None)
         touching.append(facts.host_touching[i])
         driver.append(call)
     for s in steps:
-        target = getattr(s, "fallback", None) or getattr(s, "label", None)
-        if s.op in ("alloc", "goto") and target is not None and target not in labels:
+        target = KINDS[s.op].jump(s)
+        if target is not None and target not in labels:
             raise InputError(f"plan {plan.name}: jump to undefined label {target!r}")
     return CompiledPlan(
         plan,

@@ -51,6 +51,3 @@ class Jitter:
         if self.fraction == 0.0:
             return seconds
         return seconds * (1.0 + self.fraction * (2.0 * self.rng.random() - 1.0))
-
-
-NO_JITTER = Jitter()
