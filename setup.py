@@ -7,6 +7,7 @@ new subpackage reaches the wheel with no list to update (tests/packaging/ compar
 built wheel's modules with the source tree).
 """
 
+import shutil
 import tomllib
 from pathlib import Path
 
@@ -26,4 +27,8 @@ def packages() -> list[str]:
     return sorted(found)
 
 
+# setuptools copies modules into build/lib and never removes one that left the source tree:
+# a wheel built in a working tree after a module was renamed would ship the old module too.
+# build/lib is only a cache, so it goes before every build.
+shutil.rmtree(HERE / "build" / "lib", ignore_errors=True)
 setup(packages=packages())

@@ -60,8 +60,9 @@ def main() -> None:
 
     def kernels() -> None:
         from cuzk_sim.gpu.device import Device
-        from cuzk_sim.gpu.pipeline import synthetic_data
-        from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, partition
+        from cuzk_sim.gpu.flags import ProverFlags
+        from cuzk_sim.gpu.partition_data import synthetic_data
+        from cuzk_sim.gpu.prover import PartitionShape, partition
 
         shape = PartitionShape.synthetic(10)
         data = synthetic_data(shape, True)

@@ -1,4 +1,4 @@
-"""Where a partition's host assembly goes (gpu/pipeline.py): the deferred MSM tail
+"""Where a partition's host assembly goes (gpu/assembler.py): the deferred MSM tail
 (Horner over the window sums + points, `msm_results`) and `assemble` timed in this
 process, then the same work through the assembler process pool: in one task (tune
 `serialtail`), back to back and with an idle gap before each call (a worker's GPU
@@ -20,15 +20,16 @@ import time
 import numpy as np
 import py_ecc.optimized_bls12_381 as bls
 from cuzk_sim.gpu import msm_tail
-from cuzk_sim.gpu.msm import SignedShape, WindowSums
-from cuzk_sim.gpu.pipeline import (
+from cuzk_sim.gpu.assembler import (
     TAIL_PROCESSES,
     _assemble_remote,
     assembler,
     cpu_halves,
     finish_in_pool,
 )
-from cuzk_sim.gpu.prover import HostKey, assemble, msm_results
+from cuzk_sim.gpu.msm import SignedShape, WindowSums
+from cuzk_sim.gpu.msm_results import msm_results
+from cuzk_sim.gpu.prover import HostKey, assemble
 
 STAGES = [("msm_h", "g1"), ("msm_a", "g1"), ("msm_b_g1", "g1"), ("msm_b_g2", "g2"), ("msm_l", "g1")]
 

@@ -215,7 +215,8 @@ def bench_msm(
     cp, group: str, logs: list[int], reps: int, sweep: bool = False, extra: bool = False
 ) -> list[dict]:
     from cuzk_sim.gpu.device import Buffer, Device
-    from cuzk_sim.gpu.msm import msm, precompute_table
+    from cuzk_sim.gpu.msm import msm
+    from cuzk_sim.gpu.msm_tables import precompute_table
 
     t0 = time.perf_counter()
     pts = _points(cp, group, 1 << max(logs))
@@ -434,21 +435,22 @@ PROVE_RS = (
 )
 
 
-def bench_prove(cp, logs: list[int], reps: int, witness: str = "dense") -> list[dict]:
+def bench_prove(
+    cp, logs: list[int], reps: int, witness: str = "dense", flag_texts: tuple[str, ...] = ()
+) -> list[dict]:
     from concurrent.futures import ThreadPoolExecutor
 
     import py_ecc.optimized_bls12_381 as bls
     from cuzk_sim.gpu.device import Device, release_resident
+    from cuzk_sim.gpu.flags import ProverFlags, with_texts
+    from cuzk_sim.gpu.msm_results import msm_results, tail_pool
     from cuzk_sim.gpu.prover import (
         HostKey,
         PartitionInput,
         PartitionShape,
-        ProverFlags,
-        msm_results,
         partition,
         partition_proof,
         pin_points,
-        tail_pool,
     )
 
     # $CUZK_BENCH_PROVE: comma-separated prove columns to run (default: all of them);
@@ -543,6 +545,10 @@ def bench_prove(cp, logs: list[int], reps: int, witness: str = "dense") -> list[
             ),
         }
         variants = {k: v for k, v in variants.items() if k not in SKIP}
+        if flag_texts:  # --flag NAME=VALUE: one more column, any ProverFlags field
+            asked = with_texts(ProverFlags(), flag_texts)
+            host = all_pinned if asked.pinned else pinned_key if asked.key_pinned else data
+            variants["--flag " + " ".join(flag_texts)] = (asked, host)
         if only:  # $CUZK_BENCH_PROVE: these prove columns alone
             variants = {k: v for k, v in variants.items() if k in only}
         for tag, (flags, host) in variants.items():
@@ -625,7 +631,21 @@ def main() -> None:
         help="prove rows: the partition's witness shape (gpu/witness_shape.py: dense, "
         "sha256, porep): query densities and the 0/1 share of the scalars",
     )
+    ap.add_argument(
+        "--flag",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="prove rows: one more column with these ProverFlags (repeatable; any field, "
+        "e.g. key_pinned=true, vram_budget=14GiB)",
+    )
     args = ap.parse_args()
+    from cuzk_sim.gpu.flags import ProverFlags, with_texts
+
+    try:
+        with_texts(ProverFlags(), args.flag)
+    except ValueError as e:
+        ap.error(str(e))
     keep = {"old", "new"} | {v for v in args.variants.split(",") if v}
     if args.variants == "all":
         keep = set(VARIANTS)
@@ -659,7 +679,7 @@ def main() -> None:
     if "msm_g2" in only and pick((16, 18, 20)):
         rows += bench_msm(cp, "g2", pick((16, 18, 20)), reps, extra=args.extra)
     if "prove" in only and pick((16, 18, 20)):
-        rows += bench_prove(cp, pick((16, 18, 20)), 2, args.witness)
+        rows += bench_prove(cp, pick((16, 18, 20)), 2, args.witness, tuple(args.flag))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"info": info, "rows": rows}, f, indent=1)

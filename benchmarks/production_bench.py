@@ -208,7 +208,8 @@ def _run(shape, flags, data, mode: str = "real"):
     """One partition's GPU work and its tails: (gpu s, tails s, Device)."""
     import cupy as cp
     from cuzk_sim.gpu.device import Device
-    from cuzk_sim.gpu.prover import msm_results, partition
+    from cuzk_sim.gpu.msm_results import msm_results
+    from cuzk_sim.gpu.prover import partition
 
     dev = Device(mode)
     t0 = time.perf_counter()
@@ -236,10 +237,13 @@ def _breakdown(dev) -> dict[str, float]:
     return {k: round(v, 2) for k, v in sorted(out.items())}
 
 
-def bench_partition(log2: int, witness: str, budget: int, reps: int) -> list[dict]:
+def bench_partition(
+    log2: int, witness: str, budget: int, reps: int, flag_texts: tuple[str, ...] = ()
+) -> list[dict]:
     import cupy as cp
     from cuzk_sim.gpu.device import release_resident
-    from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, dry_run_plan
+    from cuzk_sim.gpu.flags import ProverFlags, with_texts
+    from cuzk_sim.gpu.prover import PartitionShape, dry_run_plan
     from cuzk_sim.gpu.schedule import overlap
     from cuzk_sim.gpu.streaming import plan_peak, resolve_budget
 
@@ -255,6 +259,8 @@ def bench_partition(log2: int, witness: str, budget: int, reps: int) -> list[dic
         "streamed": ProverFlags(**common, vram_budget_bytes=budget),
         "resident": ProverFlags(**common, key_resident=True),
     }
+    # --flag NAME=VALUE: applied to both configurations (any ProverFlags field)
+    configs = {name: with_texts(flags, flag_texts) for name, flags in configs.items()}
     rows = []
     for name, flags in configs.items():
         plan = dry_run_plan(shape, flags)
@@ -304,7 +310,21 @@ def main() -> None:
     ap.add_argument("--witness", default="porep")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--json", default=None)
+    ap.add_argument(
+        "--flag",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="partition rows: applied to both configurations (repeatable; any ProverFlags "
+        "field, e.g. split_msm=false)",
+    )
     args = ap.parse_args()
+    from cuzk_sim.gpu.flags import ProverFlags, with_texts
+
+    try:
+        with_texts(ProverFlags(), args.flag)
+    except ValueError as e:
+        ap.error(str(e))
     only = set(args.only.split(","))
     rows: list[dict] = []
     if "link" in only:
@@ -314,7 +334,9 @@ def main() -> None:
     if "split" in only:
         rows += bench_split(5, args.witness)
     if "partition" in only:
-        rows += bench_partition(args.log2, args.witness, parse_size(args.budget), args.reps)
+        rows += bench_partition(
+            args.log2, args.witness, parse_size(args.budget), args.reps, tuple(args.flag)
+        )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -162,7 +162,7 @@ if [[ " $WHAT " == *" diag "* ]]; then
   diag w3-anycore noaffinity --set engine.gpus.gpu_workers_per_device=3
   diag w2-16-anycore noaffinity "${W2[@]}" --set plan.gpu_prover.domain_log2=16
   # serialtail: a partition's five MSM tails in one assembler process, one after another
-  # (default: side by side in three, gpu/pipeline.py finish_in_pool)
+  # (default: side by side in three, gpu/assembler.py finish_in_pool)
   diag w1-serialtail serialtail
   diag w2-serialtail serialtail "${W2[@]}"
   diag w1-16-serialtail serialtail --set plan.gpu_prover.domain_log2=16

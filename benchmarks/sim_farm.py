@@ -16,9 +16,9 @@ import argparse
 import time
 from pathlib import Path
 
+from cuzk_sim.model.compiled import compile_plan
 from cuzk_sim.model.engine import Simulation
 from cuzk_sim.model.fast import FastPaths
-from cuzk_sim.model.worker import compile_plan
 from cuzk_sim.scenario import load_scenario
 
 DEFAULT = Path(__file__).resolve().parents[1] / "scenarios" / "farm-8gpu-24h.toml"

@@ -24,9 +24,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
-from cuzk_sim.input_errors import InputError, from_validation
+from cuzk_sim.input_errors import InputError, validate_input
 from cuzk_sim.input_files import MAX_TOML_BYTES, parse_toml, path_kind, read_text
 from cuzk_sim.jitter_table import figure_rows, measured_jitter
 from cuzk_sim.model.jitter import MeasuredJitter
@@ -433,10 +433,7 @@ def _derived_profile(name: str, card_name: str, prover: str) -> Profile:
 
 def profile_from_raw(raw: dict, source: str) -> Profile:
     """Validate a profile's TOML table and build the Profile."""
-    try:
-        p = _ProfileIn.model_validate(raw)
-    except ValidationError as e:
-        raise from_validation(source, e) from None
+    p = validate_input(_ProfileIn, raw, source)  # strict types, as every input
     missing = [f"kernel.{k}" for k in KERNEL_KINDS if k not in p.kernel]
     missing += [f"cpu.{k}" for k in CPU_KINDS if k not in p.cpu]
     if missing:

@@ -188,12 +188,10 @@ def pricing_kind(card_name: str | None, profile) -> str:
 
 
 def pricing_note(card_name: str | None, profile) -> str:
-    """Which profile priced the timings of this card, and its kind, in words for a row."""
-    name = getattr(profile, "name", profile)
-    if isinstance(profile, str):
-        from cuzk_sim.calibration import load_profile
-
-        profile = load_profile(profile)
+    """Which profile (a loaded `calibration.Profile`: this module cannot load one, the
+    profiles import the card presets) priced the timings of this card, and its kind, in
+    words for a row."""
+    name = profile.name
     kind = pricing_kind(card_name, profile)
     if kind == "measured":
         return f"priced by profile {name} (measured on this card)"

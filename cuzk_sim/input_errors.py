@@ -3,7 +3,12 @@ what was expected, so the CLI can print one line instead of a traceback."""
 
 from __future__ import annotations
 
-from pydantic import ValidationError
+import json
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class InputError(ValueError):
@@ -39,3 +44,48 @@ def from_validation(source: str, error: ValidationError, prefix: tuple = ()) -> 
     more = len(problems) - MAX_PROBLEMS
     text = "; ".join(problems[:MAX_PROBLEMS]) + (f"; and {more} more" if more > 0 else "")
     return InputError(f"{source}: {text}")
+
+
+def validate_input(model: type[M], raw: Any, source: str, prefix: tuple = ()) -> M:
+    """`raw` (a parsed TOML or JSON document) validated by `model` with strict types, or
+    one InputError line naming `source` and the key path.
+
+    Strict as JSON is: a count is an integer (not `true`, not `1.5`), a switch is a
+    boolean (not `"yes"`, not `1`), a number is not a string; lists still fill tuples and
+    strings still name enum members (pydantic's strict mode for JSON input). The document
+    goes through JSON text for that, so the same rules hold whether it came from a TOML
+    file, a JSON file, a `--set` value or a sweep axis."""
+    try:
+        return validate_strict(model, raw, source)
+    except ValidationError as e:
+        raise from_validation(source, e, prefix) from None
+
+
+def validate_strict(model: type[M], raw: Any, source: str) -> M:
+    """`validate_input` raising pydantic's ValidationError for the caller to word (an
+    InputError only for a value JSON cannot hold)."""
+    try:
+        text = json.dumps(raw, allow_nan=False, default=_refuse_type)
+    except (_NotJson, ValueError) as e:  # a date; a non-finite float (refused earlier)
+        raise InputError(f"{source}: {e}") from None
+    return model.model_validate_json(text, strict=True)
+
+
+class _NotJson(TypeError):
+    pass
+
+
+def _refuse_type(value: Any) -> Any:
+    if isinstance(value, tuple | set | frozenset):
+        return list(value)
+    # a TOML date or time: no key of ours takes one
+    raise _NotJson(f"a {type(value).__name__} value ({value!s:.40}) where no key takes one")
+
+
+class LineError(InputError):
+    """Bad input at one line of a stream (a log): the reader that knows the file names
+    it as `file:line: why`."""
+
+    def __init__(self, lineno: int, why: str) -> None:
+        super().__init__(f"line {lineno}: {why}")
+        self.lineno, self.why = lineno, why

@@ -13,25 +13,20 @@ overflow far downstream (a baseline of `Infinity` seconds passes every run).
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import os
-import re
 import stat
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 from cuzk_sim.input_errors import InputError, key_path
-from cuzk_sim.reference.formats.files import read_limited
+from cuzk_sim.reference.formats.files import MAX_JSON_DEPTH, json_depth_exceeds, read_limited
 
 MAX_TOML_BYTES = 16 << 20  # a scenario or profile is a few KiB
 MAX_JSON_BYTES = 256 << 20  # a plan of 100,000 steps is about 15 MiB
 INT_RANGE = (-(2**63), 2**63 - 1)  # TOML 1.0: integers are 64-bit signed
-MAX_JSON_DEPTH = 64  # a plan is 3 deep; CPython's C JSON parser can crash past ~10^5
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_JSON_BRACKET = re.compile(r"[\[\]{}]")
 
 
 def read_text(path: Path, what: str, limit: int) -> str:
@@ -45,6 +40,8 @@ def read_text(path: Path, what: str, limit: int) -> str:
         raise InputError(f"{path}: cannot read the {what} ({e.strerror or e})") from None
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: the {what} is not UTF-8 text (byte {e.start})") from None
+    except ValueError:  # an embedded NUL byte: no file can have that name
+        raise InputError(f"{str(path)[:80]!r}: not a usable path for the {what}") from None
 
 
 def check_numbers(doc: Any, source: str) -> None:
@@ -69,16 +66,9 @@ def _refuse_constant(name: str) -> float:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _json_depth(text: str) -> int:
-    """The deepest nesting of arrays and objects, strings skipped (a linear scan: the C
-    parser is not given a chance to overflow its stack on `[[[[...`)."""
-    steps = (1 if b in "[{" else -1 for b in _JSON_BRACKET.findall(_JSON_STRING.sub("", text)))
-    return max(itertools.accumulate(steps, initial=0))
-
-
 def parse_json(text: str, source: str) -> Any:
     """JSON text -> Python values, or one InputError line naming the file and the line."""
-    if _json_depth(text) > MAX_JSON_DEPTH:
+    if json_depth_exceeds(text, MAX_JSON_DEPTH):
         raise InputError(f"{source}: not usable JSON: nested deeper than {MAX_JSON_DEPTH} levels")
     try:
         doc = json.loads(text, parse_constant=_refuse_constant)

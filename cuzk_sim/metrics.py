@@ -1,9 +1,10 @@
 """What a run says about throughput and where its time goes: the figures a user acts on.
 
-Read from the model's own accumulators after a run (no recording needed, so the fast
-path has them): per proof kind completed / failed, seconds per proof and proofs per hour,
-latency percentiles; per device the compute and copy-engine utilization and the mutex; the
-host's cores; and a bottleneck verdict with the figures it rests on.
+Computed from the counters the engine hands over after a run (`RunCounts`: no
+recording needed, so the fast path has them): per proof kind completed / failed, seconds
+per proof and proofs per hour, latency percentiles; per device the compute and
+copy-engine utilization and the mutex; the host's cores; and a bottleneck verdict with
+the figures it rests on.
 
 Definitions (T = simulated time of the run, `sim_time_s`):
 - throughput (per kind as for the run, cuzk_sim.result.THROUGHPUT_DEFINITION): seconds
@@ -25,12 +26,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from cuzk_sim.result import per_hour, seconds_per_proof
-
-if TYPE_CHECKING:
-    from cuzk_sim.model.engine import Simulation
+from cuzk_sim.model.counters import Proof, RunCounters
+from cuzk_sim.throughput import per_hour, seconds_per_proof
 
 Bottleneck = Literal["synthesis", "gpu", "copy", "mutex", "host-ram", "none"]
 
@@ -116,66 +115,92 @@ def _busy_until_end(busy: float, free_at: float, end: float) -> float:
     return max(busy - max(free_at - end, 0.0), 0.0)
 
 
-def measure(sim: Simulation) -> RunMetrics:
-    """The metrics of a finished run, from the model's accumulators."""
-    t = sim.env.now
-    done_at = {pid: at for pid, _, at in sim.done_times}
-    kinds = []
-    for kind in sorted({p.kind for p in sim.proofs}):
-        proofs = [p for p in sim.proofs if p.kind == kind]
-        completed = [p for p in proofs if p.id in done_at]
-        failed = sum(p.failed for p in proofs)
-        lat = sorted(done_at[p.id] - p.submitted_s for p in completed)
-        spp = seconds_per_proof(
-            [done_at[p.id] for p in completed], min(p.submitted_s for p in proofs)
-        )
-        kinds.append(
-            KindMetrics(
-                kind=kind,
-                submitted=len(proofs),
-                completed=len(completed),
-                failed=failed,
-                seconds_per_proof=spp,
-                proofs_per_hour=per_hour(spp),
-                latency_p50_s=percentile(lat, 50),
-                latency_p95_s=percentile(lat, 95),
-                latency_max_s=lat[-1] if lat else None,
-            )
-        )
-    used = sorted({w.device.index for w in sim.workers})
-    devices = []
-    for d in used:
-        dev = sim.devices[d]
-        compute = _busy_until_end(dev.compute_busy_s, dev.compute_free_at, t)
-        copies = {
-            k: _share(_busy_until_end(dev.copy_busy_s[k], dev.copy_free_at[k], t), t)
-            for k in ("HtoD", "DtoH")
-        }
-        held, wait = 0.0, 0.0
-        for m in sim.mutexes.values():
-            if m.name.endswith(f"@gpu{d}"):
-                held += m.held_s + (t - m._since if m.owner is not None else 0.0)
-                wait += m.wait_s
-        devices.append(DeviceMetrics(d, _share(compute, t), copies, _share(held, t), wait))
-    global_held = max(
-        (
-            m.held_s + (t - m._since if m.owner is not None else 0.0)
-            for m in sim.mutexes.values()
-            if "@gpu" not in m.name
-        ),
-        default=0.0,
+@dataclass(frozen=True)
+class EngineUse:
+    """One device's engines: seconds of work issued to each, and when each is free."""
+
+    device: int
+    compute_busy_s: float
+    compute_free_at: float
+    copy_busy_s: dict[str, float]
+    copy_free_at: dict[str, float]
+
+
+@dataclass(frozen=True)
+class MutexUse:
+    device: int | None  # the GPU of a per-device mutex; None: one per process or global
+    held_s: float  # by the end of the run (a hold still open counted up to it)
+    wait_s: float
+    waits: int
+
+
+@dataclass(frozen=True)
+class RunCounts:
+    """What a finished run counted: all `measure` reads."""
+
+    time_s: float
+    counters: RunCounters  # proofs, completions, synthesizer busy and RAM-wait seconds
+    engines: tuple[EngineUse, ...]  # the devices workers ran on, by index
+    mutexes: tuple[MutexUse, ...]  # in the order they were first taken
+    synthesizers: int
+    in_flight: int  # proofs the farm holds at once: synthesizers' lookahead + workers
+    open_stream: bool  # some arrivals keep coming (every_s)
+    host_cores: int
+    core_work_s: float  # thread-seconds of CPU work
+    fallbacks_taken: int
+
+
+def _kind_metrics(kind: str, proofs: list[Proof], done_at: dict) -> KindMetrics:
+    completed = [p for p in proofs if p.id in done_at]
+    failed = sum(p.failed for p in proofs)
+    lat = sorted(done_at[p.id] - p.submitted_s for p in completed)
+    spp = seconds_per_proof([done_at[p.id] for p in completed], min(p.submitted_s for p in proofs))
+    return KindMetrics(
+        kind=kind,
+        submitted=len(proofs),
+        completed=len(completed),
+        failed=failed,
+        seconds_per_proof=spp,
+        proofs_per_hour=per_hour(spp),
+        latency_p50_s=percentile(lat, 50),
+        latency_p95_s=percentile(lat, 95),
+        latency_max_s=lat[-1] if lat else None,
     )
-    synths = sim.config.synthesis_concurrency
-    synthesis_busy = _share(sim.synth_busy_s, synths * t)
-    host_ram_wait = _share(sim.ram_wait_s, synths * t)
-    host_cores = _share(sim.cores.work_s, sim.config.host_cores * t)
+
+
+def _device_metrics(e: EngineUse, mutexes: tuple[MutexUse, ...], t: float) -> DeviceMetrics:
+    compute = _busy_until_end(e.compute_busy_s, e.compute_free_at, t)
+    copies = {
+        k: _share(_busy_until_end(e.copy_busy_s[k], e.copy_free_at[k], t), t)
+        for k in ("HtoD", "DtoH")
+    }
+    held, wait = 0.0, 0.0
+    for m in mutexes:
+        if m.device == e.device:
+            held += m.held_s
+            wait += m.wait_s
+    return DeviceMetrics(e.device, _share(compute, t), copies, _share(held, t), wait)
+
+
+def measure(run: RunCounts) -> RunMetrics:
+    """The metrics of a finished run, from its counters."""
+    t = run.time_s
+    c = run.counters
+    done_at = {pid: at for pid, _, at in c.done_times}
+    kinds = [
+        _kind_metrics(kind, [p for p in c.proofs if p.kind == kind], done_at)
+        for kind in sorted({p.kind for p in c.proofs})
+    ]
+    devices = [_device_metrics(e, run.mutexes, t) for e in run.engines]
+    global_held = max((m.held_s for m in run.mutexes if m.device is None), default=0.0)
+    synths = run.synthesizers
+    synthesis_busy = _share(c.synth_busy_s, synths * t)
+    host_ram_wait = _share(c.ram_wait_s, synths * t)
+    host_cores = _share(run.core_work_s, run.host_cores * t)
     # an open stream of arrivals that the farm keeps up with (no backlog at the end beyond
     # what is in flight) is limited by its arrivals, however busy a stage is
-    cfg = sim.config
-    in_flight = synths * (cfg.synthesis_lookahead + 1) + len(sim.workers)
-    open_stream = any(a.every_s for a in cfg.arrivals)
-    backlog = sum(not p.finished for p in sim.proofs)
-    keeps_up = open_stream and backlog <= max(in_flight, 0.01 * len(sim.proofs))
+    backlog = sum(not p.finished for p in c.proofs)
+    keeps_up = run.open_stream and backlog <= max(run.in_flight, 0.01 * len(c.proofs))
     verdict, evidence = bottleneck(
         gpu=sum(x.compute_utilization for x in devices) / len(devices) if devices else 0.0,
         copy=sum(max(x.copy_utilization.values()) for x in devices) / len(devices)
@@ -188,18 +213,18 @@ def measure(sim: Simulation) -> RunMetrics:
         synthesis=synthesis_busy,
         host_ram=host_ram_wait,
         host_cores=host_cores,
-        keeps_up=f"{backlog} of {len(sim.proofs)} proofs unfinished at the end" if keeps_up else "",
+        keeps_up=f"{backlog} of {len(c.proofs)} proofs unfinished at the end" if keeps_up else "",
     )
     return RunMetrics(
         time_s=t,
         kinds=tuple(kinds),
         devices=tuple(devices),
-        mutex_wait_s=sum(m.wait_s for m in sim.mutexes.values()),
-        mutex_waits=sum(m.waits for m in sim.mutexes.values()),
+        mutex_wait_s=sum(m.wait_s for m in run.mutexes),
+        mutex_waits=sum(m.waits for m in run.mutexes),
         host_core_utilization=host_cores,
         synthesis_busy=synthesis_busy,
         host_ram_wait=host_ram_wait,
-        fallbacks_taken=sum(not e.fatal for e in sim.oom_events),
+        fallbacks_taken=run.fallbacks_taken,
         bottleneck=verdict,
         evidence=evidence,
     )

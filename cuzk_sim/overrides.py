@@ -5,116 +5,38 @@ index: `hardware.vram`, `engine.gpus.gpu_workers_per_device`, `workload[0].count
 `plan.gpu_prover.msm_chunk`. Overrides apply to the raw TOML dict (a deep copy), so the
 result is validated exactly like a file a user wrote: an override can never produce a
 scenario that the file format could not. A path the scenario format does not have is
-refused before anything runs, with the nearest real key names.
+refused before anything runs, with the nearest real key names. The machinery, generic
+over the format's model, is cuzk_sim/scenario/key_paths.py.
 """
 
 from __future__ import annotations
 
-import copy
-import difflib
-import re
-import tomllib
-import types
-import typing
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel
+from cuzk_sim.scenario import key_paths
+from cuzk_sim.scenario.card_rule import apply_card_rule
+from cuzk_sim.scenario.key_paths import MAX_OVERRIDES, parse_key_path, parse_value
+from cuzk_sim.scenario.schema import ScenarioFile
 
-from cuzk_sim.input_errors import InputError
-
-_PART = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)")
-
-
-def parse_key_path(path: str) -> tuple[str | int, ...]:
-    """'workload[0].count' -> ('workload', 0, 'count')."""
-    if not isinstance(path, str) or not path:
-        raise InputError(f"{path!r}: a key path is dotted key names, e.g. hardware.vram")
-    parts: list[str | int] = []
-    for piece in path.split("."):
-        m = _PART.fullmatch(piece)
-        if m is None:
-            raise InputError(
-                f"{path}: not a key path (dotted key names with optional [index], "
-                "e.g. engine.gpus.gpu_workers_per_device or workload[0].count)"
-            )
-        parts.append(m.group(1))
-        parts.extend(int(i) for i in re.findall(r"\[(\d+)\]", m.group(2)))
-    return tuple(parts)
+__all__ = [
+    "MAX_OVERRIDES",
+    "apply_overrides",
+    "check_key_path",
+    "parse_assignment",
+    "parse_key_path",
+    "parse_value",
+]
 
 
 def parse_assignment(text: str) -> tuple[str, Any]:
-    """'key.path=value' -> (key path, value). The value is read as a TOML value (`3`,
-    `true`, `"16 GiB"`, `["a", "b"]`, `{ domain_log2 = 20 }`); anything that is not
-    valid TOML is taken as a plain string, so `hardware.vram=16 GiB` needs no quotes."""
-    key, sep, value = text.partition("=")
-    key = key.strip()
-    if not sep or not key:
-        raise InputError(f"--set {text!r}: expected KEY=VALUE, e.g. hardware.vram='20 GiB'")
-    check_key_path(key)
-    value = value.strip()
-    try:
-        parsed = tomllib.loads(f"v = {value}")["v"]
-    except tomllib.TOMLDecodeError:
-        parsed = value
-    return key, parsed
-
-
-def _unwrap(annotation: Any) -> list[Any]:
-    """The concrete types a field may hold: Optional/Union arms, without None."""
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        out = []
-        for arm in typing.get_args(annotation):
-            if arm is not type(None):
-                out.extend(_unwrap(arm))
-        return out
-    if origin is typing.Annotated:
-        return _unwrap(typing.get_args(annotation)[0])
-    return [annotation]
-
-
-def _scenario_model() -> type[BaseModel]:
-    from cuzk_sim.scenario import ScenarioFile  # late: scenario imports the model
-
-    return ScenarioFile
+    """'key.path=value' -> (key path, value); see key_paths.parse_assignment."""
+    return key_paths.parse_assignment(text, ScenarioFile)
 
 
 def check_key_path(path: str) -> None:
     """Refuse a path the scenario format does not have, naming the nearest key names."""
-    parts = parse_key_path(path)
-    types_here: list[Any] = [_scenario_model()]
-    walked = ""
-    for part in parts:
-        if isinstance(part, int):
-            inner = []
-            for t in types_here:
-                if typing.get_origin(t) in (list, tuple):
-                    inner.extend(_unwrap(a) for a in typing.get_args(t) if a is not Ellipsis)
-            if not inner:
-                raise InputError(f"{path}: {walked} is not a list; [{part}] does not apply")
-            types_here = [t for arms in inner for t in arms]
-            walked += f"[{part}]"
-            continue
-        models = [t for t in types_here if isinstance(t, type) and issubclass(t, BaseModel)]
-        if any(typing.get_origin(t) is dict or t is dict for t in types_here):
-            return  # a free-form table: any sub-key is the table's own business
-        if not models:
-            raise InputError(f"{path}: {walked} is a value, it has no key {part!r}")
-        fields = {name: f for m in models for name, f in m.model_fields.items()}
-        if part not in fields:
-            near = difflib.get_close_matches(part, list(fields), n=3)
-            hint = f" (did you mean {', '.join(near)}?)" if near else ""
-            where = walked or "the top level"
-            raise InputError(
-                f"{path}: no key {part!r} under {where} in the scenario format{hint}; "
-                f"keys there: {', '.join(sorted(fields))}"
-            )
-        annotation = fields[part].annotation
-        types_here = _unwrap(annotation)
-        if typing.get_origin(annotation) in (list, tuple):
-            types_here = [annotation]
-        walked += ("." if walked else "") + part
+    key_paths.check_key_path(path, ScenarioFile)
 
 
 def apply_overrides(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -122,39 +44,6 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dic
     a list index must exist (`workload[1]` needs two workload entries). A
     `hardware.card` set here replaces the VRAM and profile of `raw` unless set here too
     (cuzk_sim/scenario/card_rule.py)."""
-    out: dict[str, Any] = copy.deepcopy(dict(raw))
-    for path, value in overrides.items():
-        check_key_path(path)
-        parts = parse_key_path(path)
-        node: Any = out
-        for i, part in enumerate(parts[:-1]):
-            nxt = parts[i + 1]
-            node = _child(node, part, want_list=isinstance(nxt, int), path=path)
-        last = parts[-1]
-        if isinstance(last, int):
-            if not isinstance(node, list) or last >= len(node):
-                raise InputError(f"{path}: index [{last}] is out of range")
-            node[last] = copy.deepcopy(value)
-        else:
-            if not isinstance(node, dict):
-                raise InputError(f"{path}: the scenario holds a value where a table is needed")
-            node[last] = copy.deepcopy(value)
-    from cuzk_sim.scenario.card_rule import apply_card_rule
-
+    out = key_paths.apply_overrides(raw, overrides, ScenarioFile)
     apply_card_rule(out, overrides)  # a card set here replaces earlier vram/profile
     return out
-
-
-def _child(node: Any, part: str | int, want_list: bool, path: str) -> Any:
-    if isinstance(part, int):
-        if not isinstance(node, list) or part >= len(node):
-            size = len(node) if isinstance(node, list) else 0
-            raise InputError(f"{path}: index [{part}] is out of range (the list has {size})")
-        return node[part]
-    if not isinstance(node, dict):
-        raise InputError(f"{path}: the scenario holds a value where a table is needed")
-    if part not in node:
-        if want_list:
-            raise InputError(f"{path}: the scenario has no {part!r} list to index")
-        node[part] = {}
-    return node[part]

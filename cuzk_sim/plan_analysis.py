@@ -16,44 +16,30 @@ held, and records what the validator, the compiler and the model's fast layer as
 - which kernels may be merged with the one before (consecutive compute-stream kernels,
   no label between).
 
-It reads steps by their `op` and fields only, so `plan.py` can use it for `validate`.
+It reads each step through the static facts its kind registers (cuzk_sim/steps/), so
+`plan.py` can use it for `validate` and a new kind needs no edit here.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from cuzk_sim.plan import Plan
+from cuzk_sim.steps.base import EXCLUSIVE_SCOPES
+from cuzk_sim.steps.registry import KINDS
 
-EXCLUSIVE_SCOPES = ("device", "global", "process")  # a held mutex of these excludes others
+__all__ = ["EXCLUSIVE_SCOPES", "PlanAnalysis", "analyze", "touches_host"]
+
 SIZE_FIELDS = ("bytes", "size", "margin", "threads")
 
 Held = frozenset[tuple[str, int]]  # (mutex, index of the lock step that took it)
 
 
-def is_host_memory(s: Any) -> bool:
-    return s.op in ("alloc", "free") and s.memory == "host_pinned"
-
-
 def touches_host(s: Any) -> bool:
     """May this step meet the host: host memory, CPU work, or a step on a non-compute
     stream (which a helper-thread CPU step may still hold)?"""
-    return (
-        is_host_memory(s)
-        or s.op in ("cpu", "sync")
-        or (s.op in ("kernel", "copy") and s.stream != "compute")
-    )
-
-
-def jump_target(s: Any) -> str | None:
-    if s.op == "goto":
-        return s.label
-    if s.op == "alloc":
-        return s.fallback
-    return None
+    return KINDS[s.op].touches_host(s)
 
 
 @dataclass(frozen=True)
@@ -73,29 +59,33 @@ class PlanAnalysis:
         return not self.problems
 
 
-def analyze(plan: Plan) -> PlanAnalysis:
+def analyze(plan: Any) -> PlanAnalysis:
+    """plan: a cuzk_sim.plan.Plan (its steps)."""
     steps = plan.steps
     labels: dict[str, int] = {}
     problems: list[str] = []
     for i, s in enumerate(steps):
-        if s.op == "label":
-            if s.name in labels:
-                problems.append(f"steps[{i}]: label {s.name!r} defined twice")
+        name = KINDS[s.op].defines_label(s)
+        if name is not None:
+            if name in labels:
+                problems.append(f"steps[{i}]: label {name!r} defined twice")
             else:
-                labels[s.name] = i
+                labels[name] = i
     targets_ok = True
     caches: set[str] = set()  # persistent per-device buffers allocated so far
     for i, s in enumerate(steps):
+        kind = KINDS[s.op]
         problems += _field_problems(i, s)
-        if s.op == "alloc" and s.persistent and s.per_device and s.memory == "device":
-            caches.add(s.buffer)
-        fills = getattr(s, "fills", None) if s.op in ("copy", "kernel") else None
+        cache = kind.makes_cache(s)
+        if cache is not None:
+            caches.add(cache)
+        fills = kind.fills(s)
         if fills is not None and (getattr(s, "direction", "HtoD") != "HtoD" or fills not in caches):
             problems.append(
                 f"steps[{i}] ({s.op}).fills names {fills!r}, which is no persistent "
                 "per-device buffer allocated before it (or the copy is not HtoD)"
             )
-        target = jump_target(s)
+        target = kind.jump(s)
         if target is None:
             continue
         if target not in labels:
@@ -115,9 +105,7 @@ def analyze(plan: Plan) -> PlanAnalysis:
         reachable=walk.reachable if walk else tuple(True for _ in steps),
         memory_all_locked=walk.memory_all_locked if walk else False,
         section_mutexes=frozenset(
-            (s.mutex, s.scope == "device")
-            for s in steps
-            if s.op == "lock" and s.scope in EXCLUSIVE_SCOPES
+            g for g in (KINDS[s.op].section(s) for s in steps) if g is not None
         ),
         host_touching=host_touching,
         cpu_demand=_cpu_demand(steps),
@@ -174,35 +162,42 @@ def _walk(steps: tuple, labels: dict[str, int]) -> _Walk:
                     )
                 break
             s = steps[pc]
+            kind = KINDS[s.op]
             reachable[pc] = True
             held_at[pc].update(name for name, _ in held)
-            if s.op in ("alloc", "free"):
-                if is_host_memory(s):
-                    all_locked &= not held
-                else:
-                    all_locked &= bool(held)
+            memory = kind.memory(s)
+            if memory == "host":
+                all_locked &= not held
+            elif memory == "device":
+                all_locked &= bool(held)
             owner = dict(held)
-            if s.op == "lock" and s.scope != "none":
-                if s.mutex in owner:
+            takes, gives = kind.takes(s), kind.gives(s)
+            if takes is not None:
+                if takes in owner:
                     if not problems:
                         problems.append(
-                            f"steps[{pc}] (lock): mutex {s.mutex!r} is already held (locked at "
-                            f"steps[{owner[s.mutex]}]); the worker would wait on itself"
+                            f"steps[{pc}] ({s.op}): mutex {takes!r} is already held (locked at "
+                            f"steps[{owner[takes]}]); the worker would wait on itself"
                         )
                 else:
-                    held = held | {(s.mutex, pc)}
-            elif s.op == "unlock" and s.scope != "none":
-                if s.mutex not in owner:
+                    held = held | {(takes, pc)}
+            elif gives is not None:
+                if gives not in owner:
                     if not problems:
                         problems.append(
-                            f"steps[{pc}] (unlock): mutex {s.mutex!r} is not held here on some "
+                            f"steps[{pc}] ({s.op}): mutex {gives!r} is not held here on some "
                             "path; an unlock must release a held mutex"
                         )
                 else:
-                    held = held - {(s.mutex, owner[s.mutex])}
-            if s.op == "alloc" and s.fallback is not None:
-                todo.append((labels[s.fallback], held))
-            pc = labels[s.label] if s.op == "goto" else pc + 1
+                    held = held - {(gives, owner[gives])}
+            target = kind.jump(s)
+            if target is None:
+                pc += 1
+            elif kind.falls_through:  # a branch: both paths
+                todo.append((labels[target], held))
+                pc += 1
+            else:
+                pc = labels[target]
     return _Walk(
         tuple(problems), tuple(frozenset(h) for h in held_at), tuple(reachable), all_locked
     )
@@ -214,27 +209,17 @@ def _cpu_demand(steps: tuple) -> float:
     partitions)."""
     joined: set[str] = set()  # streams a later `sync` joins (walking backwards)
     for s in reversed(steps):
-        if s.op == "sync":
-            joined.add(s.stream)
-        elif s.op == "cpu" and s.stream != "host" and s.stream not in joined:
+        kind = KINDS[s.op]
+        joins, helper = kind.joins(s), kind.helper_stream(s)
+        if joins is not None:
+            joined.add(joins)
+        elif helper is not None and helper not in joined:
             return math.inf
-    return sum(s.threads for s in steps if s.op == "cpu")
+    return sum(KINDS[s.op].threads(s) for s in steps)
 
 
 def _mergeable(steps: tuple) -> tuple[bool, ...]:
     """Kernel i may fold into the kernel run before it: both on the compute stream, and no
     label lies between (nothing can jump into the middle of the run); a kernel that
     `fills` a buffer stays alone (whether it is charged is decided when it runs)."""
-    out = []
-    for i, s in enumerate(steps):
-        prev = steps[i - 1] if i else None
-        out.append(
-            s.op == "kernel"
-            and s.stream == "compute"
-            and prev is not None
-            and prev.op == "kernel"
-            and prev.stream == "compute"
-            and s.fills is None
-            and prev.fills is None
-        )
-    return tuple(out)
+    return tuple(bool(i) and KINDS[s.op].merges_with(steps[i - 1], s) for i, s in enumerate(steps))

@@ -245,5 +245,9 @@ def write_plot(result: SimResult, path: str, window: tuple[float, float] | None 
     )
     height = sum(heights) + 1.2
     fig.tight_layout(rect=(0, 0.8 / height, 1, 1 - 0.45 / height))  # legend and title room
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    from cuzk_sim.outputs import save_figure
+
+    try:
+        save_figure(fig, path, dpi=100)  # whole or not at all
+    finally:
+        plt.close(fig)

@@ -24,12 +24,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from cuzk_sim.model.allocator import DeviceMemory
-    from cuzk_sim.result import SimResult
-    from cuzk_sim.scenario import Scenario
+from cuzk_sim.input_errors import InputError
+from cuzk_sim.model.allocator import DeviceMemory
+from cuzk_sim.units import UnitError, parse_duration
 
 RESIDUAL = "(context + idle pools)"
 
@@ -216,20 +215,20 @@ class _SettleSink:
 class _Spans(list):
     """The run's span list; it switches full recording on inside the detail window and
     off at its end or once `max_detail_spans` detail spans are kept (checked as spans
-    arrive, so no timer keeps a finished or stalled run alive)."""
+    arrive, so no timer keeps a finished or stalled run alive). recorder: the run's
+    (model/machine.py `Recorder`), whose `record` it switches."""
 
-    def __init__(self, sim: Any, tl: Timeline, merged: dict, unmerged: dict) -> None:
+    def __init__(self, recorder: Any, tl: Timeline) -> None:
         super().__init__()
-        self.sim, self.tl, self.merged, self.unmerged = sim, tl, merged, unmerged
+        self.recorder, self.tl = recorder, tl
 
     def detail(self, on: bool) -> None:
-        self.sim.record = on
-        self.sim.plans = self.unmerged if on else self.merged
+        self.recorder.record = on
 
     def append(self, span: Any) -> None:
         tl = self.tl
         t0, t1 = tl.detail  # type: ignore[misc]
-        if self.sim.record:
+        if self.recorder.record:
             if span.cat not in ("partition", "synthesis"):
                 tl.detail_spans += 1
             if span.end_s >= t1:
@@ -287,6 +286,11 @@ class Timeline:
 
     def settle_sink(self, mem: DeviceMemory, also: list | None) -> _SettleSink:
         return _SettleSink(self, mem, also)
+
+    def span_list(self, recorder: Any) -> _Spans:
+        """The span list of a run recorded with this timeline: it switches the recorder's
+        full recording on inside the detail window."""
+        return _Spans(recorder, self)
 
     def _parts(self, dev: int) -> dict[str, float]:
         parts: dict[str, float] = {k: v for k, v in self.live[dev].items() if v}
@@ -357,9 +361,6 @@ class Timeline:
 
 def parse_window(text: str, option: str) -> tuple[float, float]:
     """'2h..3h' (any durations with units) -> (7200.0, 10800.0)."""
-    from cuzk_sim.input_errors import InputError
-    from cuzk_sim.units import UnitError, parse_duration
-
     lo, sep, hi = text.partition("..")
     if not sep:
         raise InputError(f"{option} {text!r}: expected START..END, e.g. 2h..3h")
@@ -380,46 +381,3 @@ def parse_window(text: str, option: str) -> tuple[float, float]:
     if not t1 > t0:
         raise InputError(f"{option} {text!r}: END must be after START")
     return t0, t1
-
-
-def simulate_recorded(
-    scenario: Scenario,
-    timeline: Timeline,
-    progress: Callable[[float, float], None] | None = None,
-    *,
-    jitter: float = 0.0,
-    replica: int = 0,
-) -> SimResult:
-    """Run a scenario on the fast path with a Timeline; inside the timeline's detail
-    window (and up to its span budget) the model records every step as a full recording
-    does (plans unmerged, every span). jitter, replica: as cuzk_sim.runner.simulate."""
-    from cuzk_sim.model.engine import Simulation
-    from cuzk_sim.model.jitter import Jitter
-    from cuzk_sim.model.worker import compile_plan
-
-    noise = Jitter(jitter, scenario.config.seed, replica)
-    # merged kernel runs keep their kernels (a span each in the detail window, a jitter
-    # factor each), so one compiled set serves inside and outside the window and a
-    # recording changes no number (model/compiled.py)
-    merged = {k: compile_plan(p, scenario.profile) for k, p in scenario.plans.items()}
-    sim = Simulation(
-        scenario.name,
-        scenario.config,
-        dict(merged),
-        scenario.shapes,
-        scenario.profile,
-        False,
-        timeline=timeline,
-        jitter=noise,
-    )
-    timeline.workers = tuple(w.name for w in sim.workers)
-    timeline.synthesizers = scenario.config.synthesis_concurrency
-    unmerged = merged
-    for dev in {w.device.index: w.device for w in sim.workers}.values():
-        timeline.resync(0.0, dev.memory)  # the CUDA context, before any allocation
-    spans = sim.spans = _Spans(sim, timeline, merged, unmerged)
-    if timeline.detail is not None and timeline.detail[0] <= 0:
-        spans.detail(True)
-    elif timeline.detail is None:
-        timeline.detail = (math.inf, math.inf)
-    return sim.run(progress)

@@ -6,12 +6,12 @@ Plain frozen data, serialisable to JSON; the model fills it, reports read it.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from cuzk_sim.metrics import RunMetrics
-    from cuzk_sim.recording import Timeline
-
+from cuzk_sim.metrics import RunMetrics
+from cuzk_sim.recording import Timeline
+from cuzk_sim.throughput import per_hour as per_hour
+from cuzk_sim.throughput import seconds_per_proof as seconds_per_proof
 
 # The one throughput of a run, printed by `run --help`, `gpu-run --help`, `sweep --help`
 # and in docs/simulator.md: seconds per proof and proofs per hour are the same quantity
@@ -44,25 +44,6 @@ DRY_RUN_NULL_KIND_KEYS = (
 )
 DRY_RUN_NULL_DEVICE_KEYS = ("compute_utilization", "copy_utilization", "mutex_held", "mutex_wait_s")
 DRY_RUN_NOTE = "no GPU: memory from the model's allocator ledger, no timings"
-
-
-def seconds_per_proof(completions: list[float], first_submitted: float) -> float | None:
-    """The steady-state seconds per proof of a run, the same for the model and the real
-    pipeline: the mean gap between proof completions (times in seconds); with one proof,
-    its latency from the first submission; None when no proof completed. See
-    THROUGHPUT_DEFINITION; `per_hour` gives the same figure in proofs per hour."""
-    times = sorted(completions)
-    if len(times) >= 2:
-        return (times[-1] - times[0]) / (len(times) - 1)
-    if times:
-        return times[0] - first_submitted
-    return None
-
-
-def per_hour(seconds: float | None) -> float | None:
-    """Proofs per hour from seconds per proof (3600 / s): the same quantity, another unit;
-    None when there is no seconds per proof (none completed, or 0 s: a dry run)."""
-    return 3600.0 / seconds if seconds else None
 
 
 @dataclass(frozen=True)

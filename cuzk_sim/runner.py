@@ -1,13 +1,16 @@
-"""Run a validated scenario through the SimPy model: one run, optionally with jitter."""
+"""Run a validated scenario through the SimPy model: one run, optionally with jitter,
+optionally with a bounded recording (cuzk_sim/recording.py's Timeline)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
+from cuzk_sim.model.compiled import compile_plan
 from cuzk_sim.model.engine import Simulation
 from cuzk_sim.model.fast import FastPaths
 from cuzk_sim.model.jitter import Jitter, MeasuredJitter
-from cuzk_sim.model.worker import compile_plan
+from cuzk_sim.recording import Timeline
 from cuzk_sim.result import SimResult
 from cuzk_sim.scenario import Scenario
 
@@ -45,4 +48,43 @@ def simulate(
         jitter=Jitter(jitter, scenario.config.seed, replica, measured),
         fast=fast,
     )
+    return sim.run(progress)
+
+
+def simulate_recorded(
+    scenario: Scenario,
+    timeline: Timeline,
+    progress: Callable[[float, float], None] | None = None,
+    *,
+    jitter: float = 0.0,
+    replica: int = 0,
+    measured: MeasuredJitter | None = None,
+) -> SimResult:
+    """Run a scenario on the fast path with a Timeline; inside the timeline's detail
+    window (and up to its span budget) the model records every step as a full recording
+    does (every span). jitter, replica, measured: as `simulate`."""
+    noise = Jitter(jitter, scenario.config.seed, replica, measured)
+    # merged kernel runs keep their kernels (a span each in the detail window, a jitter
+    # factor each), so one compiled set serves inside and outside the window and a
+    # recording changes no number (model/compiled.py)
+    plans = {k: compile_plan(p, scenario.profile) for k, p in scenario.plans.items()}
+    sim = Simulation(
+        scenario.name,
+        scenario.config,
+        plans,
+        scenario.shapes,
+        scenario.profile,
+        False,
+        timeline=timeline,
+        jitter=noise,
+    )
+    timeline.workers = tuple(w.name for w in sim.workers)
+    timeline.synthesizers = scenario.config.synthesis_concurrency
+    for dev in {w.device.index: w.device for w in sim.workers}.values():
+        timeline.resync(0.0, dev.memory)  # the CUDA context, before any allocation
+    spans = sim.recorder.spans = timeline.span_list(sim.recorder)
+    if timeline.detail is not None and timeline.detail[0] <= 0:
+        spans.detail(True)
+    elif timeline.detail is None:
+        timeline.detail = (math.inf, math.inf)
     return sim.run(progress)

@@ -15,8 +15,6 @@ to an interval. Slices carry args: the partition, and the step's figures from th
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from typing import Any
 
 from cuzk_sim.plan import Plan
@@ -248,16 +246,7 @@ def write_chrome_trace(
     window: tuple[float, float] | None = None,
 ) -> None:
     """Written to a temporary file in the same folder, renamed into place when complete."""
+    from cuzk_sim.outputs import write_text
+
     trace = chrome_trace(result, args, window)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".trace-", suffix=".json", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(trace, separators=(",", ":")))  # the C encoder: fast
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)  # as open() would create it
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_text(path, json.dumps(trace, separators=(",", ":")))  # the C encoder: fast

@@ -484,7 +484,7 @@ class Device:
 
     def mutex_lock(self) -> threading.Lock | None:
         """The lock `lock()` takes: in a run, this GPU's (shared by all workers of the
-        device); none in a dry run. The real pipeline (gpu/pipeline.py) returns the
+        device); none in a dry run. The real pipeline (gpu/pipeline_device.py) returns the
         scenario's instead: one per GPU, one for all, or none (variant.mutex_scope)."""
         return device_lock(self.gpu_index) if self.runs else None
 

@@ -162,7 +162,9 @@ def memory_need(
     (the dry-run device) and needs none but the process. `store`: what it holds already."""
     work = list(work)
     keys = {entries(s, p)[0]: key_bytes(s.msm_sizes()) for s, p in work}
-    inputs = {entries(s, p)[1]: inputs_bytes(s.domain_size, s.num_vars, _sparse(s)) for s, p in work}
+    inputs = {
+        entries(s, p)[1]: inputs_bytes(s.domain_size, s.num_vars, _sparse(s)) for s, p in work
+    }
     if not real_data:
         keys = {k: 0 for k in keys}
         inputs = {k: 0 for k in inputs}

@@ -20,15 +20,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from .device import Buffer, Device
+from .flags import MSM_ALGOS, MsmAlgo
 
 Group = Literal["g1", "g2"]
-MsmAlgo = Literal["signed", "unsigned"]
-MSM_ALGOS = ("signed", "unsigned")
 MsmTail = Literal["host", "device"]
 MSM_TAILS = ("host", "device")
 SIGNED_BITS = 256  # 255-bit scalars plus the carry of the signed recoding
@@ -283,58 +282,6 @@ def default_tail() -> MsmTail:
     return tail  # type: ignore[return-value]
 
 
-# the table build's kernel step is priced as an MSM of this many x n points: the builds
-# measured on the H200 (docs/benchmarks.md, 2026-12-01, branch `tables`: G1 2^20 0.39 s,
-# G2 2^20 0.66 s) read back through the h200 profile's MSM points (G1 35 x 2^20 points:
-# 0.385 s; G2 18 x 2^20: 0.646 s). The build is (windows - 1) x (c doublings + one
-# inversion) per point, ~25 MSMs' worth; the profile has no kind of its own for it
-TABLE_BUILD_MSM_POINTS = {"g1": 35, "g2": 18}
-
-
-def precompute_table(dev: Device, name: str, group: Group, points: Buffer, n: int) -> Buffer:
-    """Fixed bases for a precomputed signed MSM of these n points: a device buffer `name`
-    holding 2^(t c) P_i for every window t (SignedShape.table_bytes). Built once per key:
-    n x 256 doublings and one inversion per entry, far more than one MSM."""
-    shape = SignedShape.of(group, n, precomputed=True)
-    table = dev.alloc(name, shape.table_bytes(), persistent=True)
-    build_table(dev, f"{name}.build", group, points, table, n)
-    return table
-
-
-def build_table(
-    dev: Device,
-    name: str,
-    group: Group,
-    points: Buffer,
-    table: Buffer,
-    n: int,
-    fills: str | None = None,
-) -> None:
-    """Kernel `name`: table t of `table` (t = 0..windows - 1, n points each) := 2^(t c) P_i.
-    `points` may be `table` itself, holding P_i in its first n entries (table 0 is the
-    points: each thread reads its point before it writes), so a resident key needs no
-    separate points buffer. `fills`: the resident buffer the build fills (Device.kernel)."""
-    shape = SignedShape.of(group, n, precomputed=True)
-
-    def run() -> None:
-        from .module import launch
-
-        launch(
-            "msm_signed.cu",
-            f"{group}_precompute",
-            n,
-            points.array,
-            table.array,
-            np.int64(n),
-            np.int32(shape.c),
-            np.int32(shape.windows),
-            threads=64,
-        )
-
-    size = TABLE_BUILD_MSM_POINTS[group] * n
-    dev.kernel(name, f"msm_{group}", size, run, fills=fills)
-
-
 def msm(
     dev: Device,
     stage: str,
@@ -415,6 +362,77 @@ def _tree(group: Group, bufs: dict[str, Buffer], sets: int, segments: int, kerne
         bufs["windows"].array[:] = bufs["segments"].array[: bufs["windows"].array.size]
 
 
+def _signed_sort(
+    shape: SignedShape, bufs: dict[str, Buffer], s: Any, sel: Any, use_sel: Any, k: int, n: int
+) -> None:
+    """The signed MSM's counting sort: each window's digits counted per bucket, the
+    buckets' starts (a prefix sum), the entries scattered into `order`."""
+    import cupy
+
+    from .module import launch
+
+    f = "msm_signed.cu"
+    counts, starts = bufs["counts"].array, bufs["starts"].array
+    nb = shape.buckets
+    c, nw, g = np.int32(shape.c), np.int32(shape.windows), np.int32(shape.sets)
+    counts.fill(0)
+    launch(f, "signed_count", k, s, counts, np.int64(k), c, nw, g, sel, use_sel)
+    starts[0] = 0
+    cupy.cumsum(counts[:nb], out=starts[1 : nb + 1])
+    counts[:nb] = starts[:nb]  # counts becomes the cursor
+    order = bufs["order"].array
+    scatter = (np.int64(k), c, nw, g, sel, use_sel, np.int64(n))
+    launch(f, "signed_scatter", k, s, counts, order, *scatter)
+
+
+def _signed_accumulate(
+    group: Group, shape: SignedShape, bufs: dict[str, Buffer], base: Any
+) -> None:
+    """The signed MSM's bucket accumulation: balanced (or affine-batched) first level, the
+    levels that sum the pieces of buckets crossing threads, the empty buckets zeroed."""
+    from .module import launch
+
+    f = "msm_signed.cu"
+    starts, nb = bufs["starts"].array, shape.buckets
+    slots = [bufs["slots"].array, bufs["slots2"].array]
+    keys = [bufs["slot_keys"].array, bufs["slot_keys2"].array]
+    acc_args = (base, bufs["order"].array, starts, np.int64(nb), np.int64(shape.acc_chunk))
+    acc_args += (bufs["buckets"].array, slots[0], keys[0], np.int64(shape.acc_threads))
+    if shape.affine:
+        batch = (np.int32(AFFINE_BATCH), np.int32(AFFINE_MIN_PAIRS[group]))
+        launch(
+            f,
+            f"{group}_acc_affine",
+            shape.affine_launch,
+            *acc_args,
+            bufs["affine_batch"].array,
+            *batch,
+            threads=128,
+        )
+    else:
+        launch(f, f"{group}_acc_balanced", shape.acc_threads, *acc_args, threads=128)
+    for level in range(shape.levels()):  # ping-pong slots <-> slots2
+        n_in = shape.level_slots(level)
+        threads = -(-n_in // LEVEL_FAN_IN)
+        src, dst = level % 2, 1 - level % 2
+        launch(
+            f,
+            f"{group}_acc_level",
+            threads,
+            slots[src],
+            keys[src],
+            np.int64(n_in),
+            np.int64(LEVEL_FAN_IN),
+            np.int64(nb),
+            bufs["buckets"].array,
+            slots[dst],
+            keys[dst],
+            np.int64(threads),
+            threads=64,
+        )
+    launch(f, f"{group}_acc_empty", nb, starts, np.int64(nb), bufs["buckets"].array)
+
+
 def _msm_signed(
     dev: Device,
     stage: str,
@@ -438,8 +456,6 @@ def _msm_signed(
     defer = defer and (tail == "host" or select is not None)
 
     def run() -> None:
-        import cupy
-
         from .module import launch
 
         mark = _Marks(phase_ms)
@@ -453,56 +469,11 @@ def _msm_signed(
             if k == 0:  # nothing but zeros and ones: every window sum is infinity (Z = 0)
                 bufs["windows"].array.fill(0)
                 return
-        counts, starts = bufs["counts"].array, bufs["starts"].array
-        nb = shape.buckets
-        c, nw, g = np.int32(shape.c), np.int32(shape.windows), np.int32(shape.sets)
-        counts.fill(0)
-        launch(f, "signed_count", k, s, counts, np.int64(k), c, nw, g, sel, use_sel)
-        starts[0] = 0
-        cupy.cumsum(counts[:nb], out=starts[1 : nb + 1])
-        counts[:nb] = starts[:nb]  # counts becomes the cursor
-        order = bufs["order"].array
-        scatter = (np.int64(k), c, nw, g, sel, use_sel, np.int64(n))
-        launch(f, "signed_scatter", k, s, counts, order, *scatter)
+        c, g = np.int32(shape.c), np.int32(shape.sets)
+        _signed_sort(shape, bufs, s, sel, use_sel, k, n)
         mark("sort")
         base = table.array if table is not None else points.array
-        slots = [bufs["slots"].array, bufs["slots2"].array]
-        keys = [bufs["slot_keys"].array, bufs["slot_keys2"].array]
-        acc_args = (base, bufs["order"].array, starts, np.int64(nb), np.int64(shape.acc_chunk))
-        acc_args += (bufs["buckets"].array, slots[0], keys[0], np.int64(shape.acc_threads))
-        if shape.affine:
-            batch = (np.int32(AFFINE_BATCH), np.int32(AFFINE_MIN_PAIRS[group]))
-            launch(
-                f,
-                f"{group}_acc_affine",
-                shape.affine_launch,
-                *acc_args,
-                bufs["affine_batch"].array,
-                *batch,
-                threads=128,
-            )
-        else:
-            launch(f, f"{group}_acc_balanced", shape.acc_threads, *acc_args, threads=128)
-        for level in range(shape.levels()):  # ping-pong slots <-> slots2
-            n_in = shape.level_slots(level)
-            threads = -(-n_in // LEVEL_FAN_IN)
-            src, dst = level % 2, 1 - level % 2
-            launch(
-                f,
-                f"{group}_acc_level",
-                threads,
-                slots[src],
-                keys[src],
-                np.int64(n_in),
-                np.int64(LEVEL_FAN_IN),
-                np.int64(nb),
-                bufs["buckets"].array,
-                slots[dst],
-                keys[dst],
-                np.int64(threads),
-                threads=64,
-            )
-        launch(f, f"{group}_acc_empty", nb, starts, np.int64(nb), bufs["buckets"].array)
+        _signed_accumulate(group, shape, bufs, base)
         mark("bucket_acc")
         launch(
             f,

@@ -17,8 +17,9 @@ from typing import Any
 from . import encoding
 from .blinding import scale_g1
 from .device import Buffer, Device
-from .msm import POINT_WORDS, SignedShape, WindowSums, build_table, msm
+from .msm import POINT_WORDS, SignedShape, WindowSums, msm
 from .msm_split import msm_split
+from .msm_tables import build_table
 from .scalars import Scalars
 
 SPLIT_STAGES = ("msm_a", "msm_b_g1", "msm_b_g2", "msm_l")  # witness scalars; H's are not

@@ -12,29 +12,26 @@ With the same r and s the proof equals the reference's `prove(pk, w, r, s)` byte
 
 from __future__ import annotations
 
-import atexit
-import functools
 import random
-import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import py_ecc.optimized_bls12_381 as bls
-from cuzk_sim.reference.domain import Domain
-from cuzk_sim.reference.field import GENERATOR_BELLMAN, R
 from cuzk_sim.reference.prove import assemble, check_key_shape, check_witness, draw_scalar
 from cuzk_sim.reference.qap import evaluate_matrices
 from cuzk_sim.reference.types import Proof, ProvingKey
 
 from . import encoding
-from .blinding import assemble_blinded, blinding, scale_g1, scales
-from .device import AllocatorName, Device, Mode
-from .msm import MSM_ALGOS, POINT_WORDS, MsmAlgo, WindowSums
-from .msm_stages import finish_tail, run_msms, run_streamed, streams
-from .ntt import DeviceTables, domain_tables, tables_bytes
+from .blinding import assemble_blinded, blinding, scales
+from .compute_h import compute_h
+from .device import Device, Mode
+from .flags import ProverFlags
+from .msm import POINT_WORDS
+from .msm_results import msm_results, scaled_points, tail_pool
+from .msm_stages import run_msms, run_streamed, streams
+from .ntt import tables_bytes
 from .scalars import Scalars
 from .streaming import resolve_budget
 from .witness_shape import WitnessShape, witness_shape
@@ -44,101 +41,8 @@ MSM_STAGES = ("msm_h", "msm_a", "msm_b_g1", "msm_b_g2", "msm_l")
 # a dry-run plan holds one upload and one MSM per chunk; beyond this many chunks it is
 # too long to build or replay (msm_chunk = 1 at 2^27 would be 5 x 2^27 chunks)
 MAX_DRY_RUN_CHUNKS = 1 << 16
+DEFAULT_FLAGS = ProverFlags()  # frozen: one instance serves as every default
 PRESTAGE_DECLINED = "prestage_declined"  # where a memory-aware pre-stage falls back to
-
-
-@dataclass(frozen=True)
-class ProverFlags:
-    """cuzk's variants as flags (not forks)."""
-
-    prestage: bool = False  # allocate d_a/d_bc and upload a/b/c before taking the lock
-    pinned: bool = False  # upload a/b/c and the witness from pinned host memory
-    free_bc_early: bool = True  # free d_bc right after the NTT phase (cuzk's fix)
-    memory_aware: bool = False  # pre-stage only if free >= bytes + margin (cudaMemGetInfo)
-    margin_bytes: int = 512 << 20
-    allocator: AllocatorName = "caching"
-    msm_chunk: int | None = None  # upload key points and run each MSM in chunks of this many
-    msm_algo: MsmAlgo = "signed"  # gpu/msm.py: signed digits, balanced (or the unsigned one)
-    # the key's points in pinned host memory, pinned once per key (host_key(pk, pinned=True))
-    # and kept across partitions, as supraseal keeps the SRS: each upload is a DMA
-    key_pinned: bool = False
-    # upload each MSM's points on the upload stream while the MSM before it runs (needs
-    # key_pinned: a pageable copy does not overlap; the next points are live meanwhile)
-    overlap_uploads: bool = False
-    # the key's points kept on the device across partitions (one cudaMalloc'd buffer per
-    # MSM per GPU, filled by the first partition; later ones skip the five key uploads):
-    # for cards where the key fits (2^27: 72 GiB). The plan says so: persistent per-device
-    # allocs and copies that `fill` them, charged once per device by the model
-    key_resident: bool = False
-    # finish each MSM's deferred tail (Horner over its window sums, the affine point) in a
-    # helper process while the GPU runs the next MSMs, not after all of them (prove path;
-    # the plan is unchanged: the tails are host work outside it, as without the flag)
-    overlap_tails: bool = False
-    # each MSM over fixed-base tables 2^(t c) P_i (gpu/msm.py precompute: one bucket set, no
-    # Horner doublings) kept on the device across partitions (needs key_resident): the
-    # points go up into table 0 of a resident `<stage>.table` (13-14 x the points; no
-    # separate points buffer) and `<stage>.table.build` fills the rest, both once per device
-    key_tables: bool = False
-    # each witness MSM (a, b_g1, b_g2, l) split (gpu/msm_split.py): the scalars equal to 1
-    # summed by additions, the rest (not 0, not 1) by the signed Pippenger, zeros skipped
-    split_msm: bool = False
-    # device bytes one partition may use: msm_chunk (when not given) becomes the largest
-    # power of two whose plan peaks within it (gpu/streaming.py `chunk_for_budget`)
-    vram_budget_bytes: int | None = None
-
-    def __post_init__(self) -> None:
-        bools = ("prestage", "pinned", "free_bc_early", "memory_aware", "key_pinned")
-        more = ("overlap_uploads", "key_resident", "overlap_tails", "key_tables", "split_msm")
-        for name in (*bools, *more):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(
-                    f"ProverFlags.{name} must be true or false, got {getattr(self, name)!r}"
-                )
-        if self.msm_algo not in MSM_ALGOS:
-            raise ValueError(
-                f"ProverFlags.msm_algo must be one of {MSM_ALGOS}, got {self.msm_algo!r}"
-            )
-        if self.msm_chunk is not None and (
-            not isinstance(self.msm_chunk, int) or self.msm_chunk < 1
-        ):
-            raise ValueError(f"ProverFlags.msm_chunk must be None or >= 1, got {self.msm_chunk!r}")
-        if self.overlap_uploads and not self.key_pinned:
-            raise ValueError(
-                "ProverFlags.overlap_uploads needs key_pinned=True (a copy from pageable "
-                "memory does not run beside the MSMs)"
-            )
-        if self.vram_budget_bytes is not None and (
-            not isinstance(self.vram_budget_bytes, int) or self.vram_budget_bytes < 1
-        ):
-            got = self.vram_budget_bytes
-            raise ValueError(f"ProverFlags.vram_budget_bytes must be None or >= 1, got {got!r}")
-        if self.vram_budget_bytes is not None and self.key_resident:
-            raise ValueError(
-                "ProverFlags.vram_budget_bytes does not combine with key_resident (a resident "
-                "key is held whole; a budget streams it in chunks)"
-            )
-        if self.split_msm and (self.key_tables or self.msm_algo != "signed"):
-            raise ValueError(
-                "ProverFlags.split_msm needs msm_algo='signed' and no key_tables (the rest "
-                "of a split runs the signed Pippenger over plain points)"
-            )
-        if self.key_resident and self.msm_chunk is not None:
-            raise ValueError(
-                "ProverFlags.key_resident does not combine with msm_chunk (a resident key is "
-                "held whole; chunks stream it through one small buffer)"
-            )
-        if self.key_tables and not self.key_resident:
-            raise ValueError(
-                "ProverFlags.key_tables needs key_resident=True (the tables are built once "
-                "from the resident key and kept on the device across partitions)"
-            )
-        if self.key_tables and self.msm_algo != "signed":
-            raise ValueError(
-                f"ProverFlags.key_tables needs msm_algo='signed', got {self.msm_algo!r} "
-                "(precomputed bases are a signed-digit MSM)"
-            )
-        if self.margin_bytes < 0:
-            raise ValueError(f"ProverFlags.margin_bytes must be >= 0, got {self.margin_bytes}")
 
 
 @dataclass(frozen=True)
@@ -326,66 +230,6 @@ def gather_scalars(witness: np.ndarray, key: HostKey) -> dict[str, np.ndarray]:
     return {q: np.ascontiguousarray(witness[np.asarray(ix)]) for q, ix in key.density.items()}
 
 
-@functools.lru_cache(maxsize=8)
-def _packed_tables(log_n: int, reduction: str) -> np.ndarray:
-    """The NTT tables of a 2^log_n domain, computed once per domain (host work that would
-    otherwise run inside the lock for every partition: 20 ms at 2^18)."""
-    domain = Domain(1 << log_n, reduction)
-    if reduction == "bellman":
-        g = GENERATOR_BELLMAN
-        zinv = pow(domain.vanishing_at(g), -1, R)
-    else:
-        g, zinv = domain.omega_2n, 1
-    tables = domain_tables(log_n, domain.omega, g, zinv).pack()
-    tables.setflags(write=False)
-    return tables
-
-
-def _compute_h(dev: Device, shape: PartitionShape, d_a: Any, d_bc: Any, d_tab: Any) -> None:
-    """The NTT-H phase on d_a (a, then h) and d_bc (b | c)."""
-    from . import ntt as gntt
-    from .module import launch
-
-    n, log_n = shape.domain_size, shape.log_n
-    w = 8 * n
-
-    def views() -> tuple[Any, Any, Any, DeviceTables]:
-        t = DeviceTables.from_buffer(d_tab.array, log_n)
-        return d_a.array[:w], d_bc.array[:w], d_bc.array[w : 2 * w], t
-
-    def to_mont(i: int) -> None:
-        launch("field_ops.cu", "fr_convert", n, views()[i], np.int64(n), np.int32(1))
-
-    for i, name in enumerate("abc"):
-        dev.kernel(f"compute_h.to_mont_{name}", "pointwise", n, lambda i=i: to_mont(i))
-        dev.kernel(
-            f"compute_h.intt_{name}", "ntt", n, lambda i=i: gntt.intt(views()[i], views()[3])
-        )
-        dev.kernel(
-            f"compute_h.coset_ntt_{name}",
-            "ntt",
-            n,
-            lambda i=i: gntt.coset_ntt(views()[i], views()[3]),
-        )
-
-    def quotient() -> None:
-        a, b, c, t = views()
-        if shape.reduction == "bellman":
-            launch("field_ops.cu", "fr_h_quotient", n, a, b, c, t.zinv, np.int64(n))
-        else:
-            launch("field_ops.cu", "fr_h_product", n, a, b, c, np.int64(n))
-
-    dev.kernel("compute_h.quotient", "pointwise", n, quotient)
-    if shape.reduction == "bellman":
-        dev.kernel("compute_h.coset_intt_h", "ntt", n, lambda: gntt.coset_intt(*views()[::3]))
-    dev.kernel(
-        "compute_h.from_mont_h",
-        "pointwise",
-        n,
-        lambda: launch("field_ops.cu", "fr_convert", n, views()[0], np.int64(n), np.int32(0)),
-    )
-
-
 def partition(
     dev: Device,
     shape: PartitionShape,
@@ -401,32 +245,43 @@ def partition(
     done, beside the MSMs after it; its entries are then Futures (ProverFlags.overlap_tails:
     `tail_pool()`). `scale` (with `tails`): stage -> k, whose tail also returns k times
     its result (gpu/blinding.py: s a and r b_1 beside the GPU work)."""
-    n = shape.domain_size
-    vec = n * FR_BYTES
-    abc = data.abc if data is not None else None
     flags = resolve_budget(shape, flags)
+    if flags.key_pinned:  # held by the key cache across partitions (not freed here)
+        # one per key: partitions of one shape share a key (the pipeline's synthetic data
+        # does; two circuits of one shape would be two keys, not told apart here)
+        key_buffer = f"key_points.pinned.2^{shape.log_n}"
+        dev.pin_host(key_buffer, key_points_bytes(shape), note="key_pinned")
+    with dev.critical_section():
+        d_a, d_bc = upload_abc(dev, shape, flags, data)
+        d_tab = dev.alloc("d_ntt_tables", tables_bytes(shape.log_n))
+        compute_h(dev, shape.log_n, shape.reduction, d_a, d_bc, d_tab)
+        dev.free("d_ntt_tables")
+        if flags.free_bc_early:
+            dev.free("d_bc")
+        results = msm_phase(dev, shape, flags, data, d_a, tails, scale)
+        if not flags.free_bc_early:
+            dev.free("d_bc")
+        if not streams(flags):  # a streamed run frees d_a itself
+            dev.free("d_a")
+    return results
+
+
+def upload_abc(
+    dev: Device, shape: PartitionShape, flags: ProverFlags, data: PartitionInput | None
+) -> tuple[Any, Any]:
+    """d_a <- a and d_bc <- b | c: pre-staged before the lock (ProverFlags.prestage; with
+    memory_aware, only if free >= bytes + margin, else the device falls back to the
+    in-lock upload), or allocated and uploaded inside it. Returns with the lock held."""
+    vec = shape.domain_size * FR_BYTES
+    abc = data.abc if data is not None else None
 
     def upload(stream: str, d_a: Any, d_bc: Any) -> None:
-        dev.copy_htod(
-            "upload_a",
-            d_a,
-            abc[0] if abc is not None else None,
-            vec,
-            pinned=flags.pinned,
-            stream=stream,
-        )
-        dev.copy_htod(
-            "upload_bc",
-            d_bc,
-            abc[1:] if abc is not None else None,
-            2 * vec,
-            pinned=flags.pinned,
-            stream=stream,
-        )
+        a = abc[0] if abc is not None else None
+        bc = abc[1:] if abc is not None else None
+        dev.copy_htod("upload_a", d_a, a, vec, pinned=flags.pinned, stream=stream)
+        dev.copy_htod("upload_bc", d_bc, bc, 2 * vec, pinned=flags.pinned, stream=stream)
 
     def prestage() -> tuple[Any, Any]:
-        """Allocate and upload before the lock; memory-aware: only if free >= bytes + margin
-        (else the device frees what it got and falls back to `in_lock`)."""
         margin = flags.margin_bytes if flags.memory_aware else None
         d_a = dev.alloc("d_a", vec, margin=margin, note="prestage")
         d_bc = dev.alloc("d_bc", 2 * vec, margin=margin, note="prestage")
@@ -442,111 +297,27 @@ def partition(
         upload("compute", d_a, d_bc)
         return d_a, d_bc
 
-    if flags.key_pinned:  # held by the key cache across partitions (not freed here)
-        # one per key: partitions of one shape share a key (the pipeline's synthetic data
-        # does; two circuits of one shape would be two keys, not told apart here)
-        key_buffer = f"key_points.pinned.2^{shape.log_n}"
-        dev.pin_host(key_buffer, key_points_bytes(shape), note="key_pinned")
-    with dev.critical_section():
-        d_a, d_bc = (
-            dev.attempt(PRESTAGE_DECLINED, prestage, in_lock) if flags.prestage else in_lock()
-        )
-        d_tab = dev.alloc("d_ntt_tables", tables_bytes(shape.log_n))
-        tables = _packed_tables(shape.log_n, shape.reduction) if dev.runs else None
-        dev.copy_htod("upload_ntt_tables", d_tab, tables, tables_bytes(shape.log_n))
-        _compute_h(dev, shape, d_a, d_bc, d_tab)
-        dev.free("d_ntt_tables")
-        if flags.free_bc_early:
-            dev.free("d_bc")
-        if streams(flags):  # the witness streams with the key's chunks: no d_witness
-            results = run_streamed(dev, shape, flags, data, d_a, tails, scale)
-            if not flags.free_bc_early:
-                dev.free("d_bc")
-            return results
-        scalars = Scalars(dev, shape, flags, data, d_a, eager=False)
-        results = run_msms(dev, shape, flags, data, scalars, tails, scale)
-        scalars.close()
-        if not flags.free_bc_early:
-            dev.free("d_bc")
-        dev.free("d_a")
+    return dev.attempt(PRESTAGE_DECLINED, prestage, in_lock) if flags.prestage else in_lock()
+
+
+def msm_phase(
+    dev: Device,
+    shape: PartitionShape,
+    flags: ProverFlags,
+    data: PartitionInput | None,
+    d_a: Any,
+    tails: Executor | None,
+    scale: Mapping[str, int] | None,
+) -> dict[str, list[Any]]:
+    """msm_h, msm_a, msm_b_g1, msm_b_g2, msm_l: streamed with the key's chunks (the
+    witness goes up with them: no d_witness) or one stage after another over the
+    witness's scalars on the device (gpu/msm_stages.py)."""
+    if streams(flags):
+        return run_streamed(dev, shape, flags, data, d_a, tails, scale)
+    scalars = Scalars(dev, shape, flags, data, d_a, eager=False)
+    results = run_msms(dev, shape, flags, data, scalars, tails, scale)
+    scalars.close()
     return results
-
-
-_TAIL_POOL: list[Executor] = []
-_TAIL_POOL_GUARD = threading.Lock()  # worker threads proving at once start one pool
-
-
-TAIL_PROCESSES = 2  # the key-only blinding products in one, the MSM tails in the other
-
-
-def _warm_tail(_: int) -> int:
-    """Import what a tail needs in a pool process; the short sleep spreads one call over
-    each process."""
-    import time
-
-    finish_tail(_WARM_SUMS, 1)  # msm_tail, numpy, the reference curve
-    time.sleep(0.05)
-    return 0
-
-
-def tail_pool() -> Executor:
-    """The processes that finish MSM tails and the assembly's scalar multiplications
-    beside the GPU (ProverFlags.overlap_tails, gpu/blinding.py): TAIL_PROCESSES spawned
-    processes (no CUDA state; a thread would hold the GIL that the next MSM's kernel
-    launches need), started and warmed once per process, not inside a timed prove."""
-    with _TAIL_POOL_GUARD:
-        if not _TAIL_POOL:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            pool = ProcessPoolExecutor(
-                TAIL_PROCESSES, mp_context=multiprocessing.get_context("spawn")
-            )
-            list(pool.map(_warm_tail, range(TAIL_PROCESSES)))
-            atexit.register(pool.shutdown)  # before the interpreter tears its modules down
-            _TAIL_POOL.append(pool)
-        return _TAIL_POOL[0]
-
-
-# the window sums of the point at infinity (Z = 0): a tail that costs nothing to finish
-_WARM_SUMS = WindowSums("g1", 16, np.zeros(16 * 36, dtype=np.uint32))
-
-
-def msm_results(raw: dict[str, list[Any]]) -> dict[str, Any]:
-    """py_ecc point per stage: the sum of its chunks' results (affine limbs, the window
-    sums of a deferred MSM, whose Horner runs here, or the Future of a tail finished
-    elsewhere, `partition(..., tails=)`)."""
-    out = {}
-    for stage, parts in raw.items():
-        g2 = stage == "msm_b_g2"
-        acc = bls.Z2 if g2 else bls.Z1
-        for v in parts:
-            if isinstance(v, Future):
-                v = v.result()
-            if isinstance(v, tuple):  # (limbs, its scaled point): finish_tail with k
-                v = v[0]
-            if isinstance(v, WindowSums):
-                v = v.point()
-            acc = bls.add(acc, encoding.g2_from_limbs(v) if g2 else encoding.g1_from_limbs(v))
-        out[stage] = acc
-    return out
-
-
-def scaled_points(raw: dict[str, list[Any]], res: Mapping[str, Any], r: int, s: int) -> dict:
-    """s a and r b_1 (py_ecc points, gpu/blinding.py): the sum of the scaled chunks the
-    tails returned (`partition(..., scale=)`), or, where a stage's results came back
-    finished (the unsigned MSM, the device tail), its sum `res[stage]` multiplied here."""
-    out = {}
-    for stage, k in scales(r, s).items():
-        done = [v.result() if isinstance(v, Future) else v for v in raw.get(stage, [])]
-        if done and all(isinstance(v, tuple) for v in done):
-            acc = bls.Z1
-            for _, p in done:
-                acc = bls.add(acc, p)
-            out[stage] = acc
-        else:
-            out[stage] = scale_g1(res[stage], k)
-    return out
 
 
 def partition_proof(
@@ -588,7 +359,7 @@ def prove_partition(
     s: int | None = None,
     rng: random.Random | None = None,
     gpu_index: int = 0,
-    flags: ProverFlags = ProverFlags(),
+    flags: ProverFlags = DEFAULT_FLAGS,
     mode: Mode = "real",
 ) -> tuple[Proof, Device]:
     """The proof and the Device that ran it (its steps and, when traced, timings)."""
@@ -618,7 +389,7 @@ def prove(
     s: int | None = None,
     rng: random.Random | None = None,
     gpu_index: int = 0,
-    flags: ProverFlags = ProverFlags(),
+    flags: ProverFlags = DEFAULT_FLAGS,
 ) -> Proof:
     """A Groth16 proof computed on GPU `gpu_index`; equal to the reference's for equal r, s."""
     return prove_partition(pk, witness, r, s, rng, gpu_index, flags)[0]
@@ -626,7 +397,7 @@ def prove(
 
 def dry_run_plan(
     shape: PartitionShape,
-    flags: ProverFlags = ProverFlags(),
+    flags: ProverFlags = DEFAULT_FLAGS,
     assume_free_bytes: int | None = None,
     both_branches: bool = False,
 ) -> Any:

@@ -155,6 +155,10 @@ def gate(
             check_writable(option, path)
         check_distinct(outputs)
         files = scenario_files(paths or DEFAULT_PATHS)
+        inputs: dict[str, Path | None] = {f"scenario {f}": f for f in files}
+        if not update_baseline:
+            inputs["--baseline"] = baseline
+        check_distinct(outputs, inputs)  # an output must not replace an input
         fresh = update_baseline and path_kind(baseline, "--baseline") == "missing"
         entries = {} if fresh else load_baseline(baseline)
         previous = load_json(baseline, "baseline file") if update_baseline and entries else None

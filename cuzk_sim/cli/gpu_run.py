@@ -32,8 +32,9 @@ def write_cuzk_log(path: Path, run: Any) -> None:
     # that ran a partition; then `initializing GPU workers` states the layout
     devices, wpd = list(run.spec.devices), run.spec.workers_per_device
     workers = {f"gpu{d}-w{k}": i * wpd + k for i, d in enumerate(devices) for k in range(wpd)}
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w") as out:
+    from cuzk_sim.outputs import atomic_file
+
+    with atomic_file(path) as out:  # whole or not at all, no .tmp left behind
         log = emit.LogWriter(out)
         log.line(emit.engine_starting(log.when(0.0)))
         for gpu, nbytes in sorted(getattr(run, "context_real", {}).items()):
@@ -77,7 +78,6 @@ def write_cuzk_log(path: Path, run: Any) -> None:
             elif event == "proof_done":
                 total = emit.ms(f["total_s"])
                 log.line(emit.proof_assembled(log.when(t), f["job"], total, 0, total))
-    tmp.replace(path)
 
 
 def run_cards(run: Any) -> dict[int, tuple[str, int]]:
@@ -149,28 +149,27 @@ def gpu_run(
     try:
         for opt, p in (("--trace", trace), ("--log", log), ("--details", details)):
             if p is not None:
-                check_output_path(opt, p)
+                check_output_path(opt, p, inputs={"SCENARIO": scenario})
+        from cuzk_sim.outputs import check_distinct
+
+        check_distinct({"--trace": trace, "--log": log, "--details": details})
         if device not in ("real", "dry-run"):
             raise InputError(f"--device {device!r}: expected real or dry-run")
         if verify and device != "real":
             raise InputError(
                 "--verify needs --device real (the reference proofs come from the GPU)"
             )
-        from cuzk_sim.gpu.pipeline import gpu_missing
+        from cuzk_sim.gpu.backends import gpu_missing
 
         missing = gpu_missing() if device == "real" else None
         if missing:
             raise InputError(f"--device real: {missing}; --device dry-run runs without a GPU")
-        from cuzk_sim.gpu.pipeline import (
-            Fault,
-            FaultPlan,
-            KindWork,
-            PartitionShape,
-            RealRun,
-            RunSpec,
-            backend_for,
-            reference_data,
-        )
+        from cuzk_sim.gpu.backends import backend_for
+        from cuzk_sim.gpu.faults import Fault, FaultPlan
+        from cuzk_sim.gpu.partition_data import reference_data
+        from cuzk_sim.gpu.pipeline import RealRun
+        from cuzk_sim.gpu.prover import PartitionShape
+        from cuzk_sim.gpu.run_spec import KindWork, RunSpec
 
         try:
             faults = FaultPlan(tuple(Fault.parse(f) for f in fault or []), fault_seed)
@@ -241,9 +240,9 @@ def gpu_run(
 
             write_chrome_trace(result, str(trace))
         if details:
-            tmp = details.with_name(details.name + ".tmp")
-            tmp.write_text(json.dumps(info, indent=1))
-            tmp.replace(details)
+            from cuzk_sim.outputs import write_text
+
+            write_text(details, json.dumps(info, indent=1))
     except OSError as e:
         raise _fail_input(InputError(f"cannot write output: {e}")) from None
     if (

@@ -86,7 +86,10 @@ def prove_command(
     try:  # before any work: an output that cannot be written, or one file named twice
         check_writable("PROOF_JSON", proof_json)
         check_writable("PUBLIC_JSON", public_json)
-        check_distinct({"PROOF_JSON": proof_json, "PUBLIC_JSON": public_json})
+        check_distinct(
+            {"PROOF_JSON": proof_json, "PUBLIC_JSON": public_json},
+            {"ZKEY": zkey, "WITNESS": witness},
+        )
     except InputError as e:
         _fail(str(e), EXIT_BAD_INPUT)
     prove = gpu_prover() if backend == "gpu" else reference_prove

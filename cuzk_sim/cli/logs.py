@@ -8,6 +8,7 @@ base profile that does not load, a log with nothing to calibrate).
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Annotated
@@ -16,6 +17,7 @@ import typer
 from rich.console import Console
 
 from cuzk_sim.input_errors import InputError
+from cuzk_sim.outputs import atomic_file, write_checked
 
 EXIT_FINDING = 1
 EXIT_BAD_INPUT = 2
@@ -27,10 +29,19 @@ def _fail(e: InputError) -> typer.Exit:
     return typer.Exit(EXIT_BAD_INPUT)
 
 
-def _out_path(option: str, path: Path, suffixes: tuple[str, ...] = ()) -> None:
+def _out_path(
+    option: str, path: Path, suffixes: tuple[str, ...] = (), inputs: dict | None = None
+) -> None:
     from cuzk_sim.cli.simulate import check_output_path
 
-    check_output_path(option, path, suffixes)
+    check_output_path(option, path, suffixes, inputs)
+
+
+def _inputs(paths: list[Path], **more: Path | str | None) -> dict:
+    """The command's input files by how they were named (an output must not be one)."""
+    out: dict = {f"LOG {p}": p for p in paths}
+    out.update({k: v for k, v in more.items() if v is not None})
+    return out
 
 
 def _kind(kind: str | None) -> str | None:
@@ -73,10 +84,14 @@ def logs(
     trace_file = None
     try:
         _kind(kind)
+        inputs = _inputs(paths, **{"--beside": beside})
         if trace:
-            _out_path("--trace", trace)
+            _out_path("--trace", trace, inputs=inputs)
         if plot:
-            _out_path("--plot", plot, PLOT_SUFFIXES)
+            _out_path("--plot", plot, PLOT_SUFFIXES, inputs)
+        from cuzk_sim.outputs import check_distinct
+
+        check_distinct({"--trace": trace, "--plot": plot})
         model = None
         if beside is not None:
             if trace is None:
@@ -88,27 +103,25 @@ def logs(
             except InputError as e:
                 raise InputError(f"--beside: {e}") from None
         analyzer = Analyzer(kind=kind)
-        if trace:
-            trace_file = open(trace, "w")  # noqa: SIM115 - closed below
-            writer = TraceWriter(trace_file, analyzer)
-            analyzer.on_close = writer.partition
-        a, parser, lines = analyze_logs(paths, analyzer=analyzer)
-        if writer is not None:
-            writer.findings(a)
-            if model is not None:
-                writer.beside(model)
-            writer.close()
+        with contextlib.ExitStack() as stack:
+            if trace:  # streamed into a temporary, renamed only once whole
+                trace_file = stack.enter_context(atomic_file(trace))
+                writer = TraceWriter(trace_file, analyzer)
+                analyzer.on_close = writer.partition
+            a, parser, lines = analyze_logs(paths, analyzer=analyzer)
+            if writer is not None:
+                writer.findings(a)
+                if model is not None:
+                    writer.beside(model)
+                writer.close()
     except InputError as e:
         raise _fail(e) from None
     except OSError as e:
         raise _fail(InputError(f"cannot write output: {e}")) from None
-    finally:
-        if trace_file is not None:
-            trace_file.close()
     if as_json:
         typer.echo(json.dumps(to_dict(a, parser, lines), indent=2))
     else:
-        print_report(a, parser, lines, Console(width=160))
+        print_report(a, parser, lines, Console(width=160, highlight=False))
     if plot:
         from cuzk_sim.logs.plot import write_log_plot
 
@@ -150,7 +163,10 @@ def calibrate(
 
     try:
         _kind(kind)
-        _out_path("-o", output, (".toml",))
+        base_file = base if Path(base).suffix == ".toml" else None
+        _out_path("-o", output, (".toml",), _inputs(paths, **{"--base": base_file}))
+        if scenario is not None:
+            _out_path("-o", output, (".toml",), {"--scenario": scenario})
         base_profile = load_profile(base)
         a, _, _ = analyze_logs(paths, kind=kind)
         if vram is not None:
@@ -195,8 +211,8 @@ def calibrate(
             header=f"Profile calibrated by cuzk-sim calibrate from {', '.join(names)}"
             f"\nbase: {base_profile.source}",
         )
-        output.write_text(text)
-        load_profile(str(output))  # what we wrote must load
+        # what we write must load: checked on the staged file before it replaces any
+        write_checked(output, text.encode(), lambda staged: load_profile(str(staged)))
     except InputError as e:
         raise _fail(e) from None
     except OSError as e:
@@ -270,7 +286,7 @@ def scenario_from_log(
 
     try:
         _kind(kind)
-        _out_path("-o", output, (".toml",))
+        _out_path("-o", output, (".toml",), _inputs(paths, **{"--plan-from": plan_from}))
         if vram is not None:
             try:
                 parse_size(vram)
@@ -286,8 +302,9 @@ def scenario_from_log(
         doc = scenario_doc(cfg, [str(p) for p in paths], prof, vram, output.stem)
         if plan_from is not None:
             doc["plan"] = plan_table(plan_from)
-        output.write_text(dumps(doc, header="Written by cuzk-sim scenario-from-log"))
-        load_scenario(output)  # what we wrote must load
+        text = dumps(doc, header="Written by cuzk-sim scenario-from-log")
+        # what we write must load: checked on the staged file before it replaces any
+        write_checked(output, text.encode(), load_scenario)
     except InputError as e:
         raise _fail(e) from None
     except OSError as e:

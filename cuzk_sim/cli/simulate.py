@@ -58,15 +58,14 @@ class ProgressBar:
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 
 
-def check_output_path(option: str, path: Path, suffixes: tuple[str, ...] = ()) -> None:
-    """Refuse an output path that cannot be written, before any simulating is done."""
-    if suffixes and path.suffix.lower() not in suffixes:
-        raise InputError(f"{option} {path}: the file name must end in one of {', '.join(suffixes)}")
-    if path.is_dir():
-        raise InputError(f"{option} {path}: is a folder; give a file name")
-    parent = path.parent
-    if not parent.is_dir():
-        raise InputError(f"{option} {path}: folder {parent} does not exist")
+def check_output_path(
+    option: str, path: Path, suffixes: tuple[str, ...] = (), inputs: dict | None = None
+) -> None:
+    """Refuse an output path that cannot be written (a folder, a device, a missing
+    folder) or that names an input, before any simulating is done (cuzk_sim.outputs)."""
+    from cuzk_sim.outputs import check_output
+
+    check_output(option, path, inputs, suffixes)
 
 
 def run(
@@ -126,21 +125,22 @@ def run(
     Wilson interval."""
     from cuzk_sim.api import describe
     from cuzk_sim.overrides import parse_assignment
-    from cuzk_sim.recording import Timeline, parse_window, simulate_recorded
+    from cuzk_sim.recording import Timeline, parse_window
     from cuzk_sim.report import print_run
-    from cuzk_sim.runner import simulate
+    from cuzk_sim.runner import simulate, simulate_recorded
     from cuzk_sim.scenario import load_scenario
 
     if replicas is not None or jitter is not None:
         _run_replicas(scenario, as_json, trace, plot, replicas, jitter, overrides, log)
         return
     try:
+        inputs = {"SCENARIO": scenario}
         if trace:
-            check_output_path("--trace", trace)
+            check_output_path("--trace", trace, inputs=inputs)
         if plot:
-            check_output_path("--plot", plot, PLOT_SUFFIXES)
+            check_output_path("--plot", plot, PLOT_SUFFIXES, inputs)
         if log:
-            check_output_path("--log", log)
+            check_output_path("--log", log, inputs=inputs)
         from cuzk_sim.outputs import check_distinct
 
         check_distinct(
@@ -226,16 +226,17 @@ def _run_replicas(
                 "replica 0 is traced)"
             )
         if trace:
-            check_output_path("--trace", trace)
+            check_output_path("--trace", trace, inputs={"SCENARIO": scenario})
         if plot:
-            check_output_path("--plot", plot, PLOT_SUFFIXES)
+            check_output_path("--plot", plot, PLOT_SUFFIXES, {"SCENARIO": scenario})
         if log is not None:
             raise InputError("--log writes one run: drop --replicas and --jitter")
         changes = dict(parse_assignment(a) for a in overrides or [])
         scn = load_scenario(scenario, changes or None)
         if replicas is None:  # one jittered run, reported like a plain one
             if trace or plot:
-                from cuzk_sim.recording import Timeline, simulate_recorded
+                from cuzk_sim.recording import Timeline
+                from cuzk_sim.runner import simulate_recorded
 
                 result = simulate_recorded(scn, Timeline(), jitter=fraction or 0.0)
             else:

@@ -122,6 +122,8 @@ def sweep(
     if bar is not None:
         bar.close()
     console = Console(width=max(Console().width, 120))
+    for note in outcome.notes:  # rows of the folder that were not trusted
+        console.print(f"note: {note}", markup=False, highlight=False)
     print_summary(outcome.summary, console, outcome.resumed, outcome.lost)
     console.print(f"wrote {', '.join(str(p) for p in outcome.files)}")
     if outcome.lost:

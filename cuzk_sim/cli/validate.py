@@ -52,7 +52,14 @@ def validate(
     compare; resumable (runs already in --out are skipped)."""
     import json
 
-    from cuzk_sim.validation.grid import pipeline_executor, predict, run_grid, write_report
+    from cuzk_sim.outputs import write_text
+    from cuzk_sim.validation.grid import (
+        load_predictions,
+        pipeline_executor,
+        predict,
+        run_grid,
+        write_report,
+    )
     from cuzk_sim.validation.spec import load_spec
 
     try:
@@ -61,7 +68,7 @@ def validate(
         if out.exists() and not out.is_dir():
             raise InputError(f"--out {out}: is a file; give a folder")
         if device == "real" and not (report_only or predict_only):
-            from cuzk_sim.gpu.pipeline import gpu_missing
+            from cuzk_sim.gpu.backends import gpu_missing
 
             missing = gpu_missing()
             if missing:
@@ -73,12 +80,12 @@ def validate(
             pred = out / "predictions.json"
             if not pred.is_file():
                 raise InputError(f"--out {out}: no predictions.json to report on")
-            rows, summary = write_report(out, json.loads(pred.read_text()))
+            rows, summary = write_report(out, load_predictions(pred))
         else:
             vspec = load_spec(spec, profile)
             if predict_only:
                 out.mkdir(parents=True, exist_ok=True)
-                (out / "predictions.json").write_text(json.dumps(predict(vspec), indent=1))
+                write_text(out / "predictions.json", json.dumps(predict(vspec), indent=1))
                 typer.echo(f"wrote {out / 'predictions.json'}")
                 return
             rows, summary = run_grid(

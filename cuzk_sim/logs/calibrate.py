@@ -138,6 +138,12 @@ def _var(cost: Cost, size: int) -> float:
     return cost.seconds(size) - cost.fixed if size else 0.0
 
 
+def _coset_var(b: Profile, sec) -> float:
+    """The base's size-dependent time of the first coset iNTT (0: no rate to scale)."""
+    c = sec.coset[0]
+    return _var(b.kernels[c.kind], c.size)
+
+
 class Calibrator:
     """Fits from one analysed log against a base profile and the logged plans."""
 
@@ -264,7 +270,7 @@ class Calibrator:
                 )
             )
         msm_fit: Cost | None = None
-        if eqs:
+        if eqs and _var(msm, self.size_of("kernel.msm_g1")):  # 0: nothing to scale (kept)
             fixed, per = _two_point(eqs, msm.fixed)
             msm_fit = Cost(fixed, per, msm.scaling)
             size = self.size_of("kernel.msm_g1")
@@ -303,7 +309,7 @@ class Calibrator:
         kern, coset = self.stat(kind, "ntt_h.ntt_kernels"), self.stat(kind, "ntt_h.coset_intt_sync")
         k_ntt: float | None = None
         n_ntt = 0
-        if kern is not None and coset is not None and group and sec.coset:
+        if kern is not None and coset is not None and group and sec.coset and _coset_var(b, sec):
             # one coset iNTT alone gives the NTT rate; the rest of the phase then shows
             # the upload when a/b/c are copied inside it (pageable, no pre-staging)
             total = (_reading(kern) + _reading(coset)) / 1000

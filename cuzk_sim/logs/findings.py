@@ -10,10 +10,7 @@ cause that shows first in the log is named first.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from cuzk_sim.logs.timeline import Analyzer
+from typing import Any
 
 SEVERITIES = ("error", "warning", "info")
 MAX_EVIDENCE = 8  # lines kept per finding (bounded memory on any log)
@@ -105,8 +102,9 @@ def _circuit(cid: str) -> str:
     return "a circuit the line does not name" if cid in ("", "?") else cid
 
 
-def end_of_log_findings(a: Analyzer) -> None:
-    """The findings that need the whole log: routing, PCE, contention, starvation."""
+def end_of_log_findings(a: Any) -> None:
+    """The findings that need the whole log: routing, PCE, contention, starvation.
+    a: the log's `Analyzer` (cuzk_sim/logs/timeline.py, which calls this at the end)."""
     if a.routed_to_gpu0():
         others = sorted({g for g in a.workers.values() if g != 0})
         ev = [a.worker_lines[w] for w in sorted(a.worker_lines) if a.workers[w] != 0][:2]

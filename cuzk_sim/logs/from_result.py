@@ -359,6 +359,8 @@ def write_scenario_log(result: SimResult, scenario, path: str) -> int:
     aware = scenario.spec.variant.memory_aware_margin is not None
     cfg = scenario.config
     layout = (list(cfg.devices or range(cfg.gpus)), cfg.gpu_workers_per_device)
-    with open(path, "w") as f:
-        under = scenario.spec.variant.prestage == "under_mutex"
+    from cuzk_sim.outputs import atomic_file
+
+    under = scenario.spec.variant.prestage == "under_mutex"
+    with atomic_file(path) as f:  # whole or not at all
         return write_cuzk_log(result, f, extract, pool_max, aware, layout, under)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import re
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,9 @@ OOM_PATTERNS = (
     "CUDA error 2",
     "out of host memory",
 )
+
+MAX_LINE_BYTES = 1 << 20  # a longer line is counted as malformed and skipped, never held
+MAX_INT_DIGITS = 18  # a log field beyond this is no time, size or id: malformed
 
 _KEY = re.compile(
     rb"TIMELINE,|CUZK_|d_a_cache allocated|starting cuzk engine|GPU worker"
@@ -99,6 +103,55 @@ class Counts:
     bytes: int = 0
 
 
+def _int(text: str) -> int:
+    """An integer field of a log line; ValueError beyond MAX_INT_DIGITS (such a value is
+    no time or size, and would overflow the float of a statistic)."""
+    if len(text) > MAX_INT_DIGITS + 1:
+        raise ValueError(f"more than {MAX_INT_DIGITS} digits")
+    return int(text)
+
+
+class LogReadError(Exception):
+    """Reading a log failed (`cause`: the OSError, EOFError or zlib.error)."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+class LongLine(bytes):
+    """The first bytes of a line longer than MAX_LINE_BYTES (the rest was skipped)."""
+
+
+def bounded_lines(f: BinaryIO) -> Iterator[bytes]:
+    """The lines of `f`, none held beyond MAX_LINE_BYTES: a longer line is yielded as
+    a LongLine of its first bytes, and the rest of it is read and dropped in pieces (a
+    gzip file inflating to 1 GiB without a newline costs 1 MiB, not 2 GiB)."""
+
+    def readline(n: int) -> bytes:
+        try:
+            return f.readline(n)
+        except READ_ERRORS as e:  # a read, not a write of the caller's (EFBIG of --trace)
+            raise LogReadError(e) from None
+
+    while True:
+        raw = readline(MAX_LINE_BYTES)
+        if not raw:
+            return
+        if len(raw) < MAX_LINE_BYTES or raw.endswith(b"\n"):
+            yield raw
+            continue
+        head = LongLine(raw[:200])
+        while raw and not raw.endswith(b"\n"):
+            raw = readline(MAX_LINE_BYTES)
+        yield head
+
+
+def long_line_record(raw: bytes, lineno: int) -> Record:
+    text = raw.decode("utf-8", "replace")
+    return Record(lineno, "malformed", text, {"why": f"a line longer than {MAX_LINE_BYTES} bytes"})
+
+
 def is_oom_text(text: str) -> bool:
     return any(p in text for p in OOM_PATTERNS)
 
@@ -111,12 +164,13 @@ def _ints(body: str, lineno: int, text: str, kind: str) -> Record:
         if not sep:
             continue
         try:
-            out[k] = int(v[:-2] if v.endswith("ms") else v)
+            out[k] = _int(v[:-2] if v.endswith("ms") else v)
         except ValueError:
             if kind == "timing" and k == "prestage_setup":
                 out[k] = v
                 continue
-            return Record(lineno, "malformed", text, {"why": f"{k}={v} is not an integer"})
+            why = f"{k}={v[:40]} is not an integer of at most {MAX_INT_DIGITS} digits"
+            return Record(lineno, "malformed", text, {"why": why})
     if not out:
         return Record(lineno, "malformed", text, {"why": "no key=value fields"})
     return Record(lineno, kind, text, out)
@@ -162,9 +216,10 @@ def _sim_step(body: str, lineno: int, text: str) -> Record:
         return Record(lineno, "malformed", text, {"why": f"CUZK_SIM_STEP without {missing}"})
     for k in _STEP_INTS:
         try:
-            fields[k] = int(str(fields[k]))
+            fields[k] = _int(str(fields[k]))
         except ValueError:
-            return Record(lineno, "malformed", text, {"why": f"{k}={fields[k]} is not an integer"})
+            why = f"{k}={str(fields[k])[:40]} is not an integer of at most {MAX_INT_DIGITS} digits"
+            return Record(lineno, "malformed", text, {"why": why})
         if fields[k] < 0:  # type: ignore[operator]
             return Record(lineno, "malformed", text, {"why": f"{k}={fields[k]} is negative"})
     return Record(lineno, "sim_step", text, fields)
@@ -198,7 +253,7 @@ def _sim_device(body: str, lineno: int, text: str) -> Record:
 def _timeline(line: str, lineno: int) -> Record:
     parts = line.split(",", 4)
     try:
-        t = int(parts[1])
+        t = _int(parts[1])
         event, job = parts[2], parts[3]
     except (ValueError, IndexError):
         return Record(lineno, "malformed", line, {"why": "expected TIMELINE,<ms>,<event>,<job>"})
@@ -232,9 +287,9 @@ def _detail(text: str) -> dict[str, object] | str:
                 out.setdefault("detail", item)
         elif k in _TIMELINE_INTS:
             try:
-                out[k] = int(v)
+                out[k] = _int(v)
             except ValueError:
-                return f"{k}={v} is not an integer"
+                return f"{k}={v[:40]} is not an integer of at most {MAX_INT_DIGITS} digits"
         else:
             out[k] = v
     return out
@@ -352,6 +407,13 @@ class LogParser:
             c.malformed += 1
         return rec
 
+    def long_line(self, raw: bytes, lineno: int) -> Record:
+        """The record of a line cut at MAX_LINE_BYTES (bounded_lines): malformed."""
+        self.counts.lines += 1
+        self.counts.known += 1
+        self.counts.malformed += 1
+        return long_line_record(raw, lineno)
+
     def drain(self) -> list[Record]:
         out, self.extra = self.extra, []
         return out
@@ -417,7 +479,7 @@ def parse_lines(lines: Iterable[bytes | str], parser: LogParser | None = None) -
         if isinstance(raw, str):
             raw = raw.encode("utf-8", "replace")
         p.counts.bytes += len(raw)
-        rec = p.feed(raw, n)
+        rec = p.long_line(raw, n) if raw.__class__ is LongLine else p.feed(raw, n)
         if rec is not None:
             yield rec
         if p.extra:
@@ -437,9 +499,11 @@ def open_log(path: Path) -> BinaryIO:
 def read_log(path: str | Path, parser: LogParser | None = None) -> Iterator[Record]:
     """Records of one log file (plain or gzip), streamed; a missing or unreadable file is
     an InputError."""
+    from cuzk_sim.input_files import path_kind
+
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such log file")
+    if path_kind(path, "log") != "file":
+        raise InputError(f"{path}: no such log file (or not a regular file)")
     try:
         f = open_log(path)
     except OSError as e:
@@ -450,6 +514,19 @@ def read_log(path: str | Path, parser: LogParser | None = None) -> Iterator[Reco
 def _records(path: Path, f: BinaryIO, parser: LogParser) -> Iterator[Record]:
     with f:
         try:
-            yield from parse_lines(f, parser)
-        except (OSError, EOFError) as e:  # a truncated or corrupt gzip file
-            raise InputError(f"{path}: cannot read the log ({e})") from None
+            yield from parse_lines(bounded_lines(f), parser)
+        except LogReadError as e:
+            raise unreadable(path, e.cause, parser.counts.lines) from None
+
+
+# what reading a log can raise: OSError (a gzip CRC or length that does not match, a
+# bad header), EOFError (a truncated gzip stream), zlib.error (a corrupt deflate block)
+READ_ERRORS = (OSError, EOFError, zlib.error)
+
+
+def unreadable(path: Path, e: BaseException, lines: int) -> InputError:
+    if isinstance(e, zlib.error | EOFError | gzip.BadGzipFile):
+        why = f"the gzip data is damaged: {e}"
+    else:
+        why = getattr(e, "strerror", None) or str(e)
+    return InputError(f"{path}: cannot read the log ({why}) after {lines} lines")

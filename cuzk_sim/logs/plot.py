@@ -47,5 +47,9 @@ def write_log_plot(a: Analyzer, path: str) -> None:
         "mutex wait), synthesis (green)"
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    from cuzk_sim.outputs import save_figure
+
+    try:
+        save_figure(fig, path, dpi=110)  # whole or not at all
+    finally:
+        plt.close(fig)

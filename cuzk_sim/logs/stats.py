@@ -13,6 +13,16 @@ from dataclasses import dataclass, field
 RESERVOIR = 4096  # samples kept per figure: the median is exact below this many
 
 
+def _finite(v: float) -> float | None:
+    """A reading as a finite float, or None (an integer too large for a float, inf): the
+    parser refuses such values, so this only guards the sums."""
+    try:
+        f = float(v)
+    except (OverflowError, TypeError, ValueError):
+        return None
+    return v if math.isfinite(f) else None  # as given: an int stays an int
+
+
 @dataclass
 class Stat:
     """Running count / sum / sum of squares / min / max, a seeded reservoir of samples
@@ -28,6 +38,9 @@ class Stat:
     rng: int = 88172645463325252  # a 64-bit LCG state: the reservoir is deterministic
 
     def add(self, v: float, lineno: int | None = None) -> None:
+        v = _finite(v)
+        if v is None:
+            return
         self.n += 1
         self.total += v
         self.sq += v * v
@@ -50,6 +63,7 @@ class Stat:
 
     def extend(self, vals: list[float], lineno: int | None = None) -> None:
         """Add many readings at once (a finished job's), in order."""
+        vals = [f for f in map(_finite, vals) if f is not None]
         if not vals:
             return
         self.total += sum(vals)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable
 
+from cuzk_sim.input_errors import LineError
 from cuzk_sim.logs.findings import FindingBook, end_of_log_findings
 from cuzk_sim.logs.parse import Counts, Record
 from cuzk_sim.logs.sections import (  # noqa: F401 - re-exported: the module's old names
@@ -33,6 +34,13 @@ from cuzk_sim.logs.sections import (  # noqa: F401 - re-exported: the module's o
     kind_of,
 )
 from cuzk_sim.logs.stats import Stat
+
+# bounded state: cuzk has a GPU section open per worker and a few partitions per job in
+# flight; a log with more is not one we can follow (30,000 unended sections made every
+# C++ line's attribution a scan of them all)
+MAX_OPEN_SECTIONS = 1024
+MAX_OPEN_PARTITIONS = 100_000
+BACKWARDS_SLACK_MS = 1000  # threads print TIMELINE lines a few ms out of order
 
 MAX_STEP_KEYS = 4096  # distinct (kind, size, bytes, pinned) of CUZK_SIM_STEP lines kept
 
@@ -199,6 +207,12 @@ class Analyzer:
         key = (self.run, job, p)
         part = self.parts.get(key)
         if part is None:
+            if len(self.parts) >= MAX_OPEN_PARTITIONS:
+                raise LineError(
+                    self.now_line,
+                    f"more than {MAX_OPEN_PARTITIONS} partitions open at once (started, "
+                    "never ended): not a log this reader can follow",
+                )
             part = self.parts[key] = Partition(self.run, job, p)
             jk = (self.run, job)
             if jk not in self.jobs:
@@ -233,6 +247,13 @@ class Analyzer:
         f = r.fields  # the parser made ms, worker, partition, synth_ms, gpu_ms ints
         t, ev, job = f["ms"], f["event"], f["job"]
         p = f.get("partition")
+        if t < self.now - BACKWARDS_SLACK_MS:
+            raise LineError(
+                r.lineno,
+                f"TIMELINE time {t} ms is {self.now - t} ms before line {self.now_line}'s: "
+                "the timestamps run backwards (one run's times only rise; a restart prints "
+                "'starting cuzk engine' first)",
+            )
         if self.first_ms is None:
             self.first_ms = t
         if self.last_ms is None or t > self.last_ms:
@@ -277,6 +298,12 @@ class Analyzer:
             part.worker = f.get("worker")
             part.gpu = self._gpu_of(part.worker)
             part.outcome = "open"
+            if len(self.open_sections) >= MAX_OPEN_SECTIONS and part not in self.open_sections:
+                raise LineError(
+                    r.lineno,
+                    f"more than {MAX_OPEN_SECTIONS} GPU sections open at once (GPU_START "
+                    "without GPU_END): not a log this reader can follow",
+                )
             self.open_sections.append(part)
             use = self.gpus.setdefault(part.gpu, GpuUse())
             if use.active == 0 and use.idle_since is not None:

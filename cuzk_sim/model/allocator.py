@@ -45,7 +45,7 @@ import heapq
 from dataclasses import dataclass
 from typing import ClassVar
 
-from cuzk_sim.plan import Allocator as AllocatorName
+from cuzk_sim.steps.base import Allocator as AllocatorName
 
 CUDA_GRANULE = 2 * 2**20  # cudaMalloc / pool rounding of large allocations
 # A cudaMalloc (the sync allocator, a caching-pool segment) needs one granule free beyond

@@ -12,16 +12,16 @@ so a trace still shows each kernel and timing jitter still perturbs each one.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from cuzk_sim.calibration import Profile
 from cuzk_sim.input_errors import InputError
 from cuzk_sim.model.jitter import Jitter
-from cuzk_sim.plan import Alloc, Copy, Cpu, Free, Kernel, Label, Plan, Step
+from cuzk_sim.plan import Plan, Step
 from cuzk_sim.plan_analysis import PlanAnalysis
-
-JITTERED_OPS = ("kernel", "copy", "cpu")  # the durations timing jitter perturbs
-Parts = tuple[tuple[str, float], ...]  # a merged kernel run: (kernel name, seconds) each
+from cuzk_sim.steps.kernel import Parts
+from cuzk_sim.steps.registry import KINDS
 
 
 @dataclass(frozen=True)
@@ -41,13 +41,16 @@ class CompiledPlan:
     # per step: host seconds of the driver call of a `sync` device buffer's alloc (its
     # cudaMalloc) or free (its cudaFree, paid once the device is idle); None: all zero
     driver_s: tuple[float, ...] | None = None
+    # per step: the kind measured jitter looks its noise up by (its step kind's
+    # `jitter_kind`; "kernel" for a merged run); None: jitter leaves it alone
+    jitter_kinds: tuple[str | None, ...] = ()
 
 
 def compile_plan(plan: Plan, profile: Profile, merge: bool = True) -> CompiledPlan:
     """Price every step and resolve labels to indices (a jump goes to the step after the
     label; labels are dropped). merge: fold runs of compute-stream kernels (see above);
     never on one in-order queue (plan meta gpu_stream "legacy_default..."), where the host
-    pays each kernel's launch (model/interpreter.py ISSUE_S, LAUNCH_S)."""
+    pays each kernel's launch (cuzk_sim/steps/kernel.py ISSUE_S, LAUNCH_S)."""
     facts = plan.analysis()
     merge = merge and not str(plan.meta.get("gpu_stream", "")).startswith("legacy_default")
     steps: list[Step] = []
@@ -56,52 +59,33 @@ def compile_plan(plan: Plan, profile: Profile, merge: bool = True) -> CompiledPl
     touching: list[bool] = []
     labels: dict[str, int] = {}
     driver: list[float] = []
+    noise: list[str | None] = []
     sync_bytes: dict[str, int] = {}  # live sync buffers (a free is priced by their size)
     for i, s in enumerate(plan.steps):
-        call = 0.0
-        if (
-            isinstance(s, Alloc)
-            and s.memory != "host_pinned"
-            and s.allocator == "sync"
-            and not s.persistent
-        ):
-            sync_bytes[s.buffer] = s.bytes
-            call = profile.driver_seconds("alloc", s.bytes)
-        elif isinstance(s, Free) and s.buffer in sync_bytes:
-            call = profile.driver_seconds("free", sync_bytes[s.buffer])
-        where = f"plan {plan.name}: steps[{i}] ({s.op} {getattr(s, 'name', '')})"
-        if isinstance(s, Label):
-            labels[s.name] = len(steps)
+        kind = KINDS[s.op]
+        call = kind.driver(s, profile, sync_bytes)
+        label = kind.defines_label(s)
+        if label is not None:
+            labels[label] = len(steps)
             continue
-        if isinstance(s, Kernel):  # a measured `seconds` (captured plan) overrides the price
-            t = (
-                s.seconds
-                if s.seconds is not None
-                else profile.kernel_seconds(s.kind, s.size, where)
-            )
-            if merge and facts.mergeable[i]:
-                prev = steps[-1]
-                assert isinstance(prev, Kernel)
-                parts[-1] = (*(parts[-1] or ((prev.name, seconds[-1]),)), (s.name, t))
-                seconds[-1] += t
-                steps[-1] = Kernel(f"{prev.name}+{s.name}", prev.kind, prev.size)
-                continue
-        elif isinstance(s, Cpu):
-            t = profile.cpu_seconds(s.kind, s.size, where)
-        elif isinstance(s, Copy):
-            t = s.seconds if s.seconds is not None else profile.copy_seconds(s.bytes, s.pinned)
-        elif isinstance(s, Alloc) and s.memory == "host_pinned":
-            t = profile.pin_seconds(s.bytes)  # page-locking: paid when the pin succeeds
-        else:
-            t = 0.0
+        where = f"plan {plan.name}: steps[{i}] ({s.op} {getattr(s, 'name', '')})"
+        t = kind.price(s, profile, where)
+        if merge and facts.mergeable[i]:
+            prev = steps[-1]
+            parts[-1] = (*(parts[-1] or ((prev.name, seconds[-1]),)), (s.name, t))
+            seconds[-1] += t
+            steps[-1] = dataclasses.replace(prev, name=f"{prev.name}+{s.name}")
+            noise[-1] = "kernel"  # its parts' pooled kind (profile [jitter.kind.kernel])
+            continue
         steps.append(s)
         seconds.append(t)
         parts.append(None)
         touching.append(facts.host_touching[i])
         driver.append(call)
+        noise.append(kind.jitter_kind(s))
     for s in steps:
-        target = getattr(s, "fallback", None) or getattr(s, "label", None)
-        if s.op in ("alloc", "goto") and target is not None and target not in labels:
+        target = KINDS[s.op].jump(s)
+        if target is not None and target not in labels:
             raise InputError(f"plan {plan.name}: jump to undefined label {target!r}")
     return CompiledPlan(
         plan,
@@ -113,20 +97,8 @@ def compile_plan(plan: Plan, profile: Profile, merge: bool = True) -> CompiledPl
         tuple(parts),
         facts,
         tuple(driver) if any(driver) else None,
+        tuple(noise),
     )
-
-
-def jitter_kind(s: Step) -> str:
-    """The step kind measured jitter is looked up by (model/jitter.py MeasuredJitter)."""
-    if isinstance(s, Kernel):
-        return f"kernel.{s.kind}"
-    if isinstance(s, Copy):
-        if s.direction != "HtoD":
-            return "copy.dtoh"
-        return "copy.pinned" if s.pinned else "copy.pageable"
-    if isinstance(s, Cpu):
-        return f"cpu.{s.kind}"
-    return "default"
 
 
 def durations(cp: CompiledPlan, jitter: Jitter) -> tuple[float, ...]:
@@ -137,11 +109,11 @@ def durations(cp: CompiledPlan, jitter: Jitter) -> tuple[float, ...]:
     scale = jitter.scale
     jitter.partition()  # one execution: measured jitter's per-partition factors
     out = []
-    for s, t, run in zip(cp.steps, cp.seconds, cp.parts, strict=True):
-        if run is not None:
-            out.append(sum(scale(p, "kernel") for _, p in run))
-        elif s.op in JITTERED_OPS:
-            out.append(scale(t, jitter_kind(s)))
+    for t, run, kind in zip(cp.seconds, cp.parts, cp.jitter_kinds, strict=True):
+        if run is not None:  # a merged kernel run: each kernel its own factor
+            out.append(sum(scale(p, kind) for _, p in run))
+        elif kind is not None:
+            out.append(scale(t, kind))
         else:
             out.append(t)
     return tuple(out)

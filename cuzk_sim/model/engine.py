@@ -1,19 +1,18 @@
-"""The cuzk engine as SimPy processes: arrivals, synthesis, the queues, GPU workers.
+"""The cuzk engine as SimPy processes: one run, from arrivals to the result.
 
-Owns the run: it builds the devices, the host (RAM budget, cores, PCE cache), the
-`Machine` the workers execute plans on, and the fast layer's decisions
-(model/fast.py); it moves proofs from arrival to completion and assembles the result.
+`Simulation` builds the run's pieces and starts its entities, as SimPy's and Vidur's
+simulators are laid out:
 
-Proofs arrive into a priority job queue. Whole-proof synthesis (the default):
-`synthesis_concurrency` synthesizers take one proof at a time, reserve host RAM for all
-its partitions (waiting on the budget), make sure the PCE is available, and synthesize
-up to `max_parallel_synthesis` partitions in parallel; a synthesizer runs at most
-`synthesis_lookahead` proofs ahead of the GPUs; partitions go to a priority queue.
-Per-partition synthesis (`partition_workers` N > 0, cuzk's Phase 7 pool): each partition
-waits for one of N permits, reserves its own host memory, is synthesized, and is sent
-into a FIFO channel of max(synthesis_lookahead, N) partitions, holding its permit until
-the send went through. Partitions are served by devices × gpu_workers_per_device
-workers, each executing its kind's plan on the device its routing policy names.
+- the machine the workers execute plans on (model/machine.py: devices, the host's RAM
+  and cores, mutexes, a recorder), its workers and the fast layer's decisions;
+- the arrivals (here), the synthesizers (model/synthesis.py), the GPU workers' loop
+  (model/gpu_loop.py), restarts and lost devices (model/faults.py), all sharing one
+  `RunContext` (model/context.py) with the daemon's queues (model/queues.py) and the
+  run's counters (model/counters.py);
+- the result, with the metrics computed from the counters handed to cuzk_sim/metrics.py.
+
+Partitions are served by devices × gpu_workers_per_device workers, each executing its
+kind's plan on the device its routing policy names.
 """
 
 from __future__ import annotations
@@ -23,71 +22,33 @@ import math
 import random
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
 
 import simpy
 
 from cuzk_sim.calibration import Profile
-from cuzk_sim.model.allocator import NEVER, DeviceMemory
+from cuzk_sim.metrics import EngineUse, MutexUse, RunCounts, measure
+from cuzk_sim.model import faults, synthesis
+from cuzk_sim.model.allocator import DeviceMemory
+from cuzk_sim.model.compiled import CompiledPlan
+from cuzk_sim.model.config import Arrivals, EngineConfig
+from cuzk_sim.model.context import RunContext
 from cuzk_sim.model.cores import HostCores
+from cuzk_sim.model.counters import Proof
+from cuzk_sim.model.fast import FastLayer, FastPaths
 from cuzk_sim.model.gpu import Device
+from cuzk_sim.model.gpu_loop import GpuLoop
 from cuzk_sim.model.host import HostMemory, PceCache
 from cuzk_sim.model.host_side import HostSide
-from cuzk_sim.model.interpreter import panic
 from cuzk_sim.model.jitter import Jitter, replica_seed
-from cuzk_sim.model.machine import Machine
-from cuzk_sim.model.worker import CompiledPlan, FastLayer, FastPaths, Worker, execute_plan
+from cuzk_sim.model.machine import Machine, Recorder
+from cuzk_sim.model.queues import Queues
+from cuzk_sim.model.runtime import Worker
 from cuzk_sim.plans.circuits import CircuitShape
-from cuzk_sim.result import OomEvent, SimResult, Span, seconds_per_proof
-
-if TYPE_CHECKING:
-    from cuzk_sim.recording import Timeline
+from cuzk_sim.recording import Timeline
+from cuzk_sim.result import SimResult, seconds_per_proof
 from cuzk_sim.units import format_size
 
-
-@dataclass(frozen=True)
-class Arrivals:
-    """`count` proofs of `kind` from `start_s`, all at once (every_s None), evenly spaced,
-    or as a Poisson stream with mean gap every_s. count None: until the run ends."""
-
-    kind: str
-    count: int | None
-    start_s: float = 0.0
-    every_s: float | None = None
-    poisson: bool = False
-    partitions: int | None = None  # default: the kind's (WindowPoSt: 1 per 2349 sectors)
-
-
-@dataclass(frozen=True)
-class EngineConfig:
-    gpus: int
-    vram: int
-    context_overhead: int
-    host_ram_budget: int
-    host_cores: int = 96
-    gpu_workers_per_device: int = 2
-    devices: tuple[int, ...] = ()  # () = all
-    synthesis_concurrency: int = 1
-    synthesis_lookahead: int = 1
-    max_parallel_synthesis: int = 18
-    routing: Literal["assigned", "device0"] = "assigned"
-    pool_release_threshold: int = NEVER
-    on_oom: Literal["stop", "continue"] = "stop"
-    pce_writable: bool = True
-    pce_on_disk: tuple[str, ...] = ()
-    restarts_s: tuple[float, ...] = ()  # daemon restarts: in-flight work is lost
-    devices_lost_s: tuple[tuple[float, int], ...] = ()  # (when, GPU): the device is gone
-    duration_s: float | None = None
-    seed: int = 0
-    arrivals: tuple[Arrivals, ...] = ()
-    # allocator -> rounding in bytes (e.g. a measured cudaMallocAsync granule); () = the
-    # defaults of model/allocator.py (2 MiB for sync and async, 512 B for caching)
-    allocator_granularity: tuple[tuple[str, int], ...] = ()
-    # cuzk's per-partition synthesis pool ([synthesis] partition_workers, Phase 7): 0 =
-    # whole-proof synthesis (rounds of max_parallel_synthesis); N > 0 = each partition
-    # synthesized on its own under a semaphore of N permits, each held through the send
-    # into a bounded channel of max(synthesis_lookahead, N) partitions
-    partition_workers: int = 0
+__all__ = ["Arrivals", "EngineConfig", "Simulation", "plan_cpu_demand"]
 
 
 def plan_cpu_demand(cp: CompiledPlan) -> float:
@@ -96,17 +57,41 @@ def plan_cpu_demand(cp: CompiledPlan) -> float:
     return cp.analysis.cpu_demand if cp.analysis is not None else math.inf
 
 
-@dataclass
-class Proof:
-    id: str
-    kind: str
-    partitions: int
-    submitted_s: float
-    picked: int = 0
-    done: int = 0
-    returned: int = 0  # partitions back from the GPU workers: done, failed or dropped
-    failed: bool = False
-    finished: bool = False
+def _devices(cfg: EngineConfig, plans: dict[str, CompiledPlan]) -> list[Device]:
+    devices = [
+        Device(
+            i,
+            DeviceMemory(
+                i,
+                cfg.vram,
+                release_threshold=cfg.pool_release_threshold,
+                granularity=dict(cfg.allocator_granularity),
+            ),
+        )
+        for i in range(cfg.gpus)
+    ]
+    # a prover that puts its GPU work on CUDA's legacy default stream (ours: the plan's
+    # meta says so) serialises every worker's kernels and copies on a device, but for
+    # the streams of its own that the meta names after it ("legacy_default+key_upload")
+    streams = [str(cp.plan.meta.get("gpu_stream", "")).split("+") for cp in plans.values()]
+    shared = any(names[0] == "legacy_default" for names in streams)
+    concurrent = frozenset(n for names in streams for n in names[1:] if n)
+    for dev in devices:
+        dev.shared_stream = shared
+        dev.concurrent_streams = concurrent
+    return devices
+
+
+def _workers(cfg: EngineConfig, devices: list[Device]) -> list[Worker]:
+    workers = []
+    for d in cfg.devices or range(cfg.gpus):
+        routed = devices[0 if cfg.routing == "device0" else d]
+        for k in range(cfg.gpu_workers_per_device):
+            workers.append(Worker(f"gpu{d}-w{k}", routed, assigned=d))
+    for dev in {w.device.index: w.device for w in workers}.values():
+        dev.memory.context = cfg.context_overhead  # one daemon process per device used
+        dev.memory.peak_used = dev.memory.used
+    return workers
 
 
 @dataclass
@@ -120,65 +105,63 @@ class Simulation:
     profile: Profile
     record: bool = False
     env: simpy.Environment = field(default_factory=simpy.Environment)
-    oom_events: list[OomEvent] = field(default_factory=list)
-    spans: list[Span] = field(default_factory=list)
-    samples: list[tuple[float, int, int]] = field(default_factory=list)
-    lines: list[tuple[float, str]] = field(default_factory=list)
-    sections: dict[tuple, tuple] = field(default_factory=dict)  # critical sections learnt
     jitter: Jitter = field(default_factory=Jitter)  # timing noise of this replica (model/jitter.py)
     # a bounded recording for plots and traces on the fast path (cuzk_sim/recording.py):
     # partition/synthesis spans and bucketed VRAM, host RAM and CPU-thread series
     timeline: Timeline | None = None
-    synth_busy_s: float = 0.0  # metrics.py: seconds synthesizers spent synthesizing
-    ram_wait_s: float = 0.0  # metrics.py: seconds synthesizers waited on the RAM budget
     fast: FastPaths = field(default_factory=FastPaths)  # speed-ups allowed (model/fast.py)
 
     def __post_init__(self) -> None:
-        cfg, env = self.config, self.env
-        self.devices = [
-            Device(
-                i,
-                DeviceMemory(
-                    i,
-                    cfg.vram,
-                    release_threshold=cfg.pool_release_threshold,
-                    granularity=dict(cfg.allocator_granularity),
-                ),
-            )
-            for i in range(cfg.gpus)
-        ]
-        self.workers: list[Worker] = []
-        for d in cfg.devices or range(cfg.gpus):
-            routed = self.devices[0 if cfg.routing == "device0" else d]
-            for k in range(cfg.gpu_workers_per_device):
-                self.workers.append(Worker(f"gpu{d}-w{k}", routed, assigned=d))
-        for dev in {w.device.index: w.device for w in self.workers}.values():
-            dev.memory.context = cfg.context_overhead  # one daemon process per device used
-            dev.memory.peak_used = dev.memory.used
-        # a prover that puts its GPU work on CUDA's legacy default stream (ours: the plan's
-        # meta says so) serialises every worker's kernels and copies on a device, but for
-        # the streams of its own that the meta names after it ("legacy_default+key_upload")
-        streams = [str(cp.plan.meta.get("gpu_stream", "")).split("+") for cp in self.plans.values()]
-        shared = any(names[0] == "legacy_default" for names in streams)
-        concurrent = frozenset(n for names in streams for n in names[1:] if n)
-        for dev in self.devices:
-            dev.shared_stream = shared
-            dev.concurrent_streams = concurrent
-        tl = self.timeline
-        self.ram = HostMemory(
-            env, cfg.host_ram_budget, samples=tl.host_sink() if tl else [] if self.record else None
+        cfg, env, tl = self.config, self.env, self.timeline
+        self.devices = _devices(cfg, self.plans)
+        self.workers = _workers(cfg, self.devices)
+        ram = HostMemory(env, cfg.host_ram_budget, samples=tl.host_sink() if tl else self._series())
+        cores = HostCores(env, cfg.host_cores, samples=tl.core_sink() if tl else self._series())
+        # what plan execution may touch, and what the run writes down
+        self.recorder = Recorder(record=self.record, timeline=tl)
+        self.machine = Machine(env, ram, cores, self.recorder, self.jitter)
+        self.machine.cores_shared = self._cores_shared()
+        profile, shapes = self.profile, self.shapes
+        pce = PceCache(
+            extract_seconds=lambda k: profile.pce_extract.seconds(shapes[k].constraints),
+            load_seconds=profile.pce_load,
+            host_bytes=profile.pce_host_bytes,
+            writable=cfg.pce_writable,
+            on_disk=set(cfg.pce_on_disk),
         )
-        self.cores = HostCores(
-            env, cfg.host_cores, samples=tl.core_sink() if tl else [] if self.record else None
+        layer = FastLayer.for_run(self.fast, self.plans.values(), self.workers, self.record)
+        self.ctx = RunContext(
+            env=env,
+            config=cfg,
+            shapes=shapes,
+            profile=profile,
+            plans=self.plans,
+            machine=self.machine,
+            devices=self.devices,
+            workers=self.workers,
+            jitter=self.jitter,
+            pce=pce,
+            host_side=HostSide(self.machine, shapes, profile, pce, cfg.host_cores),
+            queues=Queues.fresh(env, cfg),
+            layer=layer,
+            stop=env.event(),
+            arrivals_open=len(cfg.arrivals),
         )
-        # what plan execution may touch; the simulation itself is its recorder (spans,
-        # samples, log lines, OOM events, `record`, `timeline`), which recording.py swaps
-        # and switches during a run
-        self.machine = Machine(env, self.ram, self.cores, self, self.jitter)
-        self.mutexes = self.machine.mutexes
-        # Can the CPU work ever ask for more cores than the host has? If not, every task
-        # runs at full speed and workers price CPU steps arithmetically (exact); else each
-        # CPU task goes through the processor-sharing model.
+        self.gpu_loop = GpuLoop(self.ctx)
+        # Poisson arrivals: the scenario's seed (replica 0) or one stream per replica
+        replica = self.jitter.replica
+        self.rng = random.Random(cfg.seed if replica == 0 else replica_seed(cfg.seed, replica))
+        self.stall: str | None = None
+
+    def _series(self) -> list | None:
+        """Where the host's RAM or CPU samples go without a Timeline: kept when recording."""
+        return [] if self.record else None
+
+    def _cores_shared(self) -> bool:
+        """Can the CPU work ever ask for more cores than the host has? If not, every task
+        runs at full speed and workers price CPU steps arithmetically (exact); else each
+        CPU task goes through the processor-sharing model."""
+        cfg = self.config
         parts = max(
             [a.partitions or self.shapes[a.kind].partitions for a in cfg.arrivals], default=1
         )
@@ -189,49 +172,12 @@ class Simulation:
         )
         synth_demand = at_once * self.profile.synthesis_threads
         plan_demand = max((plan_cpu_demand(cp) for cp in self.plans.values()), default=0)
-        self.cores_shared = (
+        return (
             not self.fast.arithmetic_cpu
             or synth_demand + len(self.workers) * plan_demand > cfg.host_cores
         )
-        self.pce = PceCache(
-            extract_seconds=lambda k: self.profile.pce_extract.seconds(self.shapes[k].constraints),
-            load_seconds=self.profile.pce_load,
-            host_bytes=self.profile.pce_host_bytes,
-            writable=cfg.pce_writable,
-            on_disk=set(cfg.pce_on_disk),
-        )
-        self.host_side = HostSide(self)  # residency, RSS, synthesis contention
-        self.jobs = simpy.PriorityStore(env)
-        if cfg.partition_workers:
-            # cuzk engine.rs (Phase 7): the synthesis -> GPU channel, auto-sized to
-            # max(synthesis_lookahead, partition_workers), FIFO; and the permits
-            cap = max(cfg.synthesis_lookahead, 1, cfg.partition_workers)
-            self.partitions = simpy.Store(env, capacity=cap)
-            self.partition_permits = simpy.Resource(env, capacity=cfg.partition_workers)
-        else:
-            self.partitions = simpy.PriorityStore(env)
-        # each synthesizer may run `synthesis_lookahead` proofs ahead of the GPUs
-        slots = cfg.synthesis_concurrency * (cfg.synthesis_lookahead + 1)
-        self.lookahead = simpy.Container(env, capacity=slots, init=slots)
-        self.stop = env.event()
-        self.layer = FastLayer.for_run(
-            self.fast, self.plans.values(), self.workers, self.record, self.sections
-        )
-        self.exclusive = self.layer.stamping  # critical sections run without wake-ups
-        self.seq = itertools.count()
-        self.proofs: list[Proof] = []
-        self.unfinished = 0
-        self.done_times: list[tuple[str, str, float]] = []
-        self.arrivals_open = len(cfg.arrivals)
-        # Poisson arrivals: the scenario's seed (replica 0) or one stream per replica
-        replica = self.jitter.replica
-        self.rng = random.Random(cfg.seed if replica == 0 else replica_seed(cfg.seed, replica))
-        self.stopped_at_oom = False
-        self.partitions_ok = 0
-        self.partitions_failed = 0
-        self.lost_devices: set[int] = set()
 
-    # --- what the machine holds, by the names other code reads ---
+    # --- what the run holds, by the names tests and benchmarks read ---
 
     @property
     def cores_shared(self) -> bool:
@@ -242,24 +188,26 @@ class Simulation:
         self.machine.cores_shared = shared
 
     @property
-    def events(self) -> int:
-        return self.machine.events
-
-    @events.setter
-    def events(self, n: int) -> None:
-        self.machine.events = n
+    def ram(self) -> HostMemory:
+        return self.machine.ram
 
     @property
-    def leaks(self) -> int:
-        return self.machine.leaks
+    def pce(self) -> PceCache:
+        return self.ctx.pce
 
-    def log(self, line: str, t: float | None = None) -> None:
-        self.lines.append((self.env.now if t is None else t, line))
+    @property
+    def host_side(self) -> HostSide:
+        return self.ctx.host_side
+
+    @property
+    def proofs(self) -> list[Proof]:
+        return self.ctx.counters.proofs
 
     # --- processes ---
 
     def _arrive(self, a: Arrivals) -> Generator:
-        env = self.env
+        ctx, env = self.ctx, self.env
+        counters = ctx.counters
         if a.start_s:
             yield env.timeout(self.jitter.scale(a.start_s, "start"))
         shape = self.shapes[a.kind]
@@ -267,320 +215,65 @@ class Simulation:
             if a.count is not None and i >= a.count:
                 break
             parts = a.partitions or shape.partitions
-            proof = Proof(f"{a.kind}-{len(self.proofs)}", a.kind, parts, env.now)
-            self.proofs.append(proof)
-            self.unfinished += 1
-            self.jobs.put(simpy.PriorityItem((-shape.priority, next(self.seq)), proof))
+            proof = Proof(f"{a.kind}-{len(counters.proofs)}", a.kind, parts, env.now)
+            counters.proofs.append(proof)
+            counters.unfinished += 1
+            ctx.queues.jobs.put(simpy.PriorityItem((-shape.priority, next(ctx.seq)), proof))
             if a.every_s:
                 gap = self.rng.expovariate(1 / a.every_s) if a.poisson else a.every_s
-                self.events += 1
+                self.machine.events += 1
                 yield env.timeout(self.jitter.scale(gap, "arrival"))
-        self.arrivals_open -= 1
-        self._maybe_finish()
-
-    def _synthesis_seconds(self, proof: Proof) -> float:
-        """One partition's synthesis time (a round synthesizes its partitions in parallel,
-        each taking this long)."""
-        shape = self.shapes[proof.kind]
-        if shape.synthesis_s is not None:
-            return shape.synthesis_s
-        return self.profile.cpu_seconds(
-            "synthesis", shape.constraints, f"synthesis of {proof.kind}"
-        )
-
-    def _dispatch_partitions(self) -> Generator:
-        """partition_workers > 0: take a proof, make its PCE available, hand each partition
-        to its own synthesis task (which waits for a permit), and go on to the next proof
-        (cuzk spawns the tasks and does not wait for them)."""
-        while True:
-            item = yield self.jobs.get()
-            proof: Proof = item.item
-            yield from self.host_side.load_kind(proof.kind)  # SRS, PCE resident
-            for p in range(proof.partitions):
-                self._spawn(self._synthesize_partition(proof, p))
-
-    def _synthesize_partition(self, proof: Proof, p: int) -> Generator:
-        """One partition: a permit, its host memory (the budget), its synthesis, then the
-        send into the channel — the permit is released only once the send went through, so
-        at most partition_workers syntheses and finished-but-unsent partitions exist."""
-        env, shape = self.env, self.shapes[proof.kind]
-        permit = self.partition_permits.request()
-        yield permit
-        if proof.failed:  # cuzk skips the synthesis of a failed job's partitions
-            self.partition_permits.release(permit)
-            self._partition_back(proof, reserved=False)
-            return
-        asked = env.now
-        yield self.ram.reserve("synthesis", proof.id, shape.host_bytes)
-        self.ram_wait_s += env.now - asked
-        seconds = self._synthesis_seconds(proof)
-        t0 = env.now
-        yield from self.host_side.synthesize(
-            proof.kind, self.jitter.scale(seconds, "cpu.synthesis")
-        )
-        self.events += 2
-        self.synth_busy_s += env.now - t0
-        if self.record or self.timeline is not None:
-            name = f"{proof.id}/{p}"
-            self.spans.append(Span("partition-synth", -1, name, "synthesis", t0, env.now))
-        yield self.partitions.put(simpy.PriorityItem((-shape.priority, next(self.seq)), (proof, p)))
-        self.partition_permits.release(permit)
-
-    def _synthesize(self, index: int) -> Generator:
-        env, cfg = self.env, self.config
-        while True:
-            item = yield self.jobs.get()
-            proof: Proof = item.item
-            shape = self.shapes[proof.kind]
-            yield self.lookahead.get(1)
-            asked = env.now
-            yield self.ram.reserve("synthesis", proof.id, proof.partitions * shape.host_bytes)
-            self.ram_wait_s += env.now - asked  # metrics.py: synthesizers waiting on RAM
-            yield from self.host_side.load_kind(proof.kind)  # SRS, PCE resident
-            rounds = math.ceil(proof.partitions / cfg.max_parallel_synthesis)
-            seconds = self._synthesis_seconds(proof)
-            t0 = env.now
-            left = proof.partitions
-            for _ in range(rounds):  # each round: its partitions side by side
-                now_parts = min(left, cfg.max_parallel_synthesis)
-                left -= now_parts
-                scaled = self.jitter.scale(seconds, "cpu.synthesis")
-                yield from self.host_side.synthesize(proof.kind, scaled, now_parts)
-            self.events += 4
-            self.synth_busy_s += env.now - t0  # metrics.py: synthesizer busy time
-            if self.record or self.timeline is not None:
-                self.spans.append(Span(f"synth{index}", -1, proof.id, "synthesis", t0, env.now))
-            for p in range(proof.partitions):
-                self.partitions.put(
-                    simpy.PriorityItem((-shape.priority, next(self.seq)), (proof, p))
-                )
-
-    def _gpu_worker(self, w: Worker) -> Generator:
-        """Serve partitions until the run ends, the daemon restarts or the device is lost
-        (simpy.Interrupt, caught here: no wrapper around the hottest process)."""
-        env = self.env
-        try:
-            while True:
-                get = self.waiting_get[w.name] = self.partitions.get()
-                item = yield get
-                self.events += 1
-                proof, p = item.item
-                self.current[w.name] = (proof, p)
-                proof.picked += 1
-                if proof.picked == proof.partitions and not self.config.partition_workers:
-                    self.lookahead.put(1)
-                if not proof.failed:
-                    t0 = env.now
-                    label = f"{proof.id}/{p}"
-                    ok = yield from execute_plan(
-                        self.machine, w, self.plans[proof.kind], label, self.layer
-                    )
-                    if self.record or self.timeline is not None:
-                        self.spans.append(
-                            Span(w.name, w.device.index, label, "partition", t0, env.now)
-                        )
-                    if ok:
-                        self.partitions_ok += 1
-                        proof.done += 1
-                    else:
-                        self.partitions_failed += 1
-                        proof.failed = True
-                        if self.config.on_oom == "stop":
-                            self.stopped_at_oom = True
-                            if not self.stop.triggered:
-                                self.stop.succeed()
-                            return
-                del self.current[w.name]
-                self._partition_back(proof)
-        except simpy.Interrupt:
-            return
-
-    def _partition_back(self, proof: Proof, reserved: bool = True) -> None:
-        """A partition is back from the GPU workers (done, failed or dropped): its host
-        memory is released; the proof finishes with its last partition."""
-        if reserved:
-            self.ram.unreserve("synthesis", proof.id, self.shapes[proof.kind].host_bytes)
-            self.host_side.partition_done(proof.kind)
-        proof.returned += 1
-        if proof.returned == proof.partitions:  # every partition is back (done or not)
-            proof.finished = True
-            self.unfinished -= 1
-            if not proof.failed:
-                self.done_times.append((proof.id, proof.kind, self.env.now))
-                self.log(f"proof {proof.id} done")
-            else:
-                self.log(f"proof {proof.id} failed")
-            self._maybe_finish()
-
-    # --- the daemon's processes, restarts and lost devices ---
+        ctx.arrivals_open -= 1
+        ctx.maybe_finish()
 
     def _start_daemon(self) -> None:
         """Start what one daemon process runs: the synthesizers (or the partition
         dispatcher) and a GPU worker per worker slot whose device is not lost."""
-        cfg, env = self.config, self.env
-        self.daemon: list[simpy.Process] = []  # what a restart kills
-        self.worker_procs: dict[str, simpy.Process] = {}
-        self.waiting_get: dict[str, simpy.Event] = {}  # a GPU worker's pending queue get
-        self.current: dict[str, tuple[Proof, int]] = {}  # a GPU worker's partition
-        for i in range(cfg.synthesis_concurrency):
-            gen = self._dispatch_partitions() if cfg.partition_workers else self._synthesize(i)
-            self.daemon.append(env.process(self._killable(gen)))
-        for w in self.workers:
-            if w.device.index not in self.lost_devices:
-                proc = env.process(self._gpu_worker(w))  # killable itself (the hot one)
-                self.daemon.append(proc)
-                self.worker_procs[w.name] = proc
-
-    def _spawn(self, gen: Generator) -> None:
-        """A daemon process started during the run (a partition's synthesis)."""
-        self.daemon.append(self.env.process(self._killable(gen)))
-
-    @staticmethod
-    def _killable(gen: Generator) -> Generator:
-        """A daemon process: a restart or a lost device ends it (simpy.Interrupt)."""
-        try:
-            return (yield from gen)
-        except simpy.Interrupt:
-            return None
-
-    def _restart(self, at: float) -> Generator:
-        """A daemon restart (cuzk-daemon is one process): everything in flight is lost —
-        synthesis, queued and running partitions, device buffers (persistent caches too),
-        pinned buffers, host reservations, mutexes, the in-memory PCE. Proofs in flight
-        fail; arrivals go on into the restarted daemon, which starts empty."""
-        yield self.env.timeout(at)
-        env, cfg = self.env, self.config
-        for proc in self.daemon:
-            if proc.is_alive:
-                proc.interrupt("daemon restart")
-        lost = [p for p in self.proofs if not p.finished]
-        for proof in lost:
-            proof.failed = proof.finished = True
-            self.unfinished -= 1
-            self.log(f"proof {proof.id} failed: lost in a daemon restart")
-        # a new process: empty queues, memories, mutexes (peaks and counters carried)
-        old_ram, old_cores = self.ram, self.cores
-        self.ram = HostMemory(env, cfg.host_ram_budget, samples=old_ram.samples)
-        self.ram.peak_used = old_ram.peak_used
-        self.cores = HostCores(env, cfg.host_cores, samples=old_cores.samples)
-        self.cores.peak_demand, self.cores.work_s = old_cores.peak_demand, old_cores.work_s
-        self.machine.ram, self.machine.cores = self.ram, self.cores
-        for mx in self.mutexes.values():
-            mx.reset(env.now)
-        for dev in self.devices:
-            old = dev.memory
-            dev.memory = DeviceMemory(
-                old.device,
-                old.total,
-                context=old.context,
-                release_threshold=old.release_threshold,
-                granularity=old.granularity,
-            )
-            dev.memory.peak_used = old.peak_used
-            dev.compute_free_at = min(dev.compute_free_at, env.now)  # its queued work died
-            for direction, t in dev.copy_free_at.items():
-                dev.copy_free_at[direction] = min(t, env.now)
-            if self.timeline is not None:
-                self.timeline.resync(env.now, dev.memory)
-        for w in self.workers:
-            w.held.clear()
-            w.begin(env.now)
-        self._fresh_queues()
-        self.pce.restart()
-        self.pce.pending.clear()  # an extraction in flight died with the process
-        self.host_side.restart()  # SRS and PCE no longer resident
-        self.sections.clear()  # learnt sections keyed by the old memories' states
-        lost_text = f"; {len(lost)} proofs in flight lost" if lost else ""
-        self.log(f"daemon restart: in-memory PCE dropped{lost_text}")
-        self._start_daemon()
-        self._maybe_finish()
-
-    def _fresh_queues(self) -> None:
-        cfg, env = self.config, self.env
-        self.jobs = simpy.PriorityStore(env)
-        if cfg.partition_workers:
-            cap = max(cfg.synthesis_lookahead, 1, cfg.partition_workers)
-            self.partitions = simpy.Store(env, capacity=cap)
-            self.partition_permits = simpy.Resource(env, capacity=cfg.partition_workers)
-        else:
-            self.partitions = simpy.PriorityStore(env)
-        slots = cfg.synthesis_concurrency * (cfg.synthesis_lookahead + 1)
-        self.lookahead = simpy.Container(env, capacity=slots, init=slots)
-
-    def _lose_device(self, at: float, device: int) -> Generator:
-        """A GPU falls off the bus: the workers whose work runs on it stop; the partition
-        each was proving fails with its proof; what they held (mutexes, pinned host
-        buffers) is released; the other workers go on. Queued partitions wait for them."""
-        yield self.env.timeout(at)
-        self.lost_devices.add(device)
-        gone = [w for w in self.workers if w.device.index == device]
-        for w in gone:
-            proc = self.worker_procs.pop(w.name, None)
-            if proc is None or not proc.is_alive:
-                continue
-            proc.interrupt("device lost")
-            get = self.waiting_get.pop(w.name, None)
-            if get is not None and not get.triggered:
-                get.cancel()  # else the queue would hand the next partition to no one
-            elif get is not None and w.name not in self.current:
-                self.partitions.put(get.value)  # handed over but not yet taken: requeue
-            for mx in self.mutexes.values():  # a worker waiting on a mutex leaves its queue
-                mx.waiters = type(mx.waiters)(x for x in mx.waiters if x[0] != w.name)
-            panic(self.machine, w)  # release its mutexes, free its buffers, unpin
-            job = self.current.pop(w.name, None)
-            if job is not None:
-                proof, _ = job
-                self.partitions_failed += 1
-                proof.failed = True
-                self._partition_back(proof)
-        self.log(f"gpu{device} lost: {len(gone)} workers stopped")
-
-    def _maybe_finish(self) -> None:
-        if self.arrivals_open == 0 and self.unfinished == 0 and not self.stop.triggered:
-            self.stop.succeed()
+        self.ctx.daemon = []
+        synthesis.start(self.ctx)
+        self.gpu_loop.start()
 
     def _deadline(self, at: float) -> Generator:
         yield self.env.timeout(at)
-        if not self.stop.triggered:
-            self.stop.succeed()
+        if not self.ctx.stop.triggered:
+            self.ctx.stop.succeed()
 
     def run(self, progress: Callable[[float, float], None] | None = None) -> SimResult:
         """progress: called now and then with (done, total), in finished proofs (or in
         simulated seconds of `duration` for an endless workload), for a progress bar."""
-        env, cfg = self.env, self.config
+        env, cfg, ctx = self.env, self.config, self.ctx
         for a in cfg.arrivals:
             env.process(self._arrive(a))
         self._start_daemon()
         for t in cfg.restarts_s:
-            env.process(self._restart(t))
+            env.process(faults.restart(ctx, t, self._start_daemon))
         for t, d in cfg.devices_lost_s:
-            env.process(self._lose_device(t, d))
+            env.process(faults.lose_device(ctx, self.gpu_loop, t, d))
         if cfg.duration_s is not None:
             env.process(self._deadline(cfg.duration_s))
-        self.stall: str | None = None
         ran_out = False  # nothing left to happen: e.g. work that can never fit
         if progress is not None:
             ran_out = self._run_reporting(progress)
         else:
             try:
-                env.run(until=self.stop)
+                env.run(until=ctx.stop)
             except RuntimeError as e:
                 if "until" not in str(e):
                     raise
                 ran_out = True
         if ran_out:
-            self.log("simulation ran out of events (work left that can never run)")
-            if self.unfinished:
+            ctx.log("simulation ran out of events (work left that can never run)")
+            if ctx.counters.unfinished:
                 self.stall = self._stall_reason()
         return self._result()
 
     def _run_reporting(self, progress: Callable[[float, float], None]) -> bool:
-        """env.run(until=self.stop), one event at a time, reporting every 10^4 events.
+        """env.run(until=stop), one event at a time, reporting every 10^4 events.
         True when the events ran out before the stop."""
-        env, cfg = self.env, self.config
+        env, cfg, counters = self.env, self.config, self.ctx.counters
         counted = all(a.count is not None for a in cfg.arrivals)
         total = float(sum(a.count or 0 for a in cfg.arrivals)) if counted else cfg.duration_s
-        stop, n = self.stop, 0
+        stop, n = self.ctx.stop, 0
         while not stop.processed:
             try:
                 env.step()
@@ -588,62 +281,94 @@ class Simulation:
                 return True
             n += 1
             if n % 10_000 == 0 and total:
-                progress(len(self.proofs) - self.unfinished if counted else env.now, total)
+                done = len(counters.proofs) - counters.unfinished
+                progress(done if counted else env.now, total)
         return False
 
     def _stall_reason(self) -> str:
         """Why proofs are left neither completed nor failed once nothing can happen any
         more: who waits on which mutex (and who holds it), who waits on host RAM."""
+        ram, counters = self.machine.ram, self.ctx.counters
         waits = [
             f"{who} waits on mutex {m.name!r} held by {m.owner}"
-            for m in self.mutexes.values()
+            for m in self.machine.mutexes.values()
             for who, _ in m.waiters
         ]
         waits += [
             f"{owner} of {what} waits on host RAM for {format_size(nbytes)} "
-            f"({format_size(self.ram.free)} free of {format_size(self.ram.budget)})"
-            for owner, what, nbytes, _ in self.ram.waiters
+            f"({format_size(ram.free)} free of {format_size(ram.budget)})"
+            for owner, what, nbytes, _ in ram.waiters
         ]
-        left = ", ".join(p.id for p in self.proofs if not p.finished)
+        left = ", ".join(p.id for p in counters.proofs if not p.finished)
         return (
-            f"deadlock/stall at t={self.env.now:.3f} s: {self.unfinished} of "
-            f"{len(self.proofs)} proofs neither completed nor failed ({left}) and nothing "
+            f"deadlock/stall at t={self.env.now:.3f} s: {counters.unfinished} of "
+            f"{len(counters.proofs)} proofs neither completed nor failed ({left}) and nothing "
             "left to happen; "
             + ("; ".join(waits) if waits else "no worker waits on a mutex or on host RAM")
         )
 
-    def _result(self) -> SimResult:
-        from cuzk_sim.metrics import measure
+    def counts(self) -> RunCounts:
+        """What the run counted, for the metrics."""
+        t, cfg, m = self.env.now, self.config, self.machine
+        used = sorted({w.device.index for w in self.workers})
+        engines = tuple(
+            EngineUse(
+                d,
+                self.devices[d].compute_busy_s,
+                self.devices[d].compute_free_at,
+                self.devices[d].copy_busy_s,
+                self.devices[d].copy_free_at,
+            )
+            for d in used
+        )
+        mutexes = tuple(
+            MutexUse(mx.device, mx.held_until(t), mx.wait_s, mx.waits) for mx in m.mutexes.values()
+        )
+        return RunCounts(
+            time_s=t,
+            counters=self.ctx.counters,
+            engines=engines,
+            mutexes=mutexes,
+            synthesizers=cfg.synthesis_concurrency,
+            in_flight=cfg.synthesis_concurrency * (cfg.synthesis_lookahead + 1) + len(self.workers),
+            open_stream=any(a.every_s for a in cfg.arrivals),
+            host_cores=cfg.host_cores,
+            core_work_s=m.cores.work_s,
+            fallbacks_taken=sum(not e.fatal for e in self.recorder.oom_events),
+        )
 
-        times = [t for _, _, t in self.done_times]
-        spp = seconds_per_proof(times, min((p.submitted_s for p in self.proofs), default=0.0))
+    def _result(self) -> SimResult:
+        counters, m, rec = self.ctx.counters, self.machine, self.recorder
+        times = [t for _, _, t in counters.done_times]
+        first = min((p.submitted_s for p in counters.proofs), default=0.0)
+        plain_series = self.timeline is None
         return SimResult(
             scenario=self.name,
             seed=self.config.seed,
             sim_time_s=self.env.now,
-            proofs_submitted=len(self.proofs),
+            proofs_submitted=len(counters.proofs),
             proofs_completed=len(times),
-            proofs_failed=sum(p.failed for p in self.proofs),
-            partitions_completed=self.partitions_ok,
-            partitions_failed=self.partitions_failed,
-            seconds_per_proof=spp,
+            proofs_failed=sum(p.failed for p in counters.proofs),
+            partitions_completed=counters.partitions_ok,
+            partitions_failed=counters.partitions_failed,
+            seconds_per_proof=seconds_per_proof(times, first),
             peak_vram_bytes={d.index: d.memory.peak_used for d in self.devices},
-            peak_host_bytes=self.ram.peak_used,
-            peak_host_rss_bytes=self.host_side.rss.peak,
-            host_budget_bytes=self.ram.budget,
-            peak_core_demand=self.cores.peak_demand,
-            host_samples=self.ram.samples if self.timeline is None and self.ram.samples else [],
-            core_samples=self.cores.samples if self.timeline is None and self.cores.samples else [],
+            peak_host_bytes=m.ram.peak_used,
+            peak_host_rss_bytes=self.ctx.host_side.rss.peak,
+            host_budget_bytes=m.ram.budget,
+            peak_core_demand=m.cores.peak_demand,
+            host_samples=m.ram.samples if plain_series and m.ram.samples else [],
+            core_samples=m.cores.samples if plain_series and m.cores.samples else [],
             vram_total_bytes={d.index: d.memory.total for d in self.devices},
-            oom_events=self.oom_events,
-            log=self.lines,
-            stopped_at_oom=self.stopped_at_oom,
-            events=self.events,
-            proof_done_times=self.done_times,
-            pce_extractions=self.pce.extractions,
+            oom_events=rec.oom_events,
+            log=rec.lines,
+            stopped_at_oom=counters.stopped_at_oom,
+            events=m.events,
+            proof_done_times=counters.done_times,
+            pce_extractions=self.ctx.pce.extractions,
             stall=self.stall,
-            spans=self.spans,
-            vram_samples=self.samples,
-            metrics=measure(self),
+            spans=rec.spans,
+            vram_samples=rec.samples,
+            metrics=measure(self.counts()),
             timeline=self.timeline,
         )

@@ -1,7 +1,8 @@
 """The daemon's host side: what stays resident, what a partition holds, and how
-concurrent syntheses slow each other. One object per run (`HostSide`), called by the
-engine at four points: a kind is first used, a partition is synthesized, a partition is
-back from the GPU, the daemon restarts.
+concurrent syntheses slow each other. One object per run (`HostSide`, held by the
+RunContext), called at four points: a kind is first used and a partition is synthesized
+(model/synthesis.py), a partition is back from the GPU (RunContext.partition_back), the
+daemon restarts (model/faults.py).
 
 **Residency** (curio cuzk-memory-manager.md 1.1, 2.3): the first proof of a kind loads
 its SRS into pinned host memory and its PCE onto the heap; both stay for the daemon's
@@ -42,15 +43,14 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import simpy
 
+from cuzk_sim.calibration import Profile
 from cuzk_sim.model.cores import MILLI, HostCores
+from cuzk_sim.model.host import PceCache
+from cuzk_sim.model.machine import Machine
 from cuzk_sim.plans.circuits import FR_BYTES, CircuitShape
-
-if TYPE_CHECKING:
-    from cuzk_sim.model.engine import Simulation
 
 WITNESS_SHARE = 26.5 / 35.5  # cuzk-project.md Phase 5: witness generation of PCE synthesis
 
@@ -111,40 +111,47 @@ class RssLedger:
 
 
 class HostSide:
-    def __init__(self, sim: Simulation) -> None:
-        self.sim = sim
+    """The run's host side, built from the pieces of the run it reads (the RunContext of
+    model/context.py holds it: it cannot name that class without an import circle)."""
+
+    def __init__(
+        self, machine: Machine, shapes: dict[str, CircuitShape], profile: Profile,
+        pce: PceCache, host_cores: int,
+    ) -> None:  # fmt: skip
+        self.machine, self.shapes, self.profile = machine, shapes, profile
+        self.pce, self.host_cores = pce, host_cores
         self.rss = RssLedger()
         self.loaded: set[str] = set()
         self.pending: dict[str, simpy.Event] = {}
         self.contention = self._contention()
 
     def _contention(self) -> Contention | None:
-        p = self.sim.profile
+        p = self.profile
         if p.synthesis_saturating is None:
             return None
-        cores = self.sim.config.host_cores
+        cores = self.host_cores
         hosts = max(1.0, cores / p.host_cores)  # more cores than the profile's host: sockets
         return Contention(
-            self.sim.env, p.synthesis_saturating * hosts, p.synthesis_memory_bound, cores,
+            self.machine.env, p.synthesis_saturating * hosts, p.synthesis_memory_bound, cores,
             p.synthesis_threads,
         )  # fmt: skip
 
     def load_kind(self, kind: str) -> Generator:
         """The kind's SRS (pinned) and PCE (heap) resident before its first synthesis:
         permanent reservations of the budget, in RSS; the PCE loaded or extracted first."""
-        sim = self.sim
-        shape = sim.shapes[kind]
+        m = self.machine
+        shape = self.shapes[kind]
         while kind not in self.loaded:
             if kind in self.pending:  # another synthesizer is loading it
                 yield self.pending[kind]
                 continue
-            done = self.pending[kind] = sim.env.event()
-            ram = sim.ram
+            done = self.pending[kind] = m.env.event()
+            ram = m.ram
             if shape.srs_bytes:
                 yield ram.reserve("daemon", f"srs {kind}", shape.srs_bytes)
                 self.rss.add(shape.srs_bytes)
             if shape.pce:
-                yield from sim.pce.ensure(sim.env, ram, kind, sim.log)
+                yield from self.pce.ensure(m.env, ram, kind, m.log)
                 if shape.pce_bytes:
                     yield ram.reserve("daemon", f"pce {kind}", shape.pce_bytes)
                     self.rss.add(shape.pce_bytes)
@@ -155,7 +162,7 @@ class HostSide:
     def synthesize(self, kind: str, seconds: float, count: int = 1) -> Generator:
         """`count` partitions of `kind` synthesized side by side, each `seconds` at full
         speed (jitter applied by the caller), their RSS stages charged as they go."""
-        fp = Footprint.of(self.sim.shapes[kind])
+        fp = Footprint.of(self.shapes[kind])
         self.rss.add(count * fp.witness)
         share = WITNESS_SHARE if fp.transient else 1.0
         yield from self._run(seconds * share, count)
@@ -165,25 +172,25 @@ class HostSide:
         self.rss.sub(count * fp.transient)
 
     def _run(self, seconds: float, count: int) -> Generator:
-        sim = self.sim
-        threads = sim.profile.synthesis_threads
+        m = self.machine
+        threads = self.profile.synthesis_threads
         if self.contention is not None:
             # the syntheses' threads count in the host's demand figure (peak_core_demand)
             demand = (self.contention.demand / MILLI + count) * threads
-            cores = sim.cores
+            cores = m.cores
             cores.peak_demand = max(cores.peak_demand, demand + cores.demand / MILLI)
             # `count` syntheses started together progress together: one task of that demand
             yield self.contention.run(seconds, count)
             cores.work_s += count * seconds * threads
-        elif sim.cores_shared:
-            yield sim.cores.run(seconds, count * threads)
+        elif m.cores_shared:
+            yield m.cores.run(seconds, count * threads)
         else:
-            yield sim.env.timeout(seconds)
-            sim.cores.work_s += count * seconds * threads
+            yield m.env.timeout(seconds)
+            m.cores.work_s += count * seconds * threads
 
     def partition_done(self, kind: str) -> None:
         """A synthesized partition is back from the GPU workers: its memory is freed."""
-        self.rss.sub(Footprint.of(self.sim.shapes[kind]).synthesized)
+        self.rss.sub(Footprint.of(self.shapes[kind]).synthesized)
 
     def restart(self) -> None:
         """A new daemon process: nothing resident, no synthesis running (peak kept)."""

@@ -141,6 +141,3 @@ class Jitter:
         if p is None:
             p = self._part[kind] = _lognormal(self.rng, c.partition)
         return r * p * draw(self.rng, c.family, c.step)
-
-
-NO_JITTER = Jitter()

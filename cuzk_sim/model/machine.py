@@ -10,7 +10,6 @@ bare machine. The engine builds one per run.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import simpy
 
@@ -18,10 +17,8 @@ from cuzk_sim.model.cores import HostCores
 from cuzk_sim.model.host import HostMemory
 from cuzk_sim.model.jitter import Jitter
 from cuzk_sim.model.mutex import Mutex
+from cuzk_sim.recording import Timeline
 from cuzk_sim.result import OomEvent, Span
-
-if TYPE_CHECKING:
-    from cuzk_sim.recording import Timeline
 
 
 @dataclass
@@ -44,7 +41,7 @@ class Machine:
     env: simpy.Environment
     ram: HostMemory
     cores: HostCores
-    recorder: Recorder  # or anything with its fields (the engine's Simulation is one)
+    recorder: Recorder
     jitter: Jitter = field(default_factory=Jitter)
     # can CPU work oversubscribe the host? Then CPU steps go through the shared cores,
     # else they are priced arithmetically (exact: the rate is always 1)
@@ -66,5 +63,7 @@ class Machine:
         key = (name, device) if scope == "device" else (name,)
         m = self.mutexes.get(key)
         if m is None:
-            m = self.mutexes[key] = Mutex(name if len(key) == 1 else f"{name}@gpu{device}")
+            m = self.mutexes[key] = (
+                Mutex(name) if len(key) == 1 else Mutex(f"{name}@gpu{device}", device)
+            )
         return m

@@ -14,6 +14,7 @@ import simpy
 @dataclass
 class Mutex:
     name: str
+    device: int | None = None  # the GPU of a per-device mutex; None: process or global
     owner: str | None = None
     waiters: deque[tuple[str, simpy.Event]] = field(default_factory=deque)
     # accumulators for metrics.py: seconds held, seconds waited (summed over waiters),
@@ -50,6 +51,14 @@ class Mutex:
             ev.succeed()
         else:
             self.owner = None
+
+    def held_until(self, now: float) -> float:
+        """Seconds held by `now`, an ongoing hold counted up to it."""
+        return self.held_s + (now - self._since if self.owner is not None else 0.0)
+
+    def leave(self, who: str) -> None:
+        """`who` stops waiting (its worker is gone: a lost device)."""
+        self.waiters = deque(x for x in self.waiters if x[0] != who)
 
     def reset(self, now: float) -> None:
         """The process holding it died (a daemon restart): free, nobody waiting; the

@@ -5,9 +5,10 @@ are impossible), the cuzk engine keys, and the workload's arrivals."""
 from __future__ import annotations
 
 from cuzk_sim.calibration import Profile
+from cuzk_sim.cards import card
 from cuzk_sim.input_errors import InputError
 from cuzk_sim.model.allocator import NEVER
-from cuzk_sim.model.engine import Arrivals, EngineConfig
+from cuzk_sim.model.config import Arrivals, EngineConfig
 from cuzk_sim.plans.circuits import CircuitShape
 from cuzk_sim.scenario.schema import ScenarioFile
 from cuzk_sim.units import parse_duration, parse_size
@@ -20,8 +21,6 @@ def impossible(source: str, what: str) -> InputError:
 def vram_bytes(spec: ScenarioFile, profile: Profile, source: str) -> int:
     """The card's size: `hardware.vram`, else the `hardware.card` preset's, else the
     profile's; above the CUDA context."""
-    from cuzk_sim.cards import card
-
     hw = spec.hardware
     if hw.vram:
         vram, what = parse_size(hw.vram), f"hardware.vram ({hw.vram})"

@@ -18,9 +18,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from cuzk_sim.input_errors import InputError, from_validation, key_path
+from cuzk_sim.input_errors import InputError, key_path, validate_input
 from cuzk_sim.input_files import MAX_JSON_BYTES
 from cuzk_sim.plan import Lock, Plan, PlanError, Unlock
 from cuzk_sim.plans.circuits import SHAPES, CircuitShape
@@ -98,13 +96,13 @@ def gpu_prover_plan_of(
     they are all porep)."""
     key = f"{source}: {key_path(at)}"
     try:
+        from cuzk_sim.gpu import flags as prover_flags
         from cuzk_sim.gpu import prover
     except ImportError as e:
         raise InputError(f"{key}: our GPU prover (cuzk_sim.gpu) cannot be imported: {e}") from None
     try:
-        keys = flags_model(prover.ProverFlags, GpuProverShape).model_validate(raw)
-    except ValidationError as e:
-        raise from_validation(source, e, prefix=at) from None
+        model = flags_model(prover_flags.ProverFlags, GpuProverShape)
+        keys = validate_input(model, raw, source, at)
     except TypeError as e:  # ProverFlags is no dataclass any more
         raise InputError(f"{key}: the prover's ProverFlags changed: {e}") from None
     n = 1 << keys.domain_log2
@@ -121,7 +119,7 @@ def gpu_prover_plan_of(
             first = keys.num_public + 1
             shape = dataclasses.replace(shape, a_count=first + a, b_count=first + b)
         shape = dataclasses.replace(shape, witness=witness)
-        flags = build_flags(prover.ProverFlags, keys, key)
+        flags = build_flags(prover_flags.ProverFlags, keys, key)
     except TypeError as e:  # the prover's API moved under the scenario schema
         raise InputError(f"{key}: the prover's PartitionShape/ProverFlags changed: {e}") from None
     return gpu_prover_plan(shape, flags, assume, key)

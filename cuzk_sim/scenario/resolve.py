@@ -4,21 +4,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from cuzk_sim.calibration import Profile, load_profile
-from cuzk_sim.input_errors import InputError, from_validation
+from cuzk_sim.cards import pricing_kind
+from cuzk_sim.input_errors import InputError, validate_input
 from cuzk_sim.input_files import load_toml
-from cuzk_sim.model.engine import EngineConfig
+from cuzk_sim.model.config import EngineConfig
 from cuzk_sim.plan import Plan
 from cuzk_sim.plans.circuits import CircuitShape
 from cuzk_sim.plans.cuzk import CuzkVariant
-from cuzk_sim.scenario import card_rule, config
+from cuzk_sim.scenario import card_rule, config, key_paths
 from cuzk_sim.scenario.bounds import check_run_bounds
 from cuzk_sim.scenario.flags import build_flags
 from cuzk_sim.scenario.plan_sources import partition_plans
@@ -51,10 +51,9 @@ def load_scenario(path: str | Path, overrides: Mapping[str, Any] | None = None) 
     source = str(path)
     raw = load_toml(path, "scenario file")  # a regular file, bounded, numbers in range
     if overrides:
-        from cuzk_sim.overrides import apply_overrides
-
         try:
-            raw = apply_overrides(raw, overrides)
+            raw = key_paths.apply_overrides(raw, overrides, ScenarioFile)
+            card_rule.apply_card_rule(raw, overrides)  # a card set here replaces vram/profile
         except InputError as e:
             raise InputError(f"{source}: {e}") from None
     return scenario_from_dict(raw, source, path.parent)
@@ -62,10 +61,7 @@ def load_scenario(path: str | Path, overrides: Mapping[str, Any] | None = None) 
 
 def scenario_from_dict(raw: dict, source: str, base: Path | None = None) -> Scenario:
     """Resolve a scenario's TOML table; `base` is the folder relative paths start from."""
-    try:
-        spec = ScenarioFile.model_validate(raw)
-    except ValidationError as e:
-        raise from_validation(source, e) from None
+    spec = validate_input(ScenarioFile, raw, source)  # strict types: no `true` as a count
     check_run_bounds(spec, source)
     try:
         profile = load_profile(card_rule.profile_name(spec), base)
@@ -88,8 +84,6 @@ def scenario_from_dict(raw: dict, source: str, base: Path | None = None) -> Scen
     config.check_host_fits(spec, parts.shapes, profile, budget, source)
     engine = config.engine_config(spec, profile, vram, budget, source)
     name = spec.name or (Path(source).stem if source else "scenario")
-    from cuzk_sim.cards import pricing_kind
-
     return Scenario(
         name,
         source,
@@ -107,8 +101,6 @@ def scenario_from_dict(raw: dict, source: str, base: Path | None = None) -> Scen
 def without_pce(parts, profile: Profile):
     """engine.pce.enabled = false: no kind uses a PCE; synthesis takes the profile's time
     x its `without_pce` factor (the old path), unless [plan.host] states it."""
-    import dataclasses
-
     shapes = {}
     for k, shape in parts.shapes.items():
         secs = shape.synthesis_s

@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from cuzk_sim.cards import card
 from cuzk_sim.plans.cuzk import CuzkVariant
 from cuzk_sim.scenario.flags import flags_model
 from cuzk_sim.units import DurationText, SizeText, parse_duration, parse_size
@@ -52,8 +53,6 @@ def _size_or(word: str) -> Callable[[str], str]:
 
 def _known_card(v: str | None) -> str | None:
     if v is not None:
-        from cuzk_sim.cards import card
-
         card(v)  # an InputError (a ValueError) listing the presets and close names
     return v
 

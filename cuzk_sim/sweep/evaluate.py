@@ -119,10 +119,11 @@ def evaluate(task: Task) -> dict[str, Any]:
         card=_card_name(task.raw),
         priced_by=scenario.profile.name,
     )
+    from cuzk_sim.calibration import load_profile
     from cuzk_sim.cards import pricing_note
 
-    try:
-        row["pricing"] = pricing_note(row["card"], scenario.profile.name)
+    try:  # the profile by its name, as a row names it
+        row["pricing"] = pricing_note(row["card"], load_profile(scenario.profile.name))
     except InputError as e:  # an unknown card that the scenario still accepted
         row["pricing"] = str(e)
     if report is not None:
@@ -178,8 +179,3 @@ def _replicas(scenario, task: Task):
     from cuzk_sim.replicas import run_replicas
 
     return run_replicas(scenario, task.replicas, task.jitter)
-
-
-def evaluate_batch(tasks: list[Task]) -> list[dict[str, Any]]:
-    """Several rows in one call: fewer round trips to a process pool."""
-    return [evaluate(t) for t in tasks]

@@ -12,8 +12,6 @@ Files are written to a temporary name and renamed, like the rows.
 from __future__ import annotations
 
 import itertools
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +26,9 @@ EMPTY_RGB = (1.0, 1.0, 1.0)
 
 
 def _save(fig, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=110, bbox_inches="tight")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from cuzk_sim.outputs import save_figure
+
+    save_figure(fig, path, dpi=110, bbox_inches="tight")
 
 
 def _label(v: Any) -> str:

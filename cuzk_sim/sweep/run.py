@@ -39,6 +39,7 @@ class SweepOutcome:
     ran: int = 0  # rows and searches computed now
     lost: int = 0  # tasks lost with their workers (not stored; rerun to retry)
     files: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # stored rows not trusted, recomputed
 
 
 def columns(spec: SweepSpec) -> list[str]:
@@ -46,9 +47,11 @@ def columns(spec: SweepSpec) -> list[str]:
 
 
 def check_replicas(replicas: int, jitter: float) -> None:
-    if replicas < 1:
-        raise InputError(f"--replicas {replicas}: expected at least 1")
     from cuzk_sim.model.jitter import MAX_JITTER
+    from cuzk_sim.replicas import MAX_REPLICAS
+
+    if isinstance(replicas, bool) or not 1 <= replicas <= MAX_REPLICAS:
+        raise InputError(f"--replicas {replicas}: expected 1 to {MAX_REPLICAS}")
 
     if not 0.0 <= jitter <= MAX_JITTER:
         raise InputError(f"--jitter {jitter * 100:g}%: must lie between 0 % and {MAX_JITTER:.0%}")
@@ -97,8 +100,6 @@ def run_sweep(
     plots: bool = True,
 ) -> SweepOutcome:
     """Run (or resume) a sweep; with `out`, write its files there as rows finish."""
-    from cuzk_sim.sweep.summary import summarize
-
     check_replicas(replicas, jitter)
     executor = make_executor(jobs, scheduler)
     if out is not None:
@@ -113,8 +114,36 @@ def run_sweep(
         "replicas": replicas,
         "jitter": jitter,
     }
-    rows_store = RowStore(out, "results", header, columns(spec))
-    bounds_store = RowStore(out, "boundaries", header, None)
+    rows_store = RowStore(out, "results", header, columns(spec))  # locks the folder
+    try:
+        bounds_store = RowStore(out, "boundaries", header, None)
+    except BaseException:
+        rows_store.close()
+        raise
+    try:
+        return _run_stored(
+            spec, out, executor, configs, searches, rows_store, bounds_store, progress, plots
+        )
+    finally:
+        rows_store.close()
+        bounds_store.close()
+
+
+def _run_stored(
+    spec: SweepSpec,
+    out: Path | None,
+    executor: Any,
+    configs: list[Configuration],
+    searches: list[SearchTask],
+    rows_store: RowStore,
+    bounds_store: RowStore,
+    progress: Progress | None,
+    plots: bool,
+) -> SweepOutcome:
+    from cuzk_sim.sweep.summary import summarize
+
+    replicas, jitter = rows_store.header["replicas"], rows_store.header["jitter"]
+    notes = [n for n in (rows_store.note(), bounds_store.note()) if n]
 
     pending = [c for c in configs if rows_store.done(c.key) is None]
     pending_search = [s for s in searches if bounds_store.done(s.task.key) is None]
@@ -160,6 +189,7 @@ def run_sweep(
     outcome = SweepOutcome(
         spec, rows, boundaries, summary, resumed, total - len(executor.lost), len(executor.lost)
     )
+    outcome.notes = notes
     if out is not None:
         outcome.files = _write_outputs(out, outcome, plots)
     return outcome

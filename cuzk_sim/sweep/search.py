@@ -132,7 +132,3 @@ def max_safe_workers(st: SearchTask) -> dict[str, Any]:
 
 def run_search(st: SearchTask) -> dict[str, Any]:
     return min_safe_vram(st) if st.kind == "min_vram" else max_safe_workers(st)
-
-
-def run_search_batch(tasks: list[SearchTask]) -> list[dict[str, Any]]:
-    return [run_search(t) for t in tasks]

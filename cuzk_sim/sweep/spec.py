@@ -11,6 +11,7 @@ not a failed sweep.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from cuzk_sim.input_errors import InputError, from_validation, key_path
+from cuzk_sim.input_errors import InputError, key_path, validate_input, validate_strict
 from cuzk_sim.input_files import load_toml
 from cuzk_sim.units import SizeText, parse_size
 
@@ -26,8 +27,11 @@ WORKERS_KEY = "engine.gpus.gpu_workers_per_device"
 VRAM_KEY = "hardware.vram"
 CARD_KEY = "hardware.card"
 MAX_CONFIGURATIONS = 200_000  # a full grid beyond this needs [sample]
+MAX_AXES = 32
+MAX_AXIS_VALUES = 4096  # values of one axis (a range "lo..hi" counts hi - lo + 1)
+MAX_SEARCH_GROUPS = 10_000  # combinations of the other axes one [search] runs over
 
-_RANGE = re.compile(r"^\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*$")
+_RANGE = re.compile(r"^\s*(-?\d{1,19})\s*\.\.\s*(-?\d{1,19})\s*$")
 
 
 class _Strict(BaseModel):
@@ -60,14 +64,14 @@ class SearchSection(_Strict):
 
 
 class PlotSection(_Strict):
-    x: str | None = None  # heatmap columns: an axis key path (default: the first axis)
-    y: str | None = None  # heatmap rows (default: the next axis with several values)
+    x: str | None = Field(None, max_length=256)  # heatmap columns: an axis key path
+    y: str | None = Field(None, max_length=256)  # heatmap rows (default: the next axis)
 
 
 class SweepFile(_Strict):
-    name: str | None = None
-    description: str = ""
-    base: str  # the scenario swept, relative to the spec file
+    name: str | None = Field(None, min_length=1, max_length=256)
+    description: str = Field("", max_length=100_000)
+    base: str = Field(min_length=1, max_length=4096)  # the scenario swept, relative to the spec
     axes: dict[str, Any] = {}
     sample: SampleSection | None = None
     search: SearchSection = SearchSection()
@@ -115,10 +119,9 @@ def load_sweep(path: str | Path) -> SweepSpec:
 
 
 def sweep_from_dict(raw: dict[str, Any], source: str, folder: Path) -> SweepSpec:
-    try:
-        spec = SweepFile.model_validate(raw)
-    except ValidationError as e:
-        raise from_validation(source, e) from None
+    spec = validate_input(SweepFile, raw, source)  # strict: `count = true` is refused
+    if len(spec.axes) > MAX_AXES:
+        raise InputError(f"{source}: axes: {len(spec.axes)} axes (at most {MAX_AXES})")
     base_path = Path(spec.base)
     if not base_path.is_absolute():
         base_path = folder / base_path
@@ -127,7 +130,9 @@ def sweep_from_dict(raw: dict[str, Any], source: str, folder: Path) -> SweepSpec
     except InputError as e:
         raise InputError(f"{source}: base: {e}") from None
     _check_scenario(base_raw, str(base_path))
-    axes = tuple(_axis(source, p, v, base_raw, str(base_path)) for p, v in spec.axes.items())
+    # counts first (ranges, values, search groups), then each value against the schema
+    axes = tuple(_axis(source, p, v) for p, v in spec.axes.items())
+    _check_search_groups(source, spec.search, axes)
     if not axes and not (spec.search.min_vram or spec.search.max_workers):
         raise InputError(f"{source}: axes: give at least one axis (or a [search])")
     size = 1
@@ -138,6 +143,9 @@ def sweep_from_dict(raw: dict[str, Any], source: str, folder: Path) -> SweepSpec
             f"{source}: axes: the grid has {size} configurations (more than "
             f"{MAX_CONFIGURATIONS}); add [sample] count = N to draw N of them"
         )
+    for a in axes:
+        for i, v in enumerate(a.values):
+            _check_value(f'{source}: axes."{a.path}"[{i}] = {_shown(v)}', a.path, v, base_raw)
     paths = [a.path for a in axes]
     for key in ("x", "y"):
         chosen = getattr(spec.plot, key)
@@ -159,7 +167,14 @@ def sweep_from_dict(raw: dict[str, Any], source: str, folder: Path) -> SweepSpec
     )
 
 
-def _axis(source: str, path: str, values: Any, base_raw: dict, base_source: str) -> Axis:
+def _shown(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 80 else text[:80] + "..."
+
+
+def _axis(source: str, path: str, values: Any) -> Axis:
+    """The axis's values (a range expanded), bounded and without repeats; each value is
+    checked against the scenario schema later (`_check_value`)."""
     from cuzk_sim.overrides import check_key_path
 
     where = f'{source}: axes."{path}"'
@@ -171,18 +186,24 @@ def _axis(source: str, path: str, values: Any, base_raw: dict, base_source: str)
         lo, hi = int(m.group(1)), int(m.group(2))
         if lo > hi:
             raise InputError(f"{where}: range {values!r}: expected lo..hi with lo <= hi")
+        if hi - lo + 1 > MAX_AXIS_VALUES:  # before the list is built
+            raise InputError(
+                f"{where}: range {values!r} has {hi - lo + 1} values (at most {MAX_AXIS_VALUES})"
+            )
         values = list(range(lo, hi + 1))
     if not isinstance(values, list) or not values:
         raise InputError(
             f"{where}: expected a non-empty list of values or an integer range such as "
-            f'"1..4", got {values!r}'
+            f'"1..4", got {_shown(values)}'
         )
-    seen: list[Any] = []
+    if len(values) > MAX_AXIS_VALUES:
+        raise InputError(f"{where}: {len(values)} values (at most {MAX_AXIS_VALUES})")
+    seen: set[str] = set()
     for i, v in enumerate(values):
-        if v in seen and type(v) is type(seen[seen.index(v)]):
-            raise InputError(f"{where}[{i}]: {v!r} is listed twice")
-        seen.append(v)
-        _check_value(f"{where}[{i}] = {v!r}", path, v, base_raw)
+        canon = json.dumps(v, sort_keys=True, default=str)  # 1 and true and 1.0 differ
+        if canon in seen:
+            raise InputError(f"{where}[{i}]: {_shown(v)} is listed twice")
+        seen.add(canon)
     return Axis(path, tuple(values))
 
 
@@ -196,7 +217,7 @@ def _check_value(where: str, path: str, value: Any, base_raw: dict) -> None:
     except InputError as e:
         raise InputError(f"{where}: {e}") from None
     try:
-        ScenarioFile.model_validate(raw)
+        validate_strict(ScenarioFile, raw, where)
     except ValidationError as e:
         msgs = []
         for err in e.errors():
@@ -211,10 +232,27 @@ def _check_value(where: str, path: str, value: Any, base_raw: dict) -> None:
 def _check_scenario(raw: dict, source: str) -> None:
     from cuzk_sim.scenario import ScenarioFile
 
-    try:
-        ScenarioFile.model_validate(raw)
-    except ValidationError as e:
-        raise from_validation(source, e) from None
+    validate_input(ScenarioFile, raw, source)
+
+
+def _check_search_groups(source: str, search: SearchSection, axes: tuple[Axis, ...]) -> None:
+    """A [search] runs once per combination of the other axes: bounded before any is
+    built (three axes of 1,024 values would be a million groups)."""
+    for kind, enabled, drop in (
+        ("min_vram", search.min_vram, {VRAM_KEY, CARD_KEY}),
+        ("max_workers", search.max_workers, {WORKERS_KEY}),
+    ):
+        if not enabled:
+            continue
+        groups = 1
+        for a in axes:
+            if a.path not in drop:
+                groups *= len(a.values)
+        if groups > MAX_SEARCH_GROUPS:
+            raise InputError(
+                f"{source}: search.{kind}: one search per combination of the other axes is "
+                f"{groups} searches (at most {MAX_SEARCH_GROUPS}); give those axes fewer values"
+            )
 
 
 def _plot_axes(

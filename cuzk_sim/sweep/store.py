@@ -1,36 +1,55 @@
 """The output folder: rows written as they finish, read back to resume.
 
-Every write goes to a temporary file in the same folder and is renamed over the old one
-(`os.replace` is atomic on one file system), so an interrupted sweep leaves the last
-complete results.json, never half a file. Rows are rewritten at most every `every_s`
-seconds while a sweep runs, and once at the end.
+Every write goes through `cuzk_sim.outputs` (a temporary beside the file, fsynced,
+renamed once whole), so an interrupted or killed sweep leaves the last complete
+results.json, never half a file. Rows are rewritten at most every `every_s` seconds while
+a sweep runs, and once at the end.
+
+Nothing read back is trusted blindly. Each stored row carries `check`, a hash of its own
+content: a row whose content no longer matches (edited metrics, a row reduced to its
+key) is dropped and computed again. A folder holding another sweep (another name, other
+axes, replicas or jitter) is refused rather than merged, and one sweep at a time writes
+a folder (an exclusive lock on `.<stem>.lock`; a second is refused at once). Temporaries
+a killed sweep left behind are removed when the next one takes the lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import fcntl
+import hashlib
 import io
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from cuzk_sim.input_errors import InputError
+from cuzk_sim.outputs import write_text
 
 FORMAT = "cuzk-sim-sweep/1"
+IDENTITY = ("sweep", "axis_paths", "replicas", "jitter")  # what one folder holds one of
 
 
 def write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", newline="") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Whole or not at all (cuzk_sim.outputs)."""
+    write_text(path, text)
+
+
+def row_check(row: dict[str, Any]) -> str:
+    """16 hex digits of SHA-256 over the row's canonical JSON, `check` itself left out."""
+    body = {k: v for k, v in row.items() if k != "check"}
+    blob = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def identity(header: dict[str, Any]) -> dict[str, Any]:
+    axes = header.get("axes")
+    ident = {k: header.get(k) for k in IDENTITY if k != "axis_paths"}
+    ident["axis_paths"] = sorted(axes) if isinstance(axes, dict) else None
+    return ident
 
 
 def _csv_cell(v: Any) -> Any:
@@ -52,19 +71,26 @@ def rows_json(header: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     """The header indented, then one row per line (C-speed JSON; diff-friendly)."""
     head = json.dumps({**header, "rows": []}, indent=1, allow_nan=False)
     assert head.endswith('"rows": []\n}')
-    body = ",\n".join(json.dumps(r, allow_nan=False, sort_keys=False) for r in rows)
+    body = ",\n".join(
+        json.dumps({**r, "check": row_check(r)}, allow_nan=False, sort_keys=False) for r in rows
+    )
     return head[: -len("[]\n}")] + ("[\n" + body + "\n]" if rows else "[]") + "\n}\n"
 
 
 def prepare_out(out: Path) -> None:
-    if out.exists() and not out.is_dir():
+    from cuzk_sim.input_files import path_kind
+
+    kind = path_kind(out, "--out")
+    if kind in ("file", "special"):
         raise InputError(f"--out {out}: is a file; give a folder")
-    if not out.parent.is_dir():
+    if path_kind(out.parent, "--out") != "folder":
         raise InputError(f"--out {out}: folder {out.parent} does not exist")
     try:
         out.mkdir(exist_ok=True)
     except OSError as e:
-        raise InputError(f"--out {out}: cannot create the folder ({e})") from None
+        raise InputError(f"--out {out}: cannot create the folder ({e.strerror or e})") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise InputError(f"--out {out}: the folder is not writable")
 
 
 class RowStore:
@@ -82,21 +108,89 @@ class RowStore:
         self.json_path = folder / f"{stem}.json" if folder is not None else None
         self.csv_path = folder / f"{stem}.csv" if folder is not None and columns else None
         self.header, self.columns, self.every_s = header, columns, every_s
+        self.dropped = 0  # stored rows not trusted (content not matching its check)
+        self.damaged: str | None = None  # why the stored file could not be read at all
+        self._lock: int | None = None
+        if folder is not None:
+            self._take_lock(folder, stem)
         self.previous: dict[str, dict[str, Any]] = self._read()
         self.rows: dict[str, dict[str, Any]] = {}
         self.order: dict[str, int] = {}
         self._written = 0.0
 
+    def _take_lock(self, folder: Path, stem: str) -> None:
+        path = folder / f".{stem}.lock"
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as e:
+            raise InputError(f"--out {folder}: cannot write there ({e.strerror or e})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise InputError(
+                f"--out {folder}: another sweep is writing this folder now; wait for it "
+                "or give another --out"
+            ) from None
+        self._lock = fd
+        for name in (f"{stem}.json", f"{stem}.csv"):  # a killed sweep's temporaries
+            for stale in folder.glob(f".{name}.*.tmp"):
+                with contextlib.suppress(OSError):
+                    stale.unlink()
+
+    def close(self) -> None:
+        """Give the folder's lock back (also when the process ends)."""
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
     def _read(self) -> dict[str, dict[str, Any]]:
         if self.json_path is None or not self.json_path.exists():
             return {}
+        from cuzk_sim.input_files import MAX_JSON_BYTES, load_json
+
         try:
-            doc = json.loads(self.json_path.read_text())
-            if doc.get("format") != FORMAT:
-                return {}
-            return {r["key"]: r for r in doc["rows"] if isinstance(r, dict) and "key" in r}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return {}  # unreadable: start over (it is rewritten whole)
+            doc = load_json(self.json_path, "sweep results", MAX_JSON_BYTES)
+            if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+                raise ValueError(f"not a {FORMAT} file")
+            rows = doc["rows"]
+            if not isinstance(rows, list):
+                raise ValueError("rows is not a list")
+        except (InputError, ValueError, KeyError) as e:
+            self.damaged = str(e)  # unreadable: every row is computed again
+            return {}
+        theirs, mine = identity(doc), identity(self.header)
+        if theirs != mine:
+            diff = ", ".join(
+                f"{k} {theirs[k]!r} (now {mine[k]!r})" for k in IDENTITY if theirs[k] != mine[k]
+            )
+            raise InputError(
+                f"{self.json_path}: holds the rows of another sweep ({diff}); give another "
+                "--out (or delete the folder) rather than mix two sweeps in one"
+            )
+        out: dict[str, dict[str, Any]] = {}
+        for r in rows:
+            if not _trusted(r):
+                self.dropped += 1
+                continue
+            r = {k: v for k, v in r.items() if k != "check"}
+            if r["key"] in out:  # a duplicated row: once
+                continue
+            out[r["key"]] = r
+        return out
+
+    def note(self) -> str | None:
+        """What was not trusted in the folder, for the user (None: all of it was)."""
+        if self.json_path is None:
+            return None
+        if self.damaged is not None:
+            return f"{self.json_path}: unreadable ({self.damaged}): computed again"
+        if self.dropped:
+            return (
+                f"{self.json_path}: {self.dropped} row(s) whose content does not match its "
+                "check (edited or damaged): computed again"
+            )
+        return None
 
     def done(self, key: str) -> dict[str, Any] | None:
         """The row computed by an earlier run for this key, if any."""
@@ -122,3 +216,14 @@ class RowStore:
         self._written = time.monotonic()
         # a big sweep is not rewritten more than ~10 % of the time
         self.every_s = max(self.every_s, 10 * (self._written - t0))
+
+
+def _trusted(r: Any) -> bool:
+    """A stored row to reuse: an object with a key and a check its content matches."""
+    if not isinstance(r, dict) or not isinstance(r.get("key"), str):
+        return False
+    check = r.get("check")
+    try:
+        return isinstance(check, str) and check == row_check(r)
+    except (TypeError, ValueError):
+        return False

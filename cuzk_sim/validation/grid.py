@@ -6,6 +6,13 @@ Files in the output folder:
   predictions.json  the model's boundary per configuration and its prediction per cap
   real.jsonl        one line per real execution (repeats included), as it ends
   report.md         the comparison tables; summary.json the figures and criteria
+
+Every file but real.jsonl is written whole or not at all (cuzk_sim.outputs); real.jsonl
+gets one fsynced line per run. On resume nothing is trusted blindly: a predictions.json
+that does not read as predictions is reported and predicted again; a line of real.jsonl
+that is not a whole record (torn, edited, not JSON) is reported and dropped, a
+duplicated run counted once, and the file rewritten with the good lines before any
+line is appended.
 """
 
 from __future__ import annotations
@@ -52,7 +59,7 @@ def _now() -> str:
 
 
 def partitions_of(scn: Scenario) -> int:
-    from cuzk_sim.gpu.pipeline import RunSpec
+    from cuzk_sim.gpu.run_spec import RunSpec
 
     return sum(a.partitions for a in RunSpec.from_scenario(scn).arrivals)
 
@@ -105,17 +112,143 @@ def predict(spec: ValidationSpec) -> dict[str, Any]:
 
 
 def read_reals(path: Path) -> list[dict]:
-    """The real executions recorded so far (a torn last line is ignored: the run it
-    belonged to did not finish and will run again)."""
+    """The real executions recorded so far, each once; damaged lines left out (a torn
+    last line: the run it belonged to did not finish and will run again)."""
+    return scan_reals(path)[0]
+
+
+_REAL_FIELDS = {"key": str, "config": str, "date": str, "real": dict, "details": dict}
+_RUN_FIELDS = {"key": str, "config": str, "cap": str, "model": dict}
+
+
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _result_ok(d: Any) -> bool:
+    """The fields of a result (`run --json`) the comparison reads, of their types."""
+    if not isinstance(d, dict) or not isinstance(d.get("oom"), bool):
+        return False
+    if "first_oom_buffer" not in d or "seconds_per_proof" not in d:
+        return False
+    buf, spp = d.get("first_oom_buffer"), d.get("seconds_per_proof")
+    peaks = d.get("peak_vram_bytes")
+    return (
+        (buf is None or isinstance(buf, str))
+        and (spp is None or (isinstance(spp, int | float) and not isinstance(spp, bool)))
+        and isinstance(peaks, dict)
+        and all(_count(v) for v in peaks.values())
+    )
+
+
+def _is_real(rec: Any) -> bool:
+    if not isinstance(rec, dict):
+        return False
+    if any(not isinstance(rec.get(k), t) for k, t in _REAL_FIELDS.items()):
+        return False
+    at, achieved = rec.get("model_at_achieved"), rec.get("achieved_vram")
+    return (
+        _count(rec.get("repeat"))
+        and _result_ok(rec["real"])
+        and (at is None or _result_ok(at))
+        and (achieved is None or _count(achieved))
+    )
+
+
+def scan_reals(path: Path) -> tuple[list[dict], int, int]:
+    """(records, damaged lines, duplicated lines) of real.jsonl; a record repeated
+    (same key and repeat) is kept once, the first."""
+    from cuzk_sim.input_files import MAX_JSON_BYTES, read_text
+    from cuzk_sim.reference.formats.files import json_depth_exceeds
+
     if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
+        return [], 0, 0
+    out, seen, damaged, dup = [], set(), 0, 0
+    for line in read_text(path, "real runs file", MAX_JSON_BYTES).splitlines():
+        if not line.strip():
             continue
-    return out
+        try:
+            rec = None if json_depth_exceeds(line) else json.loads(line)
+        except (ValueError, RecursionError):
+            rec = None
+        if not _is_real(rec):
+            damaged += 1
+            continue
+        ident = (rec["key"], rec["repeat"])
+        if ident in seen:
+            dup += 1
+            continue
+        seen.add(ident)
+        out.append(rec)
+    return out, damaged, dup
+
+
+def _race_ok(run: dict) -> bool:
+    """A race run (validation/race.py) also holds its planned repeats and the model's
+    P(OOM) with its interval; any other run holds no `race` key, or `race` false."""
+    if not run.get("race"):
+        return run.get("race", False) is False
+    p_oom = run.get("p_oom")
+    if not isinstance(p_oom, dict) or not _count(run.get("repeats")):
+        return False
+    p, ci, n = p_oom.get("p"), p_oom.get("ci95"), p_oom.get("replicas")
+    return (
+        isinstance(p, int | float)
+        and not isinstance(p, bool)
+        and 0 <= p <= 1
+        and isinstance(ci, list)
+        and len(ci) == 2
+        and all(isinstance(x, int | float) and not isinstance(x, bool) for x in ci)
+        and _count(n)
+    )
+
+
+def load_predictions(path: Path) -> dict:
+    """predictions.json, checked to be predictions (InputError naming what is wrong)."""
+    from cuzk_sim.input_files import load_json
+
+    doc = load_json(path, "predictions file")
+    if not isinstance(doc, dict) or not isinstance(doc.get("spec"), str):
+        raise InputError(f"{path}: not a predictions file (no spec name)")
+    runs = doc.get("runs")
+    if not isinstance(runs, list) or not isinstance(doc.get("configs"), list):
+        raise InputError(f"{path}: not a predictions file (no runs or configs list)")
+    for i, run in enumerate(runs):
+        ok = isinstance(run, dict) and all(
+            isinstance(run.get(k), t) for k, t in _RUN_FIELDS.items()
+        )
+        ok = ok and _count(run.get("vram")) and _count(run.get("partitions"))
+        if not ok or not _result_ok(run["model"]) or not _race_ok(run):
+            raise InputError(f"{path}: runs[{i}]: not a prediction (damaged?)")
+    for key in ("date", "source", "commit"):
+        if not isinstance(doc.get(key), str):
+            raise InputError(f"{path}: {key}: missing or not text (damaged?)")
+    races = doc.get("races", [])
+    if not isinstance(races, list) or not all(
+        isinstance(d, dict) and isinstance(d.get("config"), str) for d in races
+    ):
+        raise InputError(f"{path}: races: not a list of race decisions (damaged?)")
+    return doc
+
+
+def _rebuild_reals(path: Path, predictions: dict, say: Callable[[str], None]) -> None:
+    """Keep the whole records of runs the predictions still hold; rewrite the file (whole
+    or not at all) when any line was damaged, duplicated, torn or of another prediction."""
+    from cuzk_sim.outputs import write_text
+
+    if not path.exists():
+        return
+    reals, damaged, dup = scan_reals(path)
+    wanted = {(p["key"], p["vram"]) for p in predictions["runs"]}
+    kept = [r for r in reals if (r["key"], r.get("vram")) in wanted]
+    stale = len(reals) - len(kept)
+    torn = not path.read_bytes().endswith(b"\n") and path.stat().st_size > 0
+    if damaged or dup or stale or torn:
+        say(
+            f"{path}: {damaged} damaged line(s), {dup} duplicated, {stale} of other "
+            f"predictions{', a torn last line' if torn else ''}: dropped (those runs run again)"
+        )
+        write_text(path, "".join(json.dumps(r) + "\n" for r in kept))
 
 
 RealExecutor = Callable[[Scenario], tuple[dict, dict]]
@@ -123,7 +256,9 @@ RealExecutor = Callable[[Scenario], tuple[dict, dict]]
 
 def pipeline_executor(device: str) -> RealExecutor:
     """Run one scenario through gpu-run's pipeline on `device` (real or dry-run)."""
-    from cuzk_sim.gpu.pipeline import RealRun, RunSpec, backend_for
+    from cuzk_sim.gpu.backends import backend_for
+    from cuzk_sim.gpu.pipeline import RealRun
+    from cuzk_sim.gpu.run_spec import RunSpec
 
     shared: dict[str, Any] = {}
 
@@ -155,10 +290,17 @@ def run_grid(
     say: Callable[[str], None] = print,
     fresh: bool = False,
 ) -> tuple[list, dict]:
+    from cuzk_sim.outputs import write_text
+
     out.mkdir(parents=True, exist_ok=True)
     pred_path, real_path = out / "predictions.json", out / "real.jsonl"
+    predictions = None
     if pred_path.exists() and not fresh:
-        predictions = json.loads(pred_path.read_text())
+        try:
+            predictions = load_predictions(pred_path)
+        except InputError as e:
+            say(f"{e}: predicting again")
+    if predictions is not None:
         if predictions.get("spec") != spec.name:
             raise InputError(
                 f"{pred_path}: holds predictions of spec {predictions.get('spec')!r}, not "
@@ -174,12 +316,11 @@ def run_grid(
     else:
         say(f"predicting {len(spec.configs)} configurations (bisection to {spec.tolerance:g})")
         predictions = predict(spec)
-        tmp = pred_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(predictions, indent=1))
-        tmp.replace(pred_path)
+        write_text(pred_path, json.dumps(predictions, indent=1))
         if fresh and real_path.exists():
             real_path.unlink()
         say(f"wrote {len(predictions['runs'])} predictions to {pred_path}")
+    _rebuild_reals(real_path, predictions, say)
     scenarios = {c.name: c.scenario for c in spec.configs}
     reals = read_reals(real_path)
     verdict = {(r["key"], r["repeat"]): bool(r["real"]["oom"]) for r in reals}
@@ -225,6 +366,7 @@ def run_grid(
                 }
                 f.write(json.dumps(rec) + "\n")
                 f.flush()
+                os.fsync(f.fileno())  # a run that ended is on disk before the next starts
                 verdict[(p["key"], repeat)] = bool(real["oom"])
                 if repeat == 0:
                     judged[p["key"]] = at_achieved
@@ -283,8 +425,14 @@ def write_report(out: Path, predictions: dict) -> tuple[list, dict]:
         if races:
             race_plot(races, out / "race.png")
             text += "\n![model P(OOM) against the real OOM frequency](race.png)\n"
-    (out / "report.md").write_text(text)
-    (out / "summary.json").write_text(
-        json.dumps({"summary": summary, "rows": rows_as_dicts(rows)}, indent=1)
+    from cuzk_sim.outputs import write_all
+
+    write_all(  # both or neither
+        {
+            out / "report.md": text.encode(),
+            out / "summary.json": json.dumps(
+                {"summary": summary, "rows": rows_as_dicts(rows)}, indent=1
+            ).encode(),
+        }
     )
     return rows, summary

@@ -20,6 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from cuzk_sim.outputs import save_figure
 from cuzk_sim.replicas import run_replicas, wilson_interval
 from cuzk_sim.runner import simulate
 from cuzk_sim.validation.boundary import Boundary, at_vram
@@ -195,5 +196,7 @@ def race_plot(rows: list[dict[str, Any]], png: Path) -> None:
         ax.set_title(name, fontsize=9)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(png, dpi=100)
-    plt.close(fig)
+    try:
+        save_figure(fig, png, dpi=100)  # whole or not at all (outputs.py)
+    finally:
+        plt.close(fig)

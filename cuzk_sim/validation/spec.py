@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from cuzk_sim.input_errors import InputError, from_validation
+from cuzk_sim.input_errors import InputError, validate_input
 from cuzk_sim.input_files import load_toml
 from cuzk_sim.overrides import apply_overrides
 from cuzk_sim.scenario import Scenario, scenario_from_dict
@@ -47,6 +47,21 @@ DEFAULT_CAPS = (-10.0, -3.0, -1.0, 1.0, 3.0, 10.0)
 RACE_CAPS = (-5.0, -2.5, -1.0, 0.0, 1.0, 2.5, 5.0)
 MIN_RACE_REPEATS = 10
 MIN_RACE_CAPS = 5
+CAP_RANGE = (-90.0, 1000.0)  # percent around the boundary: a card of 10 % .. 11x of it
+MAX_CAPS = 32  # caps per configuration (each is a real run, repeats extra)
+MAX_CONFIGS = 256
+
+
+def _check_caps(v: list[float] | None) -> list[float] | None:
+    """The same rule for the spec's caps and each configuration's own."""
+    if v is None:
+        return v
+    if len(v) > MAX_CAPS:
+        raise ValueError(f"{len(v)} caps (at most {MAX_CAPS}: each is a real run)")
+    lo, hi = CAP_RANGE
+    if any(not lo <= c <= hi for c in v):
+        raise ValueError(f"cap percents must lie in [{lo:g}, {hi:g}]")
+    return v
 
 
 class _Strict(BaseModel):
@@ -54,27 +69,31 @@ class _Strict(BaseModel):
 
 
 class ConfigIn(_Strict):
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.+-]+$")
-    set: dict[str, Any] = {}
-    kinds: dict[str, dict[str, Any]] = {}
+    name: str = Field(min_length=1, max_length=256, pattern=r"^[A-Za-z0-9_.+-]+$")
+    set: dict[str, Any] = Field({}, max_length=256)
+    kinds: dict[str, dict[str, Any]] = Field({}, max_length=16)
     caps: list[float] | None = None
     generous: bool | None = None
     race: bool = False
 
+    _caps = field_validator("caps")(_check_caps)
+
 
 class SpecIn(_Strict):
-    name: str = "validation"
-    description: str = ""
-    base: str
+    name: str = Field("validation", min_length=1, max_length=256)
+    description: str = Field("", max_length=100_000)
+    base: str = Field(min_length=1, max_length=4096)
     caps: list[float] = list(DEFAULT_CAPS)
     generous: bool = True
     tolerance: float = Field(0.001, gt=0, lt=0.5)
     repeats: int = Field(2, ge=0, le=10)
-    race_caps: list[float] = list(RACE_CAPS)
+    race_caps: list[float] = Field(list(RACE_CAPS), max_length=MAX_CAPS)
     race_repeats: int = Field(MIN_RACE_REPEATS, ge=MIN_RACE_REPEATS, le=1000)
     race_replicas: int = Field(200, ge=10, le=10_000)
     race_scan: int = Field(20, ge=2, le=10_000)
-    config: list[ConfigIn] = Field(min_length=1)
+    config: list[ConfigIn] = Field(min_length=1, max_length=MAX_CONFIGS)
+
+    _caps = field_validator("caps")(_check_caps)
 
     @field_validator("race_caps")
     @classmethod
@@ -84,13 +103,6 @@ class SpecIn(_Strict):
         if any(not -5 <= c <= 5 for c in v):
             raise ValueError("race cap percents must lie in [-5, 5] (around the boundary)")
         return sorted(set(v))
-
-    @field_validator("caps")
-    @classmethod
-    def _caps(cls, v: list[float]) -> list[float]:
-        if any(not -90 <= c <= 1000 for c in v):
-            raise ValueError("cap percents must lie in [-90, 1000]")
-        return v
 
 
 @dataclass(frozen=True)
@@ -148,10 +160,7 @@ def load_spec(path: str | Path, profile: str | None = None) -> ValidationSpec:
     path = Path(path)
     source = str(path)
     raw = load_toml(path, "validation spec")  # a regular file, bounded, numbers in range
-    try:
-        spec = SpecIn.model_validate(raw)
-    except ValidationError as e:
-        raise from_validation(source, e) from None
+    spec = validate_input(SpecIn, raw, source)  # strict: `generous = "yes"` is refused
     base_path = path.parent / spec.base
     try:
         base_raw = load_toml(base_path, "scenario file")

@@ -10,6 +10,7 @@ refused at the limit.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -98,3 +99,37 @@ def write_atomic(path: str | Path, data: bytes) -> None:
     except BaseException:
         os.unlink(temp)
         raise
+
+
+MAX_JSON_DEPTH = 64  # our JSON files are a few levels deep; CPython's parser recurses
+_JSON_ESCAPE = re.compile(rb"\\.", re.DOTALL)
+_JSON_STRING = re.compile(rb'"[^"]*"')  # after escapes are gone: one character class
+_JSON_NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
+_STEP = bytes.maketrans(b"[]{}", b"\x01\xff\x01\xff")
+_DEPTH_CHUNK = 1 << 22
+
+
+def json_depth_exceeds(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Does JSON `text` nest arrays and objects deeper than `limit`? Checked before
+    `json.loads`, whose C parser recurses and can overflow the C stack (py_ecc raises
+    Python's recursion limit, so no RecursionError comes first). Linear time, bounded
+    memory: escapes, then strings, then everything but brackets are removed by regular
+    expressions whose repeats are single character classes (no backtracking stack: a
+    pattern with an alternation inside its repeat holds memory per character of a long
+    string), and the depth is a running sum (numpy) over chunks of the brackets left."""
+    import numpy as np
+
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if b"[" not in data and b"{" not in data:
+        return False
+    brackets = _JSON_NOT_BRACKET.sub(b"", _JSON_STRING.sub(b"", _JSON_ESCAPE.sub(b"", data)))
+    steps = brackets.translate(_STEP)
+    depth = 0
+    for start in range(0, len(steps), _DEPTH_CHUNK):
+        run = np.frombuffer(
+            steps, dtype=np.int8, count=min(_DEPTH_CHUNK, len(steps) - start), offset=start
+        ).cumsum(dtype=np.int64)
+        if depth + int(run.max()) > limit:
+            return True
+        depth += int(run[-1])
+    return False

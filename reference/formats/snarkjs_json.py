@@ -30,7 +30,7 @@ from ..curve import (
 from ..field import Q, R
 from ..types import Proof, VerifyingKey
 from .errors import FormatError, PointNotOnCurve, UnsupportedCurve
-from .files import read_limited, write_atomic
+from .files import MAX_JSON_DEPTH, json_depth_exceeds, read_limited, write_atomic
 
 CURVE = "bls12381"
 PROTOCOL = "groth16"
@@ -53,6 +53,8 @@ class _Doc:
             raise self.error("open", f"cannot read file: {e.strerror or e}") from None
         except UnicodeDecodeError as e:
             raise self.error(f"byte {e.start}", "not UTF-8 text") from None
+        if json_depth_exceeds(text):  # before the parser, which recurses in C
+            raise self.error("top level", f"not JSON we read: nested deeper than {MAX_JSON_DEPTH}")
         try:
             return json.loads(text)
         except json.JSONDecodeError as e:

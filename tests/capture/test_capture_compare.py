@@ -4,7 +4,8 @@ changed by hand: one size, one lifetime, one extra allocation (each must be name
 
 import dataclasses
 
-from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, dry_run_plan
+from cuzk_sim.gpu.flags import ProverFlags
+from cuzk_sim.gpu.prover import PartitionShape, dry_run_plan
 
 from cuzk_sim.capture.compare import compare_plans
 from cuzk_sim.capture.to_plan import size_tag

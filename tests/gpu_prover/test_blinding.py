@@ -12,7 +12,9 @@ import numpy as np
 import py_ecc.optimized_bls12_381 as bls
 import pytest
 from cuzk_sim.gpu.blinding import SCALED, assemble_blinded, blinding, scale_g1, scales
-from cuzk_sim.gpu.prover import HostKey, finish_tail, scaled_points
+from cuzk_sim.gpu.msm_results import scaled_points
+from cuzk_sim.gpu.msm_stages import finish_tail
+from cuzk_sim.gpu.prover import HostKey
 from cuzk_sim.reference.field import R
 from cuzk_sim.reference.prove import assemble
 

@@ -9,8 +9,9 @@ import sys
 
 import pytest
 from cuzk_sim.gpu.device import Device, DeviceOutOfMemory, NotEnoughFreeMemory
+from cuzk_sim.gpu.flags import ProverFlags
 from cuzk_sim.gpu.msm import MsmShape
-from cuzk_sim.gpu.prover import MAX_DRY_RUN_CHUNKS, PartitionShape, ProverFlags, dry_run_plan
+from cuzk_sim.gpu.prover import MAX_DRY_RUN_CHUNKS, PartitionShape, dry_run_plan
 from typer.testing import CliRunner
 
 from cuzk_sim.cli import app

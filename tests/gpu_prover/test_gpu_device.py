@@ -151,7 +151,8 @@ MSM_VARIANTS = ["signed", "unsigned", "precomputed"]
 
 def _variant_msm(dev, group, points_buf, scalars_buf, n, variant: str):
     """msm() as `variant`: an algorithm, or signed over precomputed bases."""
-    from cuzk_sim.gpu.msm import msm, precompute_table
+    from cuzk_sim.gpu.msm import msm
+    from cuzk_sim.gpu.msm_tables import precompute_table
 
     if variant == "precomputed":
         table = precompute_table(dev, "msm_test.table", group, points_buf, n)
@@ -282,7 +283,8 @@ def test_proof_bytes_equal_reference_and_verify(reduction, seed):
     ],
 )
 def test_dry_run_plan_equals_traced_plan(flags_kw):
-    from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, dry_run_plan, prove_partition
+    from cuzk_sim.gpu.flags import ProverFlags
+    from cuzk_sim.gpu.prover import PartitionShape, dry_run_plan, prove_partition
     from cuzk_sim.reference.prove import prove as ref_prove
     from cuzk_sim.reference.serialize import proof_to_bytes
 
@@ -297,7 +299,8 @@ def test_dry_run_plan_equals_traced_plan(flags_kw):
 
 
 def test_memory_aware_prestage_falls_back_when_margin_exceeds_free():
-    from cuzk_sim.gpu.prover import ProverFlags, prove_partition
+    from cuzk_sim.gpu.flags import ProverFlags
+    from cuzk_sim.gpu.prover import prove_partition
 
     from cuzk_sim.plan import Alloc, Lock
 
@@ -325,7 +328,8 @@ def test_worker_threads_share_the_device_lock_and_all_proofs_are_right():
     and no two GPU sections (lock holds) overlap in time."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from cuzk_sim.gpu.prover import ProverFlags, prove_partition
+    from cuzk_sim.gpu.flags import ProverFlags
+    from cuzk_sim.gpu.prover import prove_partition
     from cuzk_sim.reference.prove import prove as ref_prove
     from cuzk_sim.reference.serialize import proof_to_bytes
 

@@ -46,15 +46,12 @@ def _scenario(tmp: Path, vram: str, log2: int, workers: int, on_oom: str, count:
 def _run(path: Path, faults=(), verify=False):
     import dataclasses
 
-    from cuzk_sim.gpu.pipeline import (
-        FaultPlan,
-        KindWork,
-        PartitionShape,
-        RealRun,
-        RunSpec,
-        backend_for,
-        reference_data,
-    )
+    from cuzk_sim.gpu.backends import backend_for
+    from cuzk_sim.gpu.faults import FaultPlan
+    from cuzk_sim.gpu.partition_data import reference_data
+    from cuzk_sim.gpu.pipeline import RealRun
+    from cuzk_sim.gpu.prover import PartitionShape
+    from cuzk_sim.gpu.run_spec import KindWork, RunSpec
 
     from cuzk_sim.scenario import load_scenario
 
@@ -105,7 +102,7 @@ def test_must_oom_stop(tmp_path):
 
 
 def test_faults_no_invalid_proof_no_lost_job_no_leak(tmp_path):
-    from cuzk_sim.gpu.pipeline import Fault
+    from cuzk_sim.gpu.faults import Fault
 
     faults = [
         Fault.parse(f) for f in ("oom:random:0.01", "oom:msm_b_g2.points:0.1", "exception:0.01")
@@ -123,7 +120,7 @@ def test_key_pinned_run_uploads_from_pinned_memory_and_every_proof_is_right(tmp_
     reference key's with --verify) live in page-locked memory and every proof equals the
     reference prover's."""
     from cuzk_sim.gpu.device import host_is_pinned
-    from cuzk_sim.gpu.pipeline import synthetic_data
+    from cuzk_sim.gpu.partition_data import synthetic_data
 
     path = _scenario(tmp_path, "140 GiB", 6, 2, "continue", 3, 4)
     path.write_text(

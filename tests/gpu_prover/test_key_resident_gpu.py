@@ -38,7 +38,8 @@ def _no_resident_key_left():
 def test_proofs_with_the_flag_equal_the_reference_partition_after_partition(
     flags_kw, reduction, seed
 ):
-    from cuzk_sim.gpu.prover import ProverFlags, prove
+    from cuzk_sim.gpu.flags import ProverFlags
+    from cuzk_sim.gpu.prover import prove
     from cuzk_sim.reference.prove import prove as ref_prove
     from cuzk_sim.reference.serialize import proof_to_bytes
 
@@ -51,7 +52,8 @@ def test_proofs_with_the_flag_equal_the_reference_partition_after_partition(
 
 def test_the_key_goes_up_once_and_both_partitions_trace_the_dry_run_plan():
     from cuzk_sim.gpu.device import release_resident, resident_bytes
-    from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, dry_run_plan, prove_partition
+    from cuzk_sim.gpu.flags import ProverFlags
+    from cuzk_sim.gpu.prover import PartitionShape, dry_run_plan, prove_partition
 
     pk, w, _ = random_circuit(4, "bellman", constraints=12)
     flags = ProverFlags(key_resident=True)
@@ -74,7 +76,8 @@ def test_the_key_goes_up_once_and_both_partitions_trace_the_dry_run_plan():
 
 def test_another_key_replaces_the_resident_one():
     from cuzk_sim.gpu.device import resident_bytes
-    from cuzk_sim.gpu.prover import ProverFlags, prove
+    from cuzk_sim.gpu.flags import ProverFlags
+    from cuzk_sim.gpu.prover import prove
     from cuzk_sim.reference.prove import prove as ref_prove
     from cuzk_sim.reference.serialize import proof_to_bytes
 
@@ -93,15 +96,9 @@ def test_overlapped_tails_come_back_as_futures_of_the_same_points():
     import py_ecc.optimized_bls12_381 as bls
     from cuzk_sim.gpu import encoding
     from cuzk_sim.gpu.device import Device
-    from cuzk_sim.gpu.prover import (
-        PartitionInput,
-        PartitionShape,
-        ProverFlags,
-        host_key,
-        msm_results,
-        partition,
-        tail_pool,
-    )
+    from cuzk_sim.gpu.flags import ProverFlags
+    from cuzk_sim.gpu.msm_results import msm_results, tail_pool
+    from cuzk_sim.gpu.prover import PartitionInput, PartitionShape, host_key, partition
     from cuzk_sim.reference.prove import prove_stages
     from cuzk_sim.reference.qap import evaluate_matrices
 

@@ -14,17 +14,12 @@ import numpy as np
 import py_ecc.optimized_bls12_381 as bls
 import pytest
 from cuzk_sim.gpu.device import Device
+from cuzk_sim.gpu.flags import ProverFlags
 from cuzk_sim.gpu.msm import SignedShape, WindowSums
+from cuzk_sim.gpu.msm_results import msm_results, tail_pool
+from cuzk_sim.gpu.msm_stages import finish_tail
 from cuzk_sim.gpu.msm_tail import _words_from_point
-from cuzk_sim.gpu.prover import (
-    PartitionShape,
-    ProverFlags,
-    dry_run_plan,
-    finish_tail,
-    msm_results,
-    partition,
-    tail_pool,
-)
+from cuzk_sim.gpu.prover import PartitionShape, dry_run_plan, partition
 from test_pinned_key_plan import KEY_COPIES, _key_bytes_by_hand, _linear_copies_profile
 from typer.testing import CliRunner
 

@@ -44,7 +44,8 @@ def _no_resident_key_left():
 def test_proofs_over_the_tables_equal_the_reference_partition_after_partition(
     flags_kw, reduction, seed
 ):
-    from cuzk_sim.gpu.prover import ProverFlags, prove
+    from cuzk_sim.gpu.flags import ProverFlags
+    from cuzk_sim.gpu.prover import prove
     from cuzk_sim.reference.prove import prove as ref_prove
     from cuzk_sim.reference.serialize import proof_to_bytes
 
@@ -66,7 +67,8 @@ def _windows(n: int) -> int:
 
 def test_two_partitions_trace_the_dry_run_plan_and_only_the_first_builds():
     from cuzk_sim.gpu.device import release_resident, resident_bytes
-    from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, dry_run_plan, prove_partition
+    from cuzk_sim.gpu.flags import ProverFlags
+    from cuzk_sim.gpu.prover import PartitionShape, dry_run_plan, prove_partition
     from cuzk_sim.reference.prove import prove as ref_prove
     from cuzk_sim.reference.serialize import proof_to_bytes
 
@@ -97,7 +99,8 @@ def test_a_table_built_in_place_gives_the_naive_sum(group, n, tables):
     import py_ecc.optimized_bls12_381 as bls
     from cuzk_sim.gpu import encoding
     from cuzk_sim.gpu.device import Device
-    from cuzk_sim.gpu.msm import SignedShape, build_table, msm
+    from cuzk_sim.gpu.msm import SignedShape, msm
+    from cuzk_sim.gpu.msm_tables import build_table
     from cuzk_sim.reference.field import R
 
     rng = random.Random(9)

@@ -7,8 +7,9 @@ errors, gpu-run's refusal and the gpu-plan lines."""
 from __future__ import annotations
 
 import pytest
-from cuzk_sim.gpu.msm import TABLE_BUILD_MSM_POINTS
-from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, dry_run_plan
+from cuzk_sim.gpu.flags import ProverFlags
+from cuzk_sim.gpu.msm_tables import TABLE_BUILD_MSM_POINTS
+from cuzk_sim.gpu.prover import PartitionShape, dry_run_plan
 from test_key_resident_plan import _scenario
 from typer.testing import CliRunner
 

@@ -107,7 +107,7 @@ def test_deferred_window_sums_finish_in_msm_results_and_cross_processes():
     import pickle
 
     from cuzk_sim.gpu.msm import WindowSums
-    from cuzk_sim.gpu.prover import msm_results
+    from cuzk_sim.gpu.msm_results import msm_results
 
     rng = random.Random(5)
     c, out, expected = 6, {}, {}
@@ -128,7 +128,7 @@ def test_cpu_halves_split_physical_cores_with_their_hyperthreads(tmp_path):
     """A sysfs tree of 4 cores x 2 hyperthreads (cpu k and k + 4 share core k): the halves
     hold whole cores, {0, 1, 4, 5} and {2, 3, 6, 7}; CPUs the process may not use are
     left out; with fewer than 4 cores usable there is no split."""
-    from cuzk_sim.gpu.pipeline import cpu_halves
+    from cuzk_sim.gpu.assembler import cpu_halves
 
     for cpu in range(8):
         topo = tmp_path / f"cpu{cpu}" / "topology"
@@ -142,7 +142,7 @@ def test_cpu_halves_split_physical_cores_with_their_hyperthreads(tmp_path):
 
 
 def test_tail_groups_name_every_stage_once():
-    from cuzk_sim.gpu.pipeline import TAIL_GROUPS, tail_groups
+    from cuzk_sim.gpu.assembler import TAIL_GROUPS, tail_groups
 
     raw = {st: [st] for g in TAIL_GROUPS for st in g} | {"msm_extra": ["x"]}
     del raw["msm_a"]  # a stage the partition lacks: its group is smaller, not broken
@@ -160,8 +160,8 @@ def test_tails_side_by_side_in_spawned_processes_assemble_the_same_proof():
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    from cuzk_sim.gpu.assembler import finish_in_pool
     from cuzk_sim.gpu.msm import WindowSums
-    from cuzk_sim.gpu.pipeline import finish_in_pool
     from cuzk_sim.gpu.prover import HostKey, assemble
 
     rng = random.Random(11)
@@ -186,7 +186,7 @@ def test_tails_side_by_side_in_spawned_processes_assemble_the_same_proof():
 
 
 def test_pipeline_tunes_parse_and_an_unknown_one_is_named(monkeypatch):
-    from cuzk_sim.gpu.pipeline import _tune_from_env
+    from cuzk_sim.gpu.assembler import _tune_from_env
 
     monkeypatch.setenv("CUZK_SIM_PIPELINE_TUNE", "serialtail, noaffinity")
     assert _tune_from_env() == {"serialtail", "noaffinity"}

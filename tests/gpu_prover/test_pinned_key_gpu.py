@@ -64,7 +64,8 @@ def test_the_key_is_pinned_once_per_key():
 @pytest.mark.parametrize("reduction", ["bellman", "snarkjs"])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_proof_with_the_pinned_key_equals_the_reference(reduction, seed, overlap):
-    from cuzk_sim.gpu.prover import ProverFlags, prove
+    from cuzk_sim.gpu.flags import ProverFlags
+    from cuzk_sim.gpu.prover import prove
     from cuzk_sim.reference.prove import prove as ref_prove
     from cuzk_sim.reference.serialize import proof_to_bytes
     from cuzk_sim.reference.verify import verify
@@ -90,7 +91,8 @@ def test_a_proof_with_the_pinned_key_equals_the_reference(reduction, seed, overl
     ],
 )
 def test_dry_run_plan_equals_traced_plan_with_the_pinned_key(flags_kw):
-    from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, dry_run_plan, prove_partition
+    from cuzk_sim.gpu.flags import ProverFlags
+    from cuzk_sim.gpu.prover import PartitionShape, dry_run_plan, prove_partition
     from cuzk_sim.reference.prove import prove as ref_prove
     from cuzk_sim.reference.serialize import proof_to_bytes
 

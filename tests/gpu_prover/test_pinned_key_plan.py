@@ -12,7 +12,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from cuzk_sim.gpu.device import Buffer, Device
-from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, dry_run_plan
+from cuzk_sim.gpu.flags import ProverFlags
+from cuzk_sim.gpu.prover import PartitionShape, dry_run_plan
 
 from cuzk_sim.api import load_scenario, simulate
 from cuzk_sim.calibration import load_profile

@@ -38,7 +38,8 @@ def _setup(r1cs, seed: int, reduction: str = "bellman"):
     rs=st.tuples(st.integers(1, R_ORDER - 1), st.integers(1, R_ORDER - 1)),
 )
 def test_a_bit_heavy_proof_equals_the_reference(circuit, flags_kw, reduction, rs):
-    from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, prove
+    from cuzk_sim.gpu.flags import ProverFlags
+    from cuzk_sim.gpu.prover import PartitionShape, prove
     from cuzk_sim.reference.prove import prove as ref_prove
     from cuzk_sim.reference.serialize import proof_to_bytes
 
@@ -52,7 +53,8 @@ def test_a_bit_heavy_proof_equals_the_reference(circuit, flags_kw, reduction, rs
 
 @pytest.mark.parametrize("flags_kw", FLAG_SETS)
 def test_dry_run_plan_equals_traced_plan_with_split_and_streaming(flags_kw):
-    from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, dry_run_plan, prove_partition
+    from cuzk_sim.gpu.flags import ProverFlags
+    from cuzk_sim.gpu.prover import PartitionShape, dry_run_plan, prove_partition
     from cuzk_sim.reference.circuits_sha256 import Sha256Builder
 
     cs = Sha256Builder()

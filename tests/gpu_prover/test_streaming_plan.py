@@ -6,7 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, dry_run_plan
+from cuzk_sim.gpu.flags import ProverFlags
+from cuzk_sim.gpu.prover import PartitionShape, dry_run_plan
 from cuzk_sim.gpu.schedule import overlap
 from cuzk_sim.gpu.streaming import chunk_for_budget, plan_peak
 from hypothesis import given

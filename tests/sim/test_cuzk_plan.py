@@ -89,7 +89,7 @@ def test_memory_aware_margin_covers_the_whole_prestage():
 @pytest.mark.parametrize("kind", sorted(SHAPES))
 @pytest.mark.parametrize("b_g2", ["cpu", "gpu"])
 def test_every_plan_round_trips_and_is_priced(kind, b_g2):
-    from cuzk_sim.model.worker import compile_plan
+    from cuzk_sim.model.compiled import compile_plan
 
     plan = build_partition_plan(SHAPES[kind], CuzkVariant(b_g2_msm=b_g2), 16 * GIB)
     assert Plan.from_json(plan.to_json()) == plan

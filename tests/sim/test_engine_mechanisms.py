@@ -2,8 +2,8 @@
 
 from sim_toys import run_plan, toy_profile
 
+from cuzk_sim.model.compiled import compile_plan
 from cuzk_sim.model.engine import Arrivals, EngineConfig, Simulation
-from cuzk_sim.model.worker import compile_plan
 from cuzk_sim.plan import Alloc, Free, Kernel, Lock, Plan, Unlock
 from cuzk_sim.plans.circuits import CircuitShape
 

@@ -189,7 +189,7 @@ def test_streaming_in_smaller_chunks_is_a_few_grouped_lines_and_no_finding(tmp_p
         path.write_text(
             'name = "chunks"\nprofile = "h200"\non_oom = "continue"\n[hardware]\ngpus = 1\n'
             f'[engine.pce]\ncached = ["porep"]\n[plan]\n'
-            f"gpu_prover = {{ domain_log2 = 18, witness = \"dense\", msm_chunk = {chunk} }}\n"
+            f'gpu_prover = {{ domain_log2 = 18, witness = "dense", msm_chunk = {chunk} }}\n'
             '[plan.host]\nsynthesis = "0 s"\npce = false\n'
             '[[workload]]\nkind = "porep"\ncount = 2\npartitions = 1\n'
         )

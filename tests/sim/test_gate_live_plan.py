@@ -8,7 +8,8 @@ import dataclasses
 import textwrap
 from pathlib import Path
 
-import cuzk_sim.gpu.prover as prover  # no CuPy needed: the dry run is plain Python
+import cuzk_sim.gpu.flags as prover_flags  # no CuPy needed: the dry run is plain Python
+import cuzk_sim.gpu.prover as prover
 import pytest
 from typer.testing import CliRunner
 
@@ -192,7 +193,7 @@ def test_a_prover_api_change_is_an_input_error_not_a_traceback(tmp_path, monkeyp
     class FlagsWithoutPinned:  # as if the prover renamed `pinned`
         prestage: bool = False
 
-    monkeypatch.setattr(prover, "ProverFlags", FlagsWithoutPinned)
+    monkeypatch.setattr(prover_flags, "ProverFlags", FlagsWithoutPinned)
     path = scenario(tmp_path, "{ domain_log2 = 16 }")
     with pytest.raises(InputError, match=r"plan.gpu_prover: the prover's .*changed"):
         load_scenario(path)
@@ -282,10 +283,10 @@ def test_flipping_a_prover_flags_default_changes_what_the_gate_replays(monkeypat
     peak_before = simulate(before).peak_vram_bytes[0]
 
     @dataclasses.dataclass(frozen=True)
-    class Flipped(prover.ProverFlags):
+    class Flipped(prover_flags.ProverFlags):
         free_bc_early: bool = False
 
-    monkeypatch.setattr(prover, "ProverFlags", Flipped)
+    monkeypatch.setattr(prover_flags, "ProverFlags", Flipped)
     after = load_scenario(gate_file)
     plan = after.plans["porep"]
     assert plan.meta["flags"]["free_bc_early"] is False
@@ -298,10 +299,10 @@ def test_flipping_a_prover_flags_default_changes_what_the_gate_replays(monkeypat
 
 def test_a_new_prover_flag_is_a_scenario_key_without_a_schema_edit(tmp_path, monkeypatch):
     @dataclasses.dataclass(frozen=True)
-    class WithNewFlag(prover.ProverFlags):
+    class WithNewFlag(prover_flags.ProverFlags):
         scratch_bytes: int = 0  # a size flag: its key is `scratch`, a size text
 
-    monkeypatch.setattr(prover, "ProverFlags", WithNewFlag)
+    monkeypatch.setattr(prover_flags, "ProverFlags", WithNewFlag)
     table = '{ domain_log2 = 16, scratch = "3 MiB" }'
     plan = load_scenario(scenario(tmp_path, table)).plans["porep"]
     assert plan.meta["flags"]["scratch_bytes"] == 3 * MIB

@@ -60,12 +60,13 @@ def test_card_and_allocator_are_the_measured_ones():
 @pytest.mark.parametrize("log2", sorted(PARTITION_MS))
 def test_the_priced_plan_reproduces_the_measured_partition(log2):
     import cuzk_sim.gpu.prover as prover  # no CuPy needed for the dry run
+    from cuzk_sim.gpu.flags import ProverFlags
 
     from cuzk_sim.plan import Copy, Cpu, Kernel
     from cuzk_sim.plans.gpu_prover import engine_partition_plan
 
     profile = load_profile("h200")
-    flags = prover.ProverFlags(key_pinned=True)  # as the calibration runs
+    flags = ProverFlags(key_pinned=True)  # as the calibration runs
     shape = prover.PartitionShape.synthetic(log2)
     plan = engine_partition_plan(prover.dry_run_plan(shape, flags))
     seconds = 0.0

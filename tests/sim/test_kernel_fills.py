@@ -6,8 +6,9 @@ times by hand on the toy profile (every kernel `size` seconds, copies 1 B/s, syn
 the toy shape ends at 11 s). Then our prover's key_tables plan over partitions."""
 
 import pytest
-from cuzk_sim.gpu.msm import TABLE_BUILD_MSM_POINTS
-from cuzk_sim.gpu.prover import PartitionShape, ProverFlags, dry_run_plan
+from cuzk_sim.gpu.flags import ProverFlags
+from cuzk_sim.gpu.msm_tables import TABLE_BUILD_MSM_POINTS
+from cuzk_sim.gpu.prover import PartitionShape, dry_run_plan
 from sim_toys import MIB, run_plan
 
 from cuzk_sim.model.fast import FastPaths

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from cuzk_sim.cli import app
 from cuzk_sim.metrics import bottleneck, percentile
+from cuzk_sim.model.compiled import compile_plan
 from cuzk_sim.model.engine import Arrivals, EngineConfig, Simulation
-from cuzk_sim.model.worker import compile_plan
 from cuzk_sim.plan import Alloc, Copy, Cpu, Free, Kernel, Lock, Plan, Unlock
 from cuzk_sim.plans.circuits import CircuitShape
 from tests.sim.sim_toys import MIB, run_plan, toy_profile

@@ -15,13 +15,14 @@ from hypothesis import strategies as st
 from sim_toys import MIB, run_plan, toy_profile
 
 from cuzk_sim.model.allocator import ALLOCATORS, DeviceMemory
+from cuzk_sim.model.compiled import compile_plan
 from cuzk_sim.model.cores import HostCores
 from cuzk_sim.model.fast import FastPaths
 from cuzk_sim.model.gpu import Device
 from cuzk_sim.model.host import HostMemory
-from cuzk_sim.model.interpreter import Worker, run_plain
+from cuzk_sim.model.interpreter import run_plain
 from cuzk_sim.model.machine import Machine, Recorder
-from cuzk_sim.model.worker import compile_plan
+from cuzk_sim.model.runtime import Worker
 from cuzk_sim.plan import Alloc, Copy, Cpu, Free, Goto, Kernel, Label, Lock, Plan, Sync, Unlock
 from cuzk_sim.plan_analysis import analyze
 
@@ -285,8 +286,8 @@ BUNDLED = sorted(
 @pytest.mark.slow
 @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: Path(p).stem)
 def test_fast_layer_equals_the_plain_interpreter_on_every_bundled_scenario(path):
-    from cuzk_sim.recording import Timeline, simulate_recorded
-    from cuzk_sim.runner import simulate
+    from cuzk_sim.recording import Timeline
+    from cuzk_sim.runner import simulate, simulate_recorded
     from cuzk_sim.scenario import load_scenario
 
     scn = load_scenario(path)
@@ -301,8 +302,8 @@ def test_fast_layer_equals_the_plain_interpreter_on_every_bundled_scenario(path)
 def test_a_thousand_fallbacks_keep_a_bounded_number_of_ledger_copies():
     """Issue 15: 1,000 fallback allocations in one plan reached 8 GiB (each fallback event
     kept a copy of the ledger). The first FALLBACK_LEDGERS keep one, later ones `{}`."""
-    from cuzk_sim.model.interpreter import FALLBACK_LEDGERS
     from cuzk_sim.plan import Label
+    from cuzk_sim.steps.alloc import FALLBACK_LEDGERS
 
     steps = [Alloc(f"live{i}", 2 * MIB) for i in range(20)]  # 20 live buffers, 40 MiB
     for i in range(1000):  # each asks for more than the card, then falls back past itself

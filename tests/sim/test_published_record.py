@@ -208,8 +208,8 @@ def test_contention_rate_and_the_host_scaling_rule() -> None:
     # 192 cores: min(1, 192 / 128) / (0.91 + 0.09 x 5) = 1 / 1.36
     assert two.rate() == pytest.approx(1 / 1.36)
     sim = api.load(ROOT / "scenarios" / "sweeps" / "cards-porep.toml")
+    from cuzk_sim.model.compiled import compile_plan
     from cuzk_sim.model.engine import Simulation
-    from cuzk_sim.model.worker import compile_plan
 
     plans = {k: compile_plan(p, sim.profile) for k, p in sim.plans.items()}
     run = Simulation(sim.name, sim.config, plans, sim.shapes, sim.profile)

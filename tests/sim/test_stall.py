@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from cuzk_sim.expectations import check_expectations
+from cuzk_sim.model.compiled import compile_plan
 from cuzk_sim.model.engine import Arrivals, EngineConfig, Simulation
-from cuzk_sim.model.worker import compile_plan
 from cuzk_sim.plan import Kernel, Lock, Plan, Unlock
 from cuzk_sim.plans.circuits import CircuitShape
 from cuzk_sim.scenario import Expect

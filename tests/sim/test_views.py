@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from cuzk_sim.cli import app
 from cuzk_sim.plot import MARKERS, lanes_of, markers
-from cuzk_sim.recording import Buckets, Timeline, parse_window, simulate_recorded
-from cuzk_sim.runner import simulate
+from cuzk_sim.recording import Buckets, Timeline, parse_window
+from cuzk_sim.runner import simulate, simulate_recorded
 from cuzk_sim.scenario import load_scenario
 from cuzk_sim.trace import chrome_trace, step_args
 

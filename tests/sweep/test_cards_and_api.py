@@ -6,6 +6,7 @@ import pytest
 from sweep_fixtures import BASE
 
 from cuzk_sim import api
+from cuzk_sim.calibration import load_profile
 from cuzk_sim.cards import CARDS, card, pricing_note
 from cuzk_sim.input_errors import InputError
 from cuzk_sim.runner import simulate
@@ -54,12 +55,12 @@ def test_unknown_card_suggests_names():
 def test_pricing_notes_say_whose_figures():
     # the card rule (card_rule.py): another card's profile is "assumed"; the card's own
     # derived profile "derived"; the one measured on it "measured"
-    assert "assumed" in pricing_note("rtx4000ada", "rtx5070ti")
-    assert "own profile is rtx4000ada" in pricing_note("rtx4000ada", "rtx5070ti")
-    assert "derived from rtx5070ti" in pricing_note("rtx4000ada", "rtx4000ada")
-    assert "measured on this card" in pricing_note("rtx5070ti", "rtx5070ti")
-    assert "own profile is h200+cuzk" in pricing_note("h200", "rtx5070ti")
-    assert "measured on this card" in pricing_note(None, "rtx5070ti")
+    assert "assumed" in pricing_note("rtx4000ada", load_profile("rtx5070ti"))
+    assert "own profile is rtx4000ada" in pricing_note("rtx4000ada", load_profile("rtx5070ti"))
+    assert "derived from rtx5070ti" in pricing_note("rtx4000ada", load_profile("rtx4000ada"))
+    assert "measured on this card" in pricing_note("rtx5070ti", load_profile("rtx5070ti"))
+    assert "own profile is h200+cuzk" in pricing_note("h200", load_profile("rtx5070ti"))
+    assert "measured on this card" in pricing_note(None, load_profile("rtx5070ti"))
 
 
 def test_api_load_with_overrides_is_load_scenario():

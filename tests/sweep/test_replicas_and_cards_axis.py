@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from sweep_fixtures import BASE, SCENARIOS, write_spec
 
 from cuzk_sim import api
+from cuzk_sim.input_errors import InputError
 from cuzk_sim.replicas import run_replicas
 
 GiB = 2**30
@@ -33,9 +35,16 @@ base = "{BASE}"
 def test_replicas_change_the_key(tmp_path, small_spec_path):
     out = tmp_path / "o"
     plain = api.sweep(small_spec_path, out, jobs=1, plots=False)
-    jittered = api.sweep(small_spec_path, out, jobs=1, replicas=2, jitter=0.01, plots=False)
-    assert jittered.resumed == 0  # not the same work: nothing taken from the folder
+    jittered = api.sweep(
+        small_spec_path, tmp_path / "j", jobs=1, replicas=2, jitter=0.01, plots=False
+    )
+    assert jittered.resumed == 0  # not the same work
     assert {r["key"] for r in plain.rows}.isdisjoint(r["key"] for r in jittered.rows)
+    # into the plain sweep's folder it would replace every row: refused, folder kept
+    before = (out / "results.json").read_bytes()
+    with pytest.raises(InputError, match="another sweep.*replicas 1 \\(now 2\\)"):
+        api.sweep(small_spec_path, out, jobs=1, replicas=2, jitter=0.01, plots=False)
+    assert (out / "results.json").read_bytes() == before
 
 
 def test_cards_as_an_axis(tmp_path):

@@ -7,7 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from cuzk_sim.gpu.pipeline import Fault, FaultPlan, LedgerBackend, RealRun, RunSpec
+from cuzk_sim.gpu.backends import LedgerBackend
+from cuzk_sim.gpu.faults import Fault, FaultPlan
+from cuzk_sim.gpu.pipeline import RealRun
+from cuzk_sim.gpu.run_spec import RunSpec
 from typer.testing import CliRunner
 from validation_fixtures import DATA
 
@@ -147,7 +150,7 @@ def test_validate_is_resumable_and_writes_predictions_first(tmp_path, scenario_f
 
 
 def test_real_device_without_a_gpu_is_one_line_exit_2(scenario_file):
-    from cuzk_sim.gpu.pipeline import gpu_missing
+    from cuzk_sim.gpu.backends import gpu_missing
 
     if gpu_missing() is None:
         pytest.skip("a GPU is present: the real device runs")
@@ -250,7 +253,7 @@ def test_step_marks_become_spans_stats_and_log_events(scenario_file, monkeypatch
     import sys
     import types
 
-    from cuzk_sim.gpu.pipeline import PipelineDevice
+    from cuzk_sim.gpu.pipeline_device import PipelineDevice
 
     from cuzk_sim.plan import Copy, Kernel
 

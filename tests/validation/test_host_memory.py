@@ -10,9 +10,11 @@ import threading
 import numpy as np
 import py_ecc.optimized_bls12_381 as bls
 import pytest
-from cuzk_sim.gpu import hostdata, keygen, pipeline
+from cuzk_sim.gpu import backends, hostdata, keygen, partition_data, pipeline
+from cuzk_sim.gpu.backends import LedgerBackend
 from cuzk_sim.gpu.encoding import g1_from_limbs, g2_from_limbs
-from cuzk_sim.gpu.pipeline import LedgerBackend, RealRun, RunSpec
+from cuzk_sim.gpu.pipeline import RealRun
+from cuzk_sim.gpu.run_spec import RunSpec
 from typer.testing import CliRunner
 
 from cuzk_sim.calibration import load_profile
@@ -26,7 +28,7 @@ def _run(path, device="dry-run") -> RealRun:
     spec = RunSpec.from_scenario(load_scenario(path))
     backend = LedgerBackend(spec.vram, spec.context, spec.gpus)
     if device == "real":
-        backend = pipeline.CupyBackend()
+        backend = backends.CupyBackend()
     return RealRun(spec, backend)
 
 
@@ -109,9 +111,9 @@ def test_meminfo_and_status_are_read(tmp_path):
 
 def test_gpu_run_refuses_in_one_line_before_it_starts(scenario_file, monkeypatch):
     # the real device, with no GPU asked: the host check comes first and refuses
-    monkeypatch.setattr(pipeline, "gpu_missing", lambda: None)
+    monkeypatch.setattr(backends, "gpu_missing", lambda: None)
     monkeypatch.setattr(pipeline, "host_available", lambda: 3 * GIB)
-    monkeypatch.setattr(pipeline, "SYNTHETIC", hostdata.SyntheticStore(_never))
+    monkeypatch.setattr(partition_data, "SYNTHETIC", hostdata.SyntheticStore(_never))
     path = _log2(scenario_file(workers=2), 27)
     res = CliRunner().invoke(app, ["gpu-run", str(path), "--device", "real"])
     assert res.exit_code == 2, res.output
@@ -135,7 +137,7 @@ def test_dry_run_states_the_estimate_and_runs(scenario_file):
 
 def test_key_and_inputs_made_once_per_process_and_shared(scenario_file, monkeypatch):
     store = hostdata.SyntheticStore(_never, real=False)
-    monkeypatch.setattr(pipeline, "DRY_SYNTHETIC", store)
+    monkeypatch.setattr(partition_data, "DRY_SYNTHETIC", store)
     path = scenario_file(workers=3, count=4, partitions=4)  # 16 partitions, 3 workers
     run = _run(path)
     asked = []
@@ -212,10 +214,10 @@ def test_comb_table_sums_to_the_scalar_multiple(group):
 
 def test_random_limbs_are_scalars_below_2_254():
     rng = np.random.default_rng(3)
-    a = pipeline._random_limbs(rng, 1000)
+    a = partition_data._random_limbs(rng, 1000)
     assert a.shape == (1000, 8) and a.dtype == np.uint32
     assert (a[:, 7] < 1 << 30).all() and a[:, 0].std() > 2**30  # top limb masked, low random
-    assert (pipeline._random_limbs(np.random.default_rng(3), 1000) == a).all()  # seeded
+    assert (partition_data._random_limbs(np.random.default_rng(3), 1000) == a).all()  # seeded
 
 
 def test_stage_arrays_are_allocated_in_order_beside_the_caller():

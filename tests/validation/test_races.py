@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from cuzk_sim.cli import app
 from cuzk_sim.input_errors import InputError
 from cuzk_sim.validation.boundary import vram_boundary
-from cuzk_sim.validation.grid import predict, write_report
+from cuzk_sim.validation.grid import load_predictions, predict, write_report
 from cuzk_sim.validation.race import race_predictions
 from cuzk_sim.validation.spec import load_spec
 
@@ -68,11 +68,33 @@ def test_a_marked_race_runs_its_repeats_at_every_race_cap_end_to_end(tmp_path, s
     # resumed: every planned execution is there, nothing runs again
     assert runner.invoke(app, args).exit_code == 0
     assert len((out / "real.jsonl").read_text().splitlines()) == len(recs) == 51
+    # a damaged race prediction is refused on resume, naming the run (no traceback)
+    i = next(i for i, p in enumerate(pred["runs"]) if p.get("race"))
+    for damage in ({"repeats": "ten"}, {"p_oom": {"p": 1.5, "ci95": [0, 1], "replicas": 40}}):
+        bad = {**pred, "runs": [*pred["runs"]]}
+        bad["runs"][i] = {**pred["runs"][i], **damage}
+        (out / "predictions.json").write_text(json.dumps(bad))
+        with pytest.raises(InputError, match=rf"runs\[{i}\]: not a prediction"):
+            load_predictions(out / "predictions.json")
 
 
 def _rec(key: str, repeat: int, oom: bool) -> dict:
-    real = {"oom": oom, "device": "real", "first_oom_buffer": "d_x" if oom else None}
-    return {"key": key, "repeat": repeat, "real": real, "date": "2026-12-03 14:00:00 UTC"}
+    # a whole record, as run_grid writes one (grid.scan_reals drops anything less)
+    real = {
+        "oom": oom,
+        "device": "real",
+        "first_oom_buffer": "d_x" if oom else None,
+        "seconds_per_proof": None if oom else 10.0,
+        "peak_vram_bytes": {"0": 2**30},
+    }
+    return {
+        "key": key,
+        "config": key.split("@")[0],
+        "repeat": repeat,
+        "real": real,
+        "details": {},
+        "date": "2026-12-03 14:00:00 UTC",
+    }
 
 
 def test_hand_made_real_runs_are_judged_by_their_frequency(tmp_path):

@@ -1,0 +1,169 @@
+"""`cpu`: host work (synthesis, prep_msm, B_G2 MSM on the CPU).
+
+While the host's cores cannot be oversubscribed a CPU step is a time step (priced
+arithmetically, exact: the rate is always 1); under shared cores it goes through the
+processor-sharing model (model/cores.py): a `host` step waits from the worker's time; a
+helper-thread step runs as a small SimPy process whose end a later step on its stream
+waits for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import simpy
+
+from cuzk_sim.model.fast_state import FastRun, then
+from cuzk_sim.model.machine import Machine
+from cuzk_sim.model.runtime import Worker
+from cuzk_sim.result import Span
+from cuzk_sim.steps.base import Name, StepIn, StepKind, Threads, WorkSize
+
+
+@dataclass(frozen=True)
+class Cpu:
+    """Host work (synthesis, prep_msm, B_G2 MSM on the CPU); threads: cores it occupies.
+
+    stream: `host` work blocks the worker; work on any other stream runs in a helper
+    thread (cuzk's prep_msm and B_G2 threads) until a `sync` on that stream joins it."""
+
+    name: str
+    kind: str
+    size: int
+    threads: int = 1
+    stream: str = "host"
+    op: Literal["cpu"] = "cpu"
+
+
+class CpuIn(StepIn):
+    op: Literal["cpu"]
+    name: Name
+    kind: Name
+    size: WorkSize
+    threads: Threads = 1
+    stream: Name = "host"
+
+
+def price(s: Cpu, profile: Any, where: str) -> float:
+    return profile.cpu_seconds(s.kind, s.size, where)
+
+
+def cpu(m: Machine, w: Worker, s: Cpu, seconds: float, parts: Any = None) -> None:
+    """A CPU step at full speed (the host's cores cannot be oversubscribed)."""
+    if s.stream == "host":
+        start = w.t_ready
+        w.t_ready = end = start + seconds
+    else:
+        start = max(w.t_ready, w.streams.get(s.stream, 0.0))
+        w.streams[s.stream] = end = start + seconds
+    m.cores.work_s += seconds * s.threads  # host-core utilization (metrics.py)
+    if m.recorder.record:
+        m.recorder.spans.append(Span(w.name, -1, s.name, "cpu", start, end))
+
+
+def cpu_shared(
+    m: Machine, w: Worker, s: Cpu, seconds: float, without_process: bool = False
+) -> Generator[simpy.Event, object, None]:
+    """A CPU step through the processor-sharing model. A `host` step waits from the
+    worker's time; a helper-thread step runs beside it until a later step on its stream
+    joins it. without_process (a fast-layer switch): when the stream's previous work has
+    a known end, the step joins the cores at its start by a timer, without a process."""
+    env, rec = m.env, m.recorder
+    m.events += 1
+    if s.stream == "host":
+        start = w.t_ready
+        w.t_ready = yield m.cores.run(seconds, s.threads, start)
+        if rec.record:
+            rec.spans.append(Span(w.name, -1, s.name, "cpu", start, w.t_ready))
+        return
+    prev = w.streams.get(s.stream, 0.0)
+    if without_process and not isinstance(prev, simpy.Event):
+        start = max(prev, w.t_ready)
+        ev = m.cores.run(seconds, s.threads, start)
+        if rec.record:
+            name, track = s.name, w.name
+            ev.callbacks.append(
+                lambda e: rec.spans.append(Span(track, -1, name, "cpu", start, e.value))
+            )
+        w.streams[s.stream] = ev
+    else:
+        w.streams[s.stream] = env.process(_helper(m, w, s, prev, w.t_ready, seconds))
+
+
+def _helper(
+    m: Machine, w: Worker, s: Cpu, prev: float | simpy.Event, ready: float, seconds: float
+) -> Generator[simpy.Event, object, float]:
+    """After the stream's previous work and the worker's issue time, run on the shared
+    cores; returns its end time."""
+    env, cores = m.env, m.cores  # the cores of its issue (a daemon restart brings new ones)
+    if isinstance(prev, simpy.Event):
+        prev = prev.value if prev.processed else (yield prev)
+    start = max(ready, prev)
+    if start > env.now:
+        yield env.timeout(start - env.now)
+    yield cores.run(seconds, s.threads)
+    if m.recorder.record:
+        m.recorder.spans.append(Span(w.name, -1, s.name, "cpu", start, env.now))
+    return env.now
+
+
+def step_cpu(m, w, cp, pc, seconds, part):
+    s = cp.steps[pc]
+    if m.cores_shared:
+        yield from cpu_shared(m, w, s, seconds)
+    else:
+        cpu(m, w, s, seconds)
+    return pc + 1
+
+
+# --- the fast handlers ---
+
+
+def _timed(x: FastRun, pc: int) -> int:
+    cpu(x.m, x.w, x.steps[pc], x.seconds[pc])
+    return pc + 1
+
+
+def _shared(x: FastRun, pc: int) -> Any:
+    return then(cpu_shared(x.m, x.w, x.steps[pc], x.seconds[pc], x.without_process), pc + 1)
+
+
+def _timer(x: FastRun, pc: int) -> Any:
+    """A helper-thread step whose stream's previous work has a known end joins the
+    shared cores by a timer, not a SimPy process (cpu_shared's without_process, inlined)."""
+    w, s = x.w, x.steps[pc]
+    prev = w.streams.get(s.stream, 0.0)
+    if isinstance(prev, simpy.Event):
+        return _shared(x, pc)
+    x.m.events += 1
+    start = prev if prev > w.t_ready else w.t_ready
+    w.streams[s.stream] = x.m.cores.run(x.seconds[pc], s.threads, start)
+    return pc + 1
+
+
+def fast(s: Cpu, pc: int, x: FastRun) -> Any:
+    if not x.shared_cores:
+        return _timed
+    if x.inline and x.without_process and s.stream != "host":
+        return _timer
+    return _shared
+
+
+def jitter_kind(s: Cpu) -> str:
+    return f"cpu.{s.kind}"
+
+
+KIND = StepKind(
+    op="cpu",
+    step=Cpu,
+    schema=CpuIn,
+    plain=step_cpu,
+    fast=fast,
+    price=price,
+    jitter_kind=jitter_kind,
+    touches_host=lambda s: True,
+    threads=lambda s: s.threads,
+    helper_stream=lambda s: s.stream if s.stream != "host" else None,
+)

@@ -1,0 +1,98 @@
+"""The card a real-pipeline run has (gpu/pipeline.py RealRun inherits these methods): the
+pools emptied and the context measured, a ballast (raw cudaMalloc) taking what is free
+beyond the scenario's `hardware.vram - context`, a cap that shrinks mid-run (a fault), and
+the teardown that frees the ballast, reports leaks and empties the pools."""
+
+from __future__ import annotations
+
+from .backends import CupyBackend, LedgerBackend
+
+BALLAST_GRANULE = 2 << 20  # cudaMalloc's granule on the H200 (benchmarks/allocator_probe.py)
+CARD_SHORTFALL = 2 << 30  # a card this much smaller than hardware.vram - context still runs
+
+
+class CardSetup:
+    """Setup and teardown of each GPU a run uses (its records: ballast, context, start free)."""
+
+    def _devices_used(self) -> list[int]:
+        return [0] if self.spec.routing == "device0" else list(self.spec.devices)
+
+    def _prepare(self) -> None:
+        """Empty the pools, measure the context, place the ballast of each GPU used."""
+        spec, be = self.spec, self.backend
+        for g in self._devices_used():
+            if not isinstance(be, CupyBackend):
+                self.context_real[g] = spec.context
+                self.start_free[g] = be.mem_info(g)[0]
+                continue
+            be.reset(g)
+            self.threshold_before[g] = be.release_threshold(g)
+            be.set_release_threshold(g, spec.pool_release_threshold)
+            free, total = be.mem_info(g)
+            self.context_real[g] = total - free
+            want_free = spec.vram - spec.context
+            if want_free > free + CARD_SHORTFALL:
+                raise ValueError(
+                    f"hardware.vram {spec.vram} B leaves {want_free} B free; this GPU has "
+                    f"only {free} B free"
+                )
+            if want_free > free:  # the whole card, with a context larger than the model's
+                self.log(
+                    f"gpu{g}: {want_free - free} bytes fewer free than hardware.vram - "
+                    "context (the real context is larger): no ballast"
+                )
+            self.ballast[g] = []
+            # cudaMalloc takes 2 MiB granules: round the ballast down, so that at least
+            # `want_free` stays free (less than 2 MiB more; `achieved_vram_bytes` says)
+            ballast = (free - want_free) // BALLAST_GRANULE * BALLAST_GRANULE
+            if ballast > 0:
+                self.ballast[g].append(be.raw_malloc(g, ballast))
+            after = be.mem_info(g)[0]
+            self.ballast_bytes[g] = self.ballast_placed[g] = free - after
+            self.start_free[g] = after
+
+    def shrink(self, gpu: int, nbytes: int) -> None:
+        """The cap shrinks mid-run by nbytes (or what is free): an extra ballast."""
+        be = self.backend
+        if isinstance(be, LedgerBackend):
+            with be.lock:
+                mem = be.memory[gpu]
+                take = min(nbytes, mem.free)
+                mem.try_alloc("(ballast)", f"shrink{len(self.lines)}", take, "sync")
+            self.shrunk_bytes[gpu] = self.shrunk_bytes.get(gpu, 0) + take
+            self.log(f"fault: VRAM cap of gpu{gpu} shrank by {take} bytes")
+            return
+        free = be.mem_info(gpu)[0]
+        take = min(nbytes, max(free - (4 << 20), 0)) // BALLAST_GRANULE * BALLAST_GRANULE
+        if take > 0:
+            with self._stats:  # counted before it exists: no peak sample sees it as used
+                self.ballast_bytes[gpu] += take
+            try:
+                self.ballast[gpu].append(be.raw_malloc(gpu, take))
+            except Exception:
+                with self._stats:
+                    self.ballast_bytes[gpu] -= take
+                take = 0
+        self.shrunk_bytes[gpu] = self.shrunk_bytes.get(gpu, 0) + take
+        self.log(f"fault: VRAM cap of gpu{gpu} shrank by {take} bytes")
+
+    def _teardown(self) -> dict[int, int]:
+        """Free the ballasts; the bytes each GPU's pools still hand out (leaks), and empty
+        the pools so that the next run starts from the same state."""
+        leaks: dict[int, int] = {}
+        be = self.backend
+        for g in self._devices_used():
+            if isinstance(be, LedgerBackend):
+                mem = be.memory[g]
+                for owner, buf in [k for k in mem.live if k[0] == "(ballast)"]:
+                    mem.release(owner, buf)
+                leaks[g] = be.used_by_buffers(g)
+                continue
+            leaks[g] = be.used_by_buffers(g)
+            for ptr in self.ballast.get(g, []):
+                be.raw_free(g, ptr)
+            self.ballast[g] = []
+            self.ballast_bytes[g] = 0
+            be.reset(g)
+            be.set_release_threshold(g, self.threshold_before.get(g, 0))
+        return leaks
