@@ -28,6 +28,8 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from cuzk_sim.input_errors import InputError, validate_input
 from cuzk_sim.input_files import MAX_TOML_BYTES, parse_toml, path_kind, read_text
+from cuzk_sim.jitter_table import figure_rows, measured_jitter
+from cuzk_sim.model.jitter import MeasuredJitter
 from cuzk_sim.plan import CPU_KINDS, KERNEL_KINDS
 from cuzk_sim.units import (
     BandwidthText,
@@ -224,6 +226,7 @@ class _ProfileIn(_Strict):
     pce: _PceIn
     host: _HostIn = _HostIn()
     allocator: _AllocatorIn = _AllocatorIn()
+    jitter: dict | None = None  # measured timing noise (cuzk_sim/jitter_table.py)
 
 
 @dataclass(frozen=True)
@@ -335,6 +338,8 @@ class Profile:
     # preset it was derived for and the measured profile it was scaled from; None: not derived
     derived_for: str | None = None
     derived_from: str | None = None
+    # measured timing noise per step kind ([jitter], cuzk_sim/jitter_table.py); None: none
+    jitter: MeasuredJitter | None = None
 
     def driver_seconds(self, op: str, nbytes: int) -> float:
         """Host time of the cudaMalloc ("alloc") or cudaFree ("free") of a sync buffer."""
@@ -437,6 +442,11 @@ def profile_from_raw(raw: dict, source: str) -> Profile:
         vram, ctx = parse_size(p.gpu.vram), parse_size(p.gpu.context_overhead)
     except UnitError as e:  # pragma: no cover - validated above
         raise InputError(f"{source}: gpu: {e}") from None
+    jitter = measured_jitter(p.jitter, source) if p.jitter is not None else None
+    jitter_figures = tuple(
+        Figure(key, value, _basis(p.jitter.get("basis"), "x"), src)  # type: ignore[union-attr]
+        for key, value, src in figure_rows(jitter)
+    )
     return Profile(
         name=p.name,
         source=source,
@@ -466,9 +476,10 @@ def profile_from_raw(raw: dict, source: str) -> Profile:
         pin_rate=parse_bandwidth(p.host.pin_rate),
         pin_fixed=parse_duration(p.host.pin_fixed),
         prover=p.prover,
-        figures=_figures(p),
+        figures=_figures(p) + jitter_figures,
         sync_malloc=p.allocator.sync_malloc.cost() if p.allocator.sync_malloc else None,
         sync_free=p.allocator.sync_free.cost() if p.allocator.sync_free else None,
+        jitter=jitter,
     )
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cuzk_sim.input_errors import InputError
-from cuzk_sim.model.jitter import MAX_JITTER
+from cuzk_sim.model.jitter import MAX_JITTER, MeasuredJitter
 from cuzk_sim.result import SimResult
 from cuzk_sim.runner import simulate
 from cuzk_sim.scenario import Scenario
@@ -73,6 +73,8 @@ class ReplicaReport:
     warnings: list[str] = field(default_factory=list)
     profile: str | None = None  # the profile that priced the replicas
     card: str | None = None  # the hardware.card preset, if any
+    # which noise: "profile <name> [jitter] (measured)", "--jitter X% (uniform)" or "none"
+    jitter_source: str = "none"
 
     @property
     def ooms(self) -> int:
@@ -124,6 +126,7 @@ class ReplicaReport:
         return {
             "replicas": self.replicas,
             "jitter": self.jitter,
+            "jitter_source": self.jitter_source,
             "profile": self.profile,
             "card": self.card,
             "vram_total_bytes": {str(d): b for d, b in sorted(vram.items())},
@@ -147,34 +150,51 @@ class ReplicaReport:
         }
 
 
+def jitter_choice(
+    scenario: Scenario, jitter: float | None
+) -> tuple[float, MeasuredJitter | None, str]:
+    """(uniform fraction, measured jitter, what was used): an explicit `--jitter` wins;
+    without it the profile's `[jitter]` table when it has one; else none."""
+    if jitter is not None:
+        return jitter, None, f"--jitter {jitter * 100:g}% (uniform, explicit)"
+    mj = scenario.profile.jitter
+    if mj is not None:
+        return 0.0, mj, f"profile {scenario.profile.name} [jitter] (measured)"
+    return 0.0, None, f"none (profile {scenario.profile.name} has no [jitter]; give --jitter)"
+
+
 def run_replicas(
     scenario: Scenario,
     replicas: int,
-    jitter: float,
+    jitter: float | None,
     progress: Callable[[float, float], None] | None = None,
 ) -> ReplicaReport:
-    """Replicas 0..replicas-1 of `scenario` under `jitter` (a fraction: 0.05 = 5 %).
+    """Replicas 0..replicas-1 of `scenario` under `jitter` (a fraction: 0.05 = 5 %, the
+    uniform noise, an explicit choice); jitter None: the profile's measured `[jitter]`
+    when it has one, else none (`jitter_choice`; the report's `jitter_source` says which).
     progress: called with (replicas done, replicas) after each one."""
     if not 1 <= replicas <= MAX_REPLICAS:
         raise InputError(f"--replicas must be between 1 and {MAX_REPLICAS}, got {replicas}")
-    if not 0.0 <= jitter <= MAX_JITTER:
+    if jitter is not None and not 0.0 <= jitter <= MAX_JITTER:
         raise InputError(
             f"--jitter must be between 0 % and {MAX_JITTER:.0%}, got {jitter * 100:g} %"
         )
     from cuzk_sim.calibration import profile_warnings
 
+    fraction, measured, used = jitter_choice(scenario, jitter)
     results = []
     for i in range(replicas):
-        results.append(simulate(scenario, jitter=jitter, replica=i))
+        results.append(simulate(scenario, jitter=fraction, replica=i, measured=measured))
         if progress is not None:
             progress(i + 1, replicas)
     return ReplicaReport(
         replicas,
-        jitter,
+        fraction,
         results,
         profile_warnings(scenario),
         scenario.profile.name,
         scenario.spec.hardware.card,
+        used,
     )
 
 

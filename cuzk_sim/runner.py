@@ -9,7 +9,7 @@ from collections.abc import Callable
 from cuzk_sim.model.compiled import compile_plan
 from cuzk_sim.model.engine import Simulation
 from cuzk_sim.model.fast import FastPaths
-from cuzk_sim.model.jitter import Jitter
+from cuzk_sim.model.jitter import Jitter, MeasuredJitter
 from cuzk_sim.recording import Timeline
 from cuzk_sim.result import SimResult
 from cuzk_sim.scenario import Scenario
@@ -23,13 +23,16 @@ def simulate(
     jitter: float = 0.0,
     replica: int = 0,
     fast: FastPaths | None = None,
+    measured: MeasuredJitter | None = None,
 ) -> SimResult:
     """record: keep the timeline (spans, VRAM samples) for --trace and --plot — it changes
     no number; progress: called with (done, total) now and then (see Simulation.run).
     jitter: a fraction (0.05 = 5 %) by which every kernel, copy, CPU and arrival duration
     is perturbed (model/jitter.py); replica: which seeded noise stream (replica 0 without
     jitter is the plain deterministic run). fast: which speed-ups the model may use
-    (model/fast.py; default all, `FastPaths.none()` runs the plain interpreter)."""
+    (model/fast.py; default all, `FastPaths.none()` runs the plain interpreter).
+    measured: a profile's fitted jitter (model/jitter.py MeasuredJitter), sampled instead
+    of the uniform `jitter` (which must then be 0)."""
     fast = fast or FastPaths()
     plans = {
         k: compile_plan(p, scenario.profile, merge=fast.merge_kernels)
@@ -42,7 +45,7 @@ def simulate(
         scenario.shapes,
         scenario.profile,
         record,
-        jitter=Jitter(jitter, scenario.config.seed, replica),
+        jitter=Jitter(jitter, scenario.config.seed, replica, measured),
         fast=fast,
     )
     return sim.run(progress)
@@ -55,11 +58,12 @@ def simulate_recorded(
     *,
     jitter: float = 0.0,
     replica: int = 0,
+    measured: MeasuredJitter | None = None,
 ) -> SimResult:
     """Run a scenario on the fast path with a Timeline; inside the timeline's detail
     window (and up to its span budget) the model records every step as a full recording
-    does (every span). jitter, replica: as `simulate`."""
-    noise = Jitter(jitter, scenario.config.seed, replica)
+    does (every span). jitter, replica, measured: as `simulate`."""
+    noise = Jitter(jitter, scenario.config.seed, replica, measured)
     # merged kernel runs keep their kernels (a span each in the detail window, a jitter
     # factor each), so one compiled set serves inside and outside the window and a
     # recording changes no number (model/compiled.py)

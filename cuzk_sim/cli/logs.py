@@ -199,6 +199,13 @@ def calibrate(
             gpu_model=gpu_model,
             vram=vram,
         )
+        from cuzk_sim.logs.jitter_fit import jitter_table
+
+        jitter = jitter_table(list(paths), names)  # measured noise per step kind
+        if jitter is not None:
+            doc["jitter"] = jitter
+        else:
+            doc.pop("jitter", None)  # the base's noise is not this log's
         text = dumps(
             doc,
             header=f"Profile calibrated by cuzk-sim calibrate from {', '.join(names)}"
@@ -241,6 +248,12 @@ def calibrate(
         console.print(f"no figure fitted ({why})")
     for n in notes:
         console.print(f"note: {n}")
+    if jitter is not None:
+        from cuzk_sim.jitter_table import describe, measured_jitter
+
+        console.print(f"[jitter]: {describe(measured_jitter(jitter, str(output)))}")
+    else:
+        console.print("[jitter]: none (no CUZK_SIM_STEP lines timed twice in one run)")
     console.print("every other figure: kept from the base (its `source` says so)")
 
 

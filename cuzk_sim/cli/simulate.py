@@ -103,15 +103,16 @@ def run(
         int | None,
         typer.Option(
             "--replicas",
-            help="Run R replicas under --jitter; print the OOM probability, the buffers "
-            "that failed and s/proof percentiles.",
+            help="Run R replicas under the profile's measured [jitter] (or --jitter); "
+            "print the OOM probability, the buffers that failed and s/proof percentiles.",
         ),
     ] = None,
     jitter: Annotated[
         str | None,
         typer.Option(
             "--jitter",
-            help="Timing noise on every kernel, copy, CPU and arrival duration, e.g. 5%.",
+            help="Uniform timing noise on every kernel, copy, CPU and arrival duration, "
+            "e.g. 5%: overrides the profile's measured [jitter].",
         ),
     ] = None,
     log: Annotated[
@@ -217,7 +218,8 @@ def _run_replicas(
     from cuzk_sim.scenario import load_scenario
 
     try:
-        fraction = parse_fraction(jitter) if jitter is not None else 0.0
+        # None: the profile's measured [jitter] if it has one (replicas.jitter_choice)
+        fraction = parse_fraction(jitter) if jitter is not None else None
         if replicas is not None and (trace or plot):
             raise InputError(
                 "--trace/--plot record one run: drop --replicas (with --jitter alone, "
@@ -236,9 +238,9 @@ def _run_replicas(
                 from cuzk_sim.recording import Timeline
                 from cuzk_sim.runner import simulate_recorded
 
-                result = simulate_recorded(scn, Timeline(), jitter=fraction)
+                result = simulate_recorded(scn, Timeline(), jitter=fraction or 0.0)
             else:
-                result = simulate(scn, jitter=fraction)
+                result = simulate(scn, jitter=fraction or 0.0)
             describe(result, scn)
             report = None
         else:
@@ -289,7 +291,7 @@ def _print_replicas(name: str, report) -> None:
 
     console = Console()
     console.print(
-        f"{escape(name)}: {report.replicas} replicas, jitter {report.jitter * 100:g} %",
+        f"{escape(name)}: {report.replicas} replicas, jitter: {escape(report.jitter_source)}",
         highlight=False,
     )
     if report.results:  # the VRAM and the profile the replicas ran with

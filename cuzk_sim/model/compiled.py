@@ -23,8 +23,6 @@ from cuzk_sim.plan_analysis import PlanAnalysis
 from cuzk_sim.steps.kernel import Parts
 from cuzk_sim.steps.registry import KINDS
 
-JITTERED_OPS = tuple(op for op, k in KINDS.items() if k.jittered)  # timing jitter perturbs
-
 
 @dataclass(frozen=True)
 class CompiledPlan:
@@ -43,6 +41,9 @@ class CompiledPlan:
     # per step: host seconds of the driver call of a `sync` device buffer's alloc (its
     # cudaMalloc) or free (its cudaFree, paid once the device is idle); None: all zero
     driver_s: tuple[float, ...] | None = None
+    # per step: the kind measured jitter looks its noise up by (its step kind's
+    # `jitter_kind`; "kernel" for a merged run); None: jitter leaves it alone
+    jitter_kinds: tuple[str | None, ...] = ()
 
 
 def compile_plan(plan: Plan, profile: Profile, merge: bool = True) -> CompiledPlan:
@@ -58,6 +59,7 @@ def compile_plan(plan: Plan, profile: Profile, merge: bool = True) -> CompiledPl
     touching: list[bool] = []
     labels: dict[str, int] = {}
     driver: list[float] = []
+    noise: list[str | None] = []
     sync_bytes: dict[str, int] = {}  # live sync buffers (a free is priced by their size)
     for i, s in enumerate(plan.steps):
         kind = KINDS[s.op]
@@ -73,12 +75,14 @@ def compile_plan(plan: Plan, profile: Profile, merge: bool = True) -> CompiledPl
             parts[-1] = (*(parts[-1] or ((prev.name, seconds[-1]),)), (s.name, t))
             seconds[-1] += t
             steps[-1] = dataclasses.replace(prev, name=f"{prev.name}+{s.name}")
+            noise[-1] = "kernel"  # its parts' pooled kind (profile [jitter.kind.kernel])
             continue
         steps.append(s)
         seconds.append(t)
         parts.append(None)
         touching.append(facts.host_touching[i])
         driver.append(call)
+        noise.append(kind.jitter_kind(s))
     for s in steps:
         target = KINDS[s.op].jump(s)
         if target is not None and target not in labels:
@@ -93,6 +97,7 @@ def compile_plan(plan: Plan, profile: Profile, merge: bool = True) -> CompiledPl
         tuple(parts),
         facts,
         tuple(driver) if any(driver) else None,
+        tuple(noise),
     )
 
 
@@ -102,12 +107,13 @@ def durations(cp: CompiledPlan, jitter: Jitter) -> tuple[float, ...]:
     if not jitter:
         return cp.seconds
     scale = jitter.scale
+    jitter.partition()  # one execution: measured jitter's per-partition factors
     out = []
-    for s, t, run in zip(cp.steps, cp.seconds, cp.parts, strict=True):
-        if run is not None:
-            out.append(sum(scale(p) for _, p in run))
-        elif s.op in JITTERED_OPS:
-            out.append(scale(t))
+    for t, run, kind in zip(cp.seconds, cp.parts, cp.jitter_kinds, strict=True):
+        if run is not None:  # a merged kernel run: each kernel its own factor
+            out.append(sum(scale(p, kind) for _, p in run))
+        elif kind is not None:
+            out.append(scale(t, kind))
         else:
             out.append(t)
     return tuple(out)

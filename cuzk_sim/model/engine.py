@@ -209,7 +209,7 @@ class Simulation:
         ctx, env = self.ctx, self.env
         counters = ctx.counters
         if a.start_s:
-            yield env.timeout(self.jitter.scale(a.start_s))
+            yield env.timeout(self.jitter.scale(a.start_s, "start"))
         shape = self.shapes[a.kind]
         for i in itertools.count():
             if a.count is not None and i >= a.count:
@@ -222,7 +222,7 @@ class Simulation:
             if a.every_s:
                 gap = self.rng.expovariate(1 / a.every_s) if a.poisson else a.every_s
                 self.machine.events += 1
-                yield env.timeout(self.jitter.scale(gap))
+                yield env.timeout(self.jitter.scale(gap, "arrival"))
         ctx.arrivals_open -= 1
         ctx.maybe_finish()
 

@@ -73,7 +73,7 @@ def synthesize_partition(ctx: RunContext, proof: Proof, p: int) -> Generator:
     counters.ram_wait_s += env.now - asked
     seconds = partition_seconds(ctx, proof)
     t0 = env.now
-    yield from ctx.host_side.synthesize(proof.kind, ctx.jitter.scale(seconds))
+    yield from ctx.host_side.synthesize(proof.kind, ctx.jitter.scale(seconds, "cpu.synthesis"))
     m.events += 2
     counters.synth_busy_s += env.now - t0
     if _recording(ctx):
@@ -104,7 +104,7 @@ def synthesize(ctx: RunContext, index: int) -> Generator:
         for _ in range(rounds):  # each round: its partitions side by side
             now_parts = min(left, cfg.max_parallel_synthesis)
             left -= now_parts
-            scaled = ctx.jitter.scale(seconds)
+            scaled = ctx.jitter.scale(seconds, "cpu.synthesis")
             yield from ctx.host_side.synthesize(proof.kind, scaled, now_parts)
         m.events += 4
         counters.synth_busy_s += env.now - t0  # metrics.py: synthesizer busy time

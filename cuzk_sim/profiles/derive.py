@@ -156,6 +156,13 @@ def derive_raw(base_raw: dict[str, Any], base: Card, target: Card, name: str) ->
     raw["pce"] = _kept(raw["pce"], base_name)
     if "host" in raw:
         raw["host"] = _kept(raw["host"], base_name)
+    if "jitter" in raw:  # relative spreads: the prover's and the host's, measured on the base
+        jitter = raw["jitter"]
+        jitter["source"] = (
+            f"kept from {base_name} (relative spreads measured on {base.model}; assumed "
+            f"the same on this card): {jitter.get('source', '')}"
+        )
+        jitter["basis"] = "assumed"
     raw["provenance"] = (
         f"Derived for the {target.model} from profile {base_name} (measured on "
         f"{base.model}) by the card scaling rules of cuzk_sim/profiles/derive.py: "

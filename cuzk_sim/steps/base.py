@@ -94,7 +94,9 @@ class StepKind:
     fast: FastChooser | None = None  # None: the fast layer runs the plain handler
     # pricing: the step's seconds by the calibration profile (before jitter)
     price: Callable[[Any, Any, str], float] = _no_time
-    jittered: bool = False  # timing jitter perturbs its duration
+    # the kind measured jitter looks its noise up by (model/jitter.py MeasuredJitter:
+    # `kernel.ntt`, `copy.pinned`, ...); None: timing jitter leaves its duration alone
+    jitter_kind: Callable[[Any], str | None] = _none
     # (step, profile, live sync buffers' bytes) -> host seconds of its driver call
     # (cudaMalloc / cudaFree of a `sync` device buffer), paid before it acts
     driver: Callable[[Any, Any, dict[str, int]], float] = _no_driver

@@ -119,6 +119,12 @@ def fast(s: Copy, pc: int, x: FastRun) -> Any:
     return _timed
 
 
+def jitter_kind(s: Copy) -> str:
+    if s.direction != "HtoD":
+        return "copy.dtoh"
+    return "copy.pinned" if s.pinned else "copy.pageable"
+
+
 KIND = StepKind(
     op="copy",
     step=Copy,
@@ -126,7 +132,7 @@ KIND = StepKind(
     plain=step_copy,
     fast=fast,
     price=price,
-    jittered=True,
+    jitter_kind=jitter_kind,
     fills=lambda s: s.fills,
     touches_host=lambda s: s.stream != "compute",
 )

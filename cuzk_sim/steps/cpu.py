@@ -151,6 +151,10 @@ def fast(s: Cpu, pc: int, x: FastRun) -> Any:
     return _shared
 
 
+def jitter_kind(s: Cpu) -> str:
+    return f"cpu.{s.kind}"
+
+
 KIND = StepKind(
     op="cpu",
     step=Cpu,
@@ -158,7 +162,7 @@ KIND = StepKind(
     plain=step_cpu,
     fast=fast,
     price=price,
-    jittered=True,
+    jitter_kind=jitter_kind,
     touches_host=lambda s: True,
     threads=lambda s: s.threads,
     helper_stream=lambda s: s.stream if s.stream != "host" else None,

@@ -177,6 +177,10 @@ def fast(s: Kernel, pc: int, x: FastRun) -> Any:
     return _timed
 
 
+def jitter_kind(s: Kernel) -> str:
+    return f"kernel.{s.kind}"
+
+
 KIND = StepKind(
     op="kernel",
     step=Kernel,
@@ -184,7 +188,7 @@ KIND = StepKind(
     plain=step_kernel,
     fast=fast,
     price=price,
-    jittered=True,
+    jitter_kind=jitter_kind,
     fills=lambda s: s.fills,
     touches_host=lambda s: s.stream != "compute",
     merges_with=lambda prev, s: (

@@ -65,8 +65,11 @@ def partitions_of(scn: Scenario) -> int:
 
 
 def predict(spec: ValidationSpec) -> dict[str, Any]:
-    """Every configuration's boundary and the model's result at each of its caps."""
-    configs, runs = [], []
+    """Every configuration's boundary and the model's result at each of its caps; for a
+    racing configuration (validation/race.py) its race caps with the model's P(OOM)."""
+    from cuzk_sim.validation.race import race_predictions
+
+    configs, runs, races = [], [], []
     for c in spec.configs:
         b = vram_boundary(c.scenario, spec.tolerance)
         caps = caps_around(b, c.caps, c.generous, c.scenario.config.context_overhead)
@@ -93,6 +96,9 @@ def predict(spec: ValidationSpec) -> dict[str, Any]:
                     "model": result.to_dict(log_lines=0),
                 }
             )
+        decision, race_runs = race_predictions(spec, c, b, parts)
+        races.append(decision)
+        runs.extend(race_runs)
     return {
         "spec": spec.name,
         "source": spec.source,
@@ -101,6 +107,7 @@ def predict(spec: ValidationSpec) -> dict[str, Any]:
         "profile": spec.configs[0].scenario.profile.source if spec.configs else None,
         "configs": configs,
         "runs": runs,
+        "races": races,
     }
 
 
@@ -176,6 +183,26 @@ def scan_reals(path: Path) -> tuple[list[dict], int, int]:
     return out, damaged, dup
 
 
+def _race_ok(run: dict) -> bool:
+    """A race run (validation/race.py) also holds its planned repeats and the model's
+    P(OOM) with its interval; any other run holds no `race` key, or `race` false."""
+    if not run.get("race"):
+        return run.get("race", False) is False
+    p_oom = run.get("p_oom")
+    if not isinstance(p_oom, dict) or not _count(run.get("repeats")):
+        return False
+    p, ci, n = p_oom.get("p"), p_oom.get("ci95"), p_oom.get("replicas")
+    return (
+        isinstance(p, int | float)
+        and not isinstance(p, bool)
+        and 0 <= p <= 1
+        and isinstance(ci, list)
+        and len(ci) == 2
+        and all(isinstance(x, int | float) and not isinstance(x, bool) for x in ci)
+        and _count(n)
+    )
+
+
 def load_predictions(path: Path) -> dict:
     """predictions.json, checked to be predictions (InputError naming what is wrong)."""
     from cuzk_sim.input_files import load_json
@@ -191,11 +218,16 @@ def load_predictions(path: Path) -> dict:
             isinstance(run.get(k), t) for k, t in _RUN_FIELDS.items()
         )
         ok = ok and _count(run.get("vram")) and _count(run.get("partitions"))
-        if not ok or not _result_ok(run["model"]):
+        if not ok or not _result_ok(run["model"]) or not _race_ok(run):
             raise InputError(f"{path}: runs[{i}]: not a prediction (damaged?)")
     for key in ("date", "source", "commit"):
         if not isinstance(doc.get(key), str):
             raise InputError(f"{path}: {key}: missing or not text (damaged?)")
+    races = doc.get("races", [])
+    if not isinstance(races, list) or not all(
+        isinstance(d, dict) and isinstance(d.get("config"), str) for d in races
+    ):
+        raise InputError(f"{path}: races: not a list of race decisions (damaged?)")
     return doc
 
 
@@ -305,9 +337,11 @@ def run_grid(
             # is one where both OOM at different buffers (is the real first buffer
             # stable?) and one where both fit with peaks more than 2 % apart (is the real
             # peak stable?)
-            for repeat in range(spec.repeats + 1):
+            # a race run (validation/race.py) runs its planned repeats, whatever they give
+            planned = int(p["repeats"]) if p.get("race") else spec.repeats + 1
+            for repeat in range(planned):
                 model = judged.get(p["key"]) or p["model"]
-                if repeat and not _disagrees(model, first_real[p["key"]]):
+                if repeat and not p.get("race") and not _disagrees(model, first_real[p["key"]]):
                     break
                 if (p["key"], repeat) in verdict:
                     continue
@@ -338,7 +372,13 @@ def run_grid(
                     judged[p["key"]] = at_achieved
                     first_real[p["key"]] = real
                 say(
-                    f"{p['key']}#{repeat}: model {'OOM' if p['model']['oom'] else 'fits'}, "
+                    f"{p['key']}#{repeat}: model "
+                    + (
+                        f"P(OOM) {p['p_oom']['p']:.2f}"
+                        if p.get("race")
+                        else ("OOM" if p["model"]["oom"] else "fits")
+                    )
+                    + ", "
                     f"{real.get('device') or 'real'} {'OOM' if real['oom'] else 'fits'} "
                     f"({real['first_oom_buffer'] or '-'}), {rec['wall_s']:.1f} s"
                 )
@@ -358,9 +398,15 @@ def _disagrees(model: dict, real: dict) -> bool:
 
 
 def write_report(out: Path, predictions: dict) -> tuple[list, dict]:
+    from cuzk_sim.validation.race import race_markdown, race_plot, race_rows
+
     reals = read_reals(out / "real.jsonl")
-    rows = compare_runs(predictions["runs"], reals)
+    rows = compare_runs([p for p in predictions["runs"] if not p.get("race")], reals)
     summary = summarize(rows)
+    races = race_rows(predictions, reals)
+    summary["races"] = races
+    if any(r["device"] != "dry-run" for r in races):  # a dry run's outcomes are fixed
+        summary["criteria"]["race_within_15pct"] = all(r["within"] for r in races if r["counted"])
     dates = sorted(r["date"] for r in reals)
     runs = "dry runs (no GPU)" if summary["device"] == "dry-run" else f"{summary['device']} runs"
     header = (
@@ -373,11 +419,17 @@ def write_report(out: Path, predictions: dict) -> tuple[list, dict]:
             f"**Re-priced after the runs** ({predictions['repriced_after_runs']}): these "
             "are not the predictions registered before the runs.\n"
         )
+    text = report_markdown(rows, summary, header)
+    if predictions.get("races"):
+        text += race_markdown(races, predictions["races"])
+        if races:
+            race_plot(races, out / "race.png")
+            text += "\n![model P(OOM) against the real OOM frequency](race.png)\n"
     from cuzk_sim.outputs import write_all
 
     write_all(  # both or neither
         {
-            out / "report.md": report_markdown(rows, summary, header).encode(),
+            out / "report.md": text.encode(),
             out / "summary.json": json.dumps(
                 {"summary": summary, "rows": rows_as_dicts(rows)}, indent=1
             ).encode(),

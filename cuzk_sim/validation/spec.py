@@ -13,7 +13,15 @@ name = "w2-async"
 set = { "engine.gpus.gpu_workers_per_device" = 2, "plan.gpu_prover.allocator" = "async" }
 kinds = { snapdeals = { domain_log2 = 16 } }   # optional: another shape for one kind
 caps = [-3, 3]                                 # optional: this configuration's caps
+race = true                                    # optional: run its race caps (below)
 ```
+
+Races (docs/validation.md, "Races"): a configuration whose model P(OOM), over
+`race_scan` replicas under the profile's measured jitter, lies strictly between 0 and 1
+at any of `race_caps` (percents around the boundary, within +-5 %), or that says
+`race = true`, also runs at each race cap `race_repeats` times (>= 10, at >= 5 caps);
+the model's P(OOM) there comes from `race_replicas` replicas. Spec keys `race_caps`,
+`race_repeats`, `race_replicas`, `race_scan` set these (defaults below).
 
 `set` keys are dotted paths into the base scenario (any key a scenario has). `kinds`
 gives a kind its own `[plan] gpu_prover` (merged over the base's), so one workload can
@@ -36,6 +44,9 @@ from cuzk_sim.overrides import apply_overrides
 from cuzk_sim.scenario import Scenario, scenario_from_dict
 
 DEFAULT_CAPS = (-10.0, -3.0, -1.0, 1.0, 3.0, 10.0)
+RACE_CAPS = (-5.0, -2.5, -1.0, 0.0, 1.0, 2.5, 5.0)
+MIN_RACE_REPEATS = 10
+MIN_RACE_CAPS = 5
 CAP_RANGE = (-90.0, 1000.0)  # percent around the boundary: a card of 10 % .. 11x of it
 MAX_CAPS = 32  # caps per configuration (each is a real run, repeats extra)
 MAX_CONFIGS = 256
@@ -63,6 +74,7 @@ class ConfigIn(_Strict):
     kinds: dict[str, dict[str, Any]] = Field({}, max_length=16)
     caps: list[float] | None = None
     generous: bool | None = None
+    race: bool = False
 
     _caps = field_validator("caps")(_check_caps)
 
@@ -75,9 +87,22 @@ class SpecIn(_Strict):
     generous: bool = True
     tolerance: float = Field(0.001, gt=0, lt=0.5)
     repeats: int = Field(2, ge=0, le=10)
+    race_caps: list[float] = Field(list(RACE_CAPS), max_length=MAX_CAPS)
+    race_repeats: int = Field(MIN_RACE_REPEATS, ge=MIN_RACE_REPEATS, le=1000)
+    race_replicas: int = Field(200, ge=10, le=10_000)
+    race_scan: int = Field(20, ge=2, le=10_000)
     config: list[ConfigIn] = Field(min_length=1, max_length=MAX_CONFIGS)
 
     _caps = field_validator("caps")(_check_caps)
+
+    @field_validator("race_caps")
+    @classmethod
+    def _race_caps(cls, v: list[float]) -> list[float]:
+        if len(set(v)) < MIN_RACE_CAPS:
+            raise ValueError(f"at least {MIN_RACE_CAPS} distinct race caps")
+        if any(not -5 <= c <= 5 for c in v):
+            raise ValueError("race cap percents must lie in [-5, 5] (around the boundary)")
+        return sorted(set(v))
 
 
 @dataclass(frozen=True)
@@ -88,6 +113,7 @@ class Configuration:
     scenario: Scenario
     caps: tuple[float, ...]
     generous: bool
+    race: bool = False  # marked racing by the spec (race caps run whatever the model says)
 
 
 @dataclass(frozen=True)
@@ -97,6 +123,10 @@ class ValidationSpec:
     tolerance: float
     repeats: int
     configs: tuple[Configuration, ...]
+    race_caps: tuple[float, ...] = RACE_CAPS
+    race_repeats: int = MIN_RACE_REPEATS
+    race_replicas: int = 200
+    race_scan: int = 20
 
 
 def build_scenario(base_raw: dict, base_dir: Path, cfg: ConfigIn, where: str) -> Scenario:
@@ -150,5 +180,15 @@ def load_spec(path: str | Path, profile: str | None = None) -> ValidationSpec:
         scn = build_scenario(base_raw, base_path.parent, c, where)
         caps = tuple(c.caps if c.caps is not None else spec.caps)
         generous = spec.generous if c.generous is None else c.generous
-        configs.append(Configuration(c.name, scn, caps, generous))
-    return ValidationSpec(spec.name, source, spec.tolerance, spec.repeats, tuple(configs))
+        configs.append(Configuration(c.name, scn, caps, generous, c.race))
+    return ValidationSpec(
+        spec.name,
+        source,
+        spec.tolerance,
+        spec.repeats,
+        tuple(configs),
+        tuple(spec.race_caps),
+        spec.race_repeats,
+        spec.race_replicas,
+        spec.race_scan,
+    )

@@ -1,0 +1,182 @@
+"""Race validation (validation/race.py): racing configurations run >= 10 repeats at >= 5
+caps, and the report sets the real OOM frequency (Wilson interval) against the model's
+P(OOM)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from cuzk_sim.cli import app
+from cuzk_sim.input_errors import InputError
+from cuzk_sim.validation.boundary import vram_boundary
+from cuzk_sim.validation.grid import load_predictions, predict, write_report
+from cuzk_sim.validation.race import race_predictions
+from cuzk_sim.validation.spec import load_spec
+
+runner = CliRunner()
+
+SPEC = """name = "t"
+base = "s.toml"
+caps = [1]
+generous = false
+repeats = 0
+race_replicas = 40
+{extra}
+[[config]]
+name = "w2-nomutex"
+set = {{ "variant.mutex_scope" = "none" }}
+race = true
+"""
+
+
+def _spec(tmp_path, scenario_file, extra: str = "race_caps = [-2, -1, 0, 1, 2]"):
+    scenario_file(count=2, partitions=2)
+    (tmp_path / "spec.toml").write_text(SPEC.format(extra=extra))
+    return tmp_path / "spec.toml"
+
+
+def test_a_marked_race_runs_its_repeats_at_every_race_cap_end_to_end(tmp_path, scenario_file):
+    spec = _spec(tmp_path, scenario_file)
+    out = tmp_path / "out"
+    args = ["validate", str(spec), "--out", str(out), "--device", "dry-run"]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output  # dry runs: no race criterion to miss
+    assert "w2-nomutex@race-2%#9: model P(OOM) " in r.output  # the tenth repeat ran
+    pred = json.loads((out / "predictions.json").read_text())
+    race = [p for p in pred["runs"] if p.get("race")]
+    assert [p["cap"] for p in race] == ["race-2%", "race-1%", "race+0%", "race+1%", "race+2%"]
+    for p in race:  # the model's probability, written before any run
+        assert p["p_oom"]["replicas"] == 40 and 0 <= p["p_oom"]["p"] <= 1
+    assert pred["races"][0]["racing"] and "race = true" in pred["races"][0]["why"]
+    recs = [json.loads(x) for x in (out / "real.jsonl").read_text().splitlines()]
+    per_key = {}
+    for rec in recs:
+        per_key.setdefault(rec["key"], []).append(rec["repeat"])
+    for p in race:
+        assert sorted(per_key[p["key"]]) == list(range(10))  # 10 repeats, none skipped
+    assert per_key["w2-nomutex@+1%"] == [0]  # the ordinary cap: repeated only on a miss
+    report = (out / "report.md").read_text()
+    assert "## Races" in report and "race.png" in report
+    assert sum(line.startswith("| w2-nomutex@race") for line in report.splitlines()) == 5
+    assert (out / "race.png").stat().st_size > 1000
+    summary = json.loads((out / "summary.json").read_text())["summary"]
+    assert len(summary["races"]) == 5
+    assert "race_within_15pct" not in summary["criteria"]  # a dry run's outcomes are fixed
+    # resumed: every planned execution is there, nothing runs again
+    assert runner.invoke(app, args).exit_code == 0
+    assert len((out / "real.jsonl").read_text().splitlines()) == len(recs) == 51
+    # a damaged race prediction is refused on resume, naming the run (no traceback)
+    i = next(i for i, p in enumerate(pred["runs"]) if p.get("race"))
+    for damage in ({"repeats": "ten"}, {"p_oom": {"p": 1.5, "ci95": [0, 1], "replicas": 40}}):
+        bad = {**pred, "runs": [*pred["runs"]]}
+        bad["runs"][i] = {**pred["runs"][i], **damage}
+        (out / "predictions.json").write_text(json.dumps(bad))
+        with pytest.raises(InputError, match=rf"runs\[{i}\]: not a prediction"):
+            load_predictions(out / "predictions.json")
+
+
+def _rec(key: str, repeat: int, oom: bool) -> dict:
+    # a whole record, as run_grid writes one (grid.scan_reals drops anything less)
+    real = {
+        "oom": oom,
+        "device": "real",
+        "first_oom_buffer": "d_x" if oom else None,
+        "seconds_per_proof": None if oom else 10.0,
+        "peak_vram_bytes": {"0": 2**30},
+    }
+    return {
+        "key": key,
+        "config": key.split("@")[0],
+        "repeat": repeat,
+        "real": real,
+        "details": {},
+        "date": "2026-12-03 14:00:00 UTC",
+    }
+
+
+def test_hand_made_real_runs_are_judged_by_their_frequency(tmp_path):
+    def race_run(cap: str, p: float) -> dict:
+        return {
+            "key": f"c@{cap}",
+            "config": "c",
+            "cap": cap,
+            "vram": 2**30,
+            "partitions": 4,
+            "race": True,
+            "repeats": 10,
+            "model": {},
+            "p_oom": {"p": p, "ci95": [p, p], "replicas": 100, "ooms": int(100 * p)},
+        }
+
+    predictions = {
+        "source": "s",
+        "date": "d",
+        "commit": "c",
+        "runs": [race_run("race-1%", 0.5), race_run("race+0%", 0.35), race_run("race+1%", 0.0)],
+        "races": [{"config": "c", "racing": True, "why": "hand", "jitter_source": "j"}],
+    }
+    recs = [_rec("c@race-1%", i, i < 3) for i in range(10)]  # 3 of 10 against 0.5
+    recs += [_rec("c@race+0%", i, i < 3) for i in range(10)]  # 3 of 10 against 0.35
+    recs += [_rec("c@race+1%", i, False) for i in range(5)]  # 5 runs: too few to count
+    (tmp_path / "real.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    _, summary = write_report(tmp_path, predictions)
+    rows = {r["cap"]: r for r in summary["races"]}
+    # Wilson 95 % for 3 of 10 by hand: centre (0.3 + 1.9208/10) / 1.38415 = 0.35550,
+    # half 1.41600 * sqrt(0.021 + 0.0096037) = 0.24771 -> 0.1078 .. 0.6032
+    assert rows["race-1%"]["real_ci95"] == pytest.approx([0.1078, 0.6032], abs=1e-3)
+    assert rows["race-1%"]["error"] == pytest.approx(0.2)
+    assert not rows["race-1%"]["within"]  # |0.5 - 0.3| > 0.15
+    assert rows["race+0%"]["within"]  # |0.35 - 0.3| <= 0.15
+    assert not rows["race+1%"]["counted"]  # 5 repeats < 10
+    assert summary["criteria"]["race_within_15pct"] is False
+    report = (tmp_path / "report.md").read_text()
+    assert (
+        "| c@race-1% | 1024.0 | 0.50 (0.50-0.50) | 3 of 10 | 0.30 (0.11-0.60) | +0.20 | **no** |"
+        in report
+    )
+    assert "race caps within 0.15: 1 / 2" in report
+    assert (tmp_path / "race.png").exists()
+
+
+def test_the_bundled_grid_finds_its_races_and_leaves_safe_configs_alone():
+    spec = load_spec("scenarios/validation/h200-grid.toml")
+    by = {c.name: c for c in spec.configs}
+    for name, racing in (("w2-nomutex-18", True), ("w1-caching-18", False)):
+        c = by[name]
+        b = vram_boundary(c.scenario, spec.tolerance)
+        decision, runs = race_predictions(spec, c, b, 40)
+        assert decision["racing"] is racing, decision
+        assert len(runs) == (len(spec.race_caps) if racing else 0)
+        assert all(r["repeats"] >= 10 for r in runs)
+    assert len(spec.race_caps) >= 5
+    assert sum(c.race for c in spec.configs) >= 2  # the spec marks its racing configurations
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        ("race_repeats = 5", "race_repeats"),
+        ("race_caps = [-1, 0, 1, 2]", "race_caps"),
+        ("race_caps = [-8, -1, 0, 1, 2]", "race_caps"),
+    ],
+)
+def test_a_race_spec_below_the_minimum_is_refused_naming_the_key(
+    tmp_path, scenario_file, extra, needle
+):
+    spec = _spec(tmp_path, scenario_file, extra)
+    with pytest.raises(InputError) as e:
+        load_spec(spec)
+    assert needle in str(e.value)
+
+
+def test_predict_writes_no_race_runs_for_a_config_that_cannot_race(tmp_path, scenario_file):
+    scenario_file(workers=1, count=1, partitions=1)
+    (tmp_path / "spec.toml").write_text(
+        'name = "t"\nbase = "s.toml"\ncaps = [1]\n[[config]]\nname = "w1"\n'
+    )
+    pred = predict(load_spec(tmp_path / "spec.toml"))
+    assert not any(p.get("race") for p in pred["runs"])
+    assert pred["races"][0]["racing"] is False
