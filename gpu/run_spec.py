@@ -79,6 +79,8 @@ class RunSpec:
     duration_s: float | None
     arrivals: tuple[Arrival, ...]
     work: dict[str, KindWork]
+    restarts_s: tuple[float, ...] = ()  # daemon restarts (gpu/dispatch.py)
+    lost: tuple[tuple[float, int], ...] = ()  # (time, GPU) of each lost GPU
 
     @classmethod
     def from_scenario(cls, scn: Any) -> RunSpec:
@@ -120,4 +122,6 @@ class RunSpec:
             duration_s=cfg.duration_s,
             arrivals=tuple(arrivals),
             work=work,
+            restarts_s=tuple(cfg.restarts_s),
+            lost=tuple(cfg.devices_lost_s),
         )
