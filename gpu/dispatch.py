@@ -9,9 +9,14 @@ time and the proofs' submit and done times stay on the scenario's clock. Once ev
 arrival is issued and nothing is outstanding, the events left (a loss, a restart, a
 shrink after the work) can change no proof: the run ends.
 
-`duration` bounds the submissions (no arrival at or after it, run_spec.py) and the
-events (none at or after it); every submitted proof runs to its end: the real pipeline
-cannot stop a partition mid-kernel, so there is no deadline in wall time.
+`duration` is the model's deadline on the scenario's clock: arrivals up to it are
+submitted (one exactly at it is submitted and never runs, as in the model, where it is
+still in synthesis when the run stops), no loss, restart or shrink at or after it
+happens, and when the clock reaches it with work outstanding the run stops as with
+`on_oom = "stop"`: partitions that end later are not counted (a GPU kernel is not cut
+short, its result is dropped) and their proofs are left neither completed nor failed.
+When the work ends before it, the run ends then (the idle time to it is not waited).
+With every GPU lost, the queued work waits for the deadline as in the model: no stall.
 
 At one time: lost GPUs and shrinks first, then arrivals, then restarts (as in the model,
 where a partition reaches a GPU only after its arrival's instant and a restart at t
@@ -27,8 +32,8 @@ from typing import Any
 from .run_report import Job, ProofState
 from .run_spec import Arrival
 
-LOST, SHRINK, ARRIVAL, RESTART = "lost", "shrink", "arrival", "restart"
-_ORDER = {LOST: 0, SHRINK: 0, ARRIVAL: 1, RESTART: 2}
+LOST, SHRINK, ARRIVAL, RESTART, DEADLINE = "lost", "shrink", "arrival", "restart", "deadline"
+_ORDER = {LOST: 0, SHRINK: 0, ARRIVAL: 1, RESTART: 2, DEADLINE: 3}
 POLL_S = 0.005  # the dispatcher's wait while work is outstanding
 
 
@@ -46,7 +51,8 @@ def scenario_events(spec: Any, faults: Any, gpus: list[int]) -> list[tuple[float
     for t in spec.restarts_s:
         ev.append((t, _ORDER[RESTART], len(ev), RESTART, t))
     if spec.duration_s is not None:
-        ev = [e for e in ev if e[0] < spec.duration_s]
+        ev = [e for e in ev if e[0] < spec.duration_s or e[3] == ARRIVAL]
+        ev.append((spec.duration_s, _ORDER[DEADLINE], len(ev), DEADLINE, None))
     return [(t, what, arg) for t, _, _, what, arg in sorted(ev)]
 
 
@@ -60,6 +66,7 @@ class Dispatch:
         self.epoch = 0  # daemon restarts so far
         self.skipped_s = 0.0  # idle time skipped on the scenario's clock
         self.submitted = 0  # proofs issued
+        self.stop_reason = "the run stopped (on_oom = stop)"  # of partitions it cut short
 
     def _idle(self: Any) -> bool:
         with self._stats:
@@ -95,6 +102,10 @@ class Dispatch:
                 self.shrink(*arg)
             elif what == RESTART:
                 self._restart(at)
+            elif what == DEADLINE:  # partitions ending later are not counted (as on_oom stop)
+                self.stop_reason = "the scenario's duration ended first"
+                self.log(f"duration {at:g} s reached: the run stops")
+                self.stopped.set()
             else:
                 a: Arrival = self.spec.arrivals[arg]
                 proof = self.proofs[arg]
@@ -102,6 +113,13 @@ class Dispatch:
                 proof.failed = proof.failed or at in restarts
                 with self._stats:
                     self.submitted += 1
+                if self.spec.duration_s is not None and at >= self.spec.duration_s:
+                    self.dispatched += a.partitions  # at the deadline: submitted, never run
+                    for p in range(a.partitions):
+                        why = "the scenario's duration ended first"
+                        self.jobs.append(Job(f"{proof.id}/{p}", "-", "stopped", why))
+                    continue
+                with self._stats:
                     self.outstanding += a.partitions
                 for p in range(a.partitions):
                     self.event("gpu_queue", job=proof.id, partition=p)
@@ -156,7 +174,7 @@ class Dispatch:
         while not q.empty():
             _, (proof, p) = q.get()
             reason = "the run stopped first"
-            if not self.stopped_at_oom and self.lost:
+            if not self.stopped_at_oom and self.lost and self.spec.duration_s is None:
                 reason = "no worker left: its GPU was lost"
                 if proof not in left and not proof.failed:
                     left.append(proof)

@@ -393,7 +393,7 @@ class RealRun(CardSetup, RunReport, Dispatch):
             else:
                 dev.cpu("assemble", "assemble", 1, lambda: None)
         except RunStopped:
-            job = Job(label, worker, "stopped", "the run stopped (on_oom = stop)")
+            job = Job(label, worker, "stopped", self.stop_reason)
         except DeviceOutOfMemory as e:
             oom = True
             job = Job(label, worker, "failed", f"out of memory at {e.buffer} ({e.nbytes} bytes)")

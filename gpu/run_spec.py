@@ -95,8 +95,8 @@ class RunSpec:
             for i in itertools.count():
                 if a.count is not None and i >= a.count:
                     break
-                if cfg.duration_s is not None and t >= cfg.duration_s:
-                    break
+                if cfg.duration_s is not None and t > cfg.duration_s:
+                    break  # one at the deadline is submitted, as in the model, never run
                 arrivals.append(
                     Arrival(t, a.kind, a.partitions or shape.partitions, shape.priority)
                 )
