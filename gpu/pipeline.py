@@ -2,7 +2,8 @@
 
 The real counterpart of every mechanism the model has (cuzk_sim/model/engine.py):
 - one thread per GPU worker (`gpu_workers_per_device` x devices) taking partitions from
-  one priority queue, in the workload's order, released at the workload's arrival times;
+  one priority queue, in the workload's order, released at the workload's arrival times
+  on the scenario's clock, with its lost GPUs, restarts and deadline (gpu/dispatch.py);
 - the device lock per `variant.mutex_scope` (device: one per GPU, global: one for all,
   none: no lock) and `variant.routing` (device0: every worker's GPU work on GPU 0);
 - the prover flags of each kind's plan (the dry run's `meta`), so the code that runs is
@@ -23,11 +24,12 @@ the model's own allocator ledger, kernels take no time), so that everything here
 the CUDA calls is tested in CI. The output is a `SimResult`: the same JSON as `run`.
 CuPy is imported only inside the functions that need it.
 
-This module is the run itself (`RealRun`: host data, workers, arrivals); beside it
-run_spec.py (what runs), faults.py, backends.py (device memory), card.py (ballast and
-teardown), pipeline_device.py (a partition's Device), assembler.py (the host assembly's
-processes), partition_data.py (synthetic or reference data) and run_report.py (result,
-metrics, details).
+This module is the run itself (`RealRun`: host data, workers); beside it run_spec.py
+(what runs), dispatch.py (the scenario's clock: arrivals, lost GPUs, restarts, the
+deadline), faults.py, backends.py (device memory), card.py (ballast and teardown),
+pipeline_device.py (a partition's Device), assembler.py (the host assembly's processes),
+partition_data.py (synthetic or reference data) and run_report.py (result, metrics,
+details).
 """
 
 from __future__ import annotations
