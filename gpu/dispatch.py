@@ -176,15 +176,16 @@ class Dispatch:
             reason = "the run stopped first"
             if not self.stopped_at_oom and self.lost and self.spec.duration_s is None:
                 reason = "no worker left: its GPU was lost"
-                if proof not in left and not proof.failed:
+                if proof not in left:  # failed or not, it never finishes (the model's)
                     left.append(proof)
             self.jobs.append(Job(f"{proof.id}/{p}", "-", "stopped", reason))
         if left:
             ids = ", ".join(p.id for p in left[:10])
             self.stall = (
                 f"deadlock/stall at t={self.now():.3f} s: {len(left)} of {len(self.proofs)} "
-                f"proofs neither completed nor failed ({ids}): every GPU that could run "
-                f"them was lost ({', '.join(f'gpu{g}' for g in sorted(self.lost))})"
+                f"proofs never finish ({ids}): partitions of theirs wait for a worker and "
+                f"every GPU that could run them was lost "
+                f"({', '.join(f'gpu{g}' for g in sorted(self.lost))})"
             )
 
 

@@ -139,6 +139,18 @@ def test_a_gpu_lost_mid_partition_fails_that_partition_with_its_proof(tmp_path):
     assert run.details()["jobs_lost"] == 0 and run.details()["leaked_bytes"] == {"0": 0}
 
 
+def test_a_failed_proofs_partitions_left_without_a_gpu_are_a_stall(tmp_path):
+    # model/context.py partition_back: a proof finishes (failed or not) only when every
+    # partition is back; its second partition never runs, so the run stalls
+    spec = RunSpec.from_scenario(load_scenario(_scenario(tmp_path, count=1, partitions=2)))
+    faults = _LoseAtFirstAlloc()
+    run = RealRun(spec, LedgerBackend(spec.vram, spec.context, spec.gpus), faults)
+    faults.run = run
+    res = run.execute()
+    assert (res.proofs_failed, res.proofs_completed) == (1, 0)
+    assert res.stalled and "porep-0" in res.stall
+
+
 def test_a_restart_fails_the_proofs_in_flight_and_later_arrivals_run(tmp_path):
     late = '\n[[workload]]\nkind = "porep"\ncount = 1\npartitions = 2\nstart = "20 s"\n'
     path = _scenario(tmp_path, 'restarts = ["0 s"]', late, count=2)
