@@ -129,7 +129,7 @@ class RealRun(CardSetup, RunReport, Dispatch):
         self.context_real: dict[int, int] = {}
         self.start_free: dict[int, int] = {}
         self.live: dict[str, PipelineDevice] = {}
-        self.t0 = 0.0
+        self.t0 = time.perf_counter()  # reset at the start: lines before it are < 0 s
         self.stopped_at_oom = False
         self.dispatched = 0  # partitions put in the queue
         self.shrunk_bytes: dict[int, int] = {}  # faults: extra ballast taken mid-run
@@ -489,7 +489,10 @@ class RealRun(CardSetup, RunReport, Dispatch):
         switch = sys.getswitchinterval()
         if "switch" in self.tune:
             sys.setswitchinterval(1e-4)
-        self.t0 = time.perf_counter()
+        start = time.perf_counter()
+        with self._stats:  # what was logged before the start (the memory line) is at < 0 s
+            self.lines = [(t - (start - self.t0), line) for t, line in self.lines]
+        self.t0 = start
         if on_start is not None:
             on_start()
         self.alive = len(threads)
