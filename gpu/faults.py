@@ -76,6 +76,16 @@ class FaultPlan:
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
 
+    def check_buffers(self, buffers: set[str]) -> None:
+        """ValueError (one line) when an `oom:BUFFER:P` names a buffer the run's plans do
+        not allocate (it would never fire)."""
+        for f in self.faults:
+            if f.kind == "oom" and f.buffer is not None and f.buffer not in buffers:
+                raise ValueError(
+                    f"--fault oom:{f.buffer}:{f.p:g}: no buffer {f.buffer!r} in the plan; "
+                    f"its buffers: {', '.join(sorted(buffers))}"
+                )
+
     def at_alloc(self, buffer: str, nbytes: int, free: int | None, gpu: int) -> None:
         for f in self.faults:
             if f.kind == "shrink" or (f.buffer is not None and f.buffer != buffer):

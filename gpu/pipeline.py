@@ -2,7 +2,8 @@
 
 The real counterpart of every mechanism the model has (cuzk_sim/model/engine.py):
 - one thread per GPU worker (`gpu_workers_per_device` x devices) taking partitions from
-  one priority queue, in the workload's order, released at the workload's arrival times;
+  one priority queue, in the workload's order, released at the workload's arrival times
+  on the scenario's clock, with its lost GPUs, restarts and deadline (gpu/dispatch.py);
 - the device lock per `variant.mutex_scope` (device: one per GPU, global: one for all,
   none: no lock) and `variant.routing` (device0: every worker's GPU work on GPU 0);
 - the prover flags of each kind's plan (the dry run's `meta`), so the code that runs is
@@ -23,11 +24,12 @@ the model's own allocator ledger, kernels take no time), so that everything here
 the CUDA calls is tested in CI. The output is a `SimResult`: the same JSON as `run`.
 CuPy is imported only inside the functions that need it.
 
-This module is the run itself (`RealRun`: host data, workers, arrivals); beside it
-run_spec.py (what runs), faults.py, backends.py (device memory), card.py (ballast and
-teardown), pipeline_device.py (a partition's Device), assembler.py (the host assembly's
-processes), partition_data.py (synthetic or reference data) and run_report.py (result,
-metrics, details).
+This module is the run itself (`RealRun`: host data, workers); beside it run_spec.py
+(what runs), dispatch.py (the scenario's clock: arrivals, lost GPUs, restarts, the
+deadline), faults.py, backends.py (device memory), card.py (ballast and teardown),
+pipeline_device.py (a partition's Device), assembler.py (the host assembly's processes),
+partition_data.py (synthetic or reference data) and run_report.py (result, metrics,
+details).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from .assembler import (
 from .backends import Backend, LedgerBackend
 from .card import CARD_SHORTFALL, CardSetup
 from .device import Device, DeviceOutOfMemory
+from .dispatch import Dispatch
 from .faults import FaultPlan
 from .hostdata import (
     MemoryNeed,
@@ -84,7 +87,7 @@ _WARMED: set[tuple[PartitionShape, str]] = set()
 
 
 @dataclass
-class RealRun(CardSetup, RunReport):
+class RealRun(CardSetup, RunReport, Dispatch):
     """One execution of a RunSpec; `execute()` returns the SimResult, and the run keeps
     its jobs, ballast, measured context and leak check for `details()`."""
 
@@ -126,7 +129,7 @@ class RealRun(CardSetup, RunReport):
         self.context_real: dict[int, int] = {}
         self.start_free: dict[int, int] = {}
         self.live: dict[str, PipelineDevice] = {}
-        self.t0 = 0.0
+        self.t0 = time.perf_counter()  # reset at the start: lines before it are < 0 s
         self.stopped_at_oom = False
         self.dispatched = 0  # partitions put in the queue
         self.shrunk_bytes: dict[int, int] = {}  # faults: extra ballast taken mid-run
@@ -138,6 +141,8 @@ class RealRun(CardSetup, RunReport):
         scope = self.spec.mutex_scope
         self._global = threading.Lock() if scope == "global" else None
         self._device_locks = {g: threading.Lock() for g in range(self.spec.gpus)}
+        self.stall: str | None = None
+        self._init_dispatch()
 
     # --- shared state, called from workers
     def now(self) -> float:
@@ -337,14 +342,17 @@ class RealRun(CardSetup, RunReport):
         self._work(gpu, name, q, done)
 
     def _work(self, gpu: int, name: str, q: queue.PriorityQueue, done: threading.Event) -> None:
-        while not self.stopped.is_set():
-            try:
-                _, (proof, p) = q.get(timeout=0.01)
-            except queue.Empty:
-                if done.is_set() and q.empty():
-                    return
-                continue
-            self._partition(name, gpu, proof, p)
+        try:
+            while (item := self._take(gpu, q, done)) is not None:
+                proof, p = item
+                try:
+                    self._partition(name, gpu, proof, p)
+                finally:
+                    with self._stats:
+                        self.outstanding -= 1
+        finally:
+            with self._stats:
+                self.alive -= 1
 
     def _partition(self, worker: str, gpu: int, proof: ProofState, p: int) -> None:
         label = f"{proof.id}/{p}"
@@ -360,6 +368,7 @@ class RealRun(CardSetup, RunReport):
         self.event("gpu_start", job=proof.id, partition=p, worker=worker)
         job = Job(label, worker, "proved")
         oom = False
+        epoch = self.epoch
         try:
             with dev.selected():
                 raw = partition(dev, work.shape, work.flags, data.data)
@@ -386,7 +395,7 @@ class RealRun(CardSetup, RunReport):
             else:
                 dev.cpu("assemble", "assemble", 1, lambda: None)
         except RunStopped:
-            job = Job(label, worker, "stopped", "the run stopped (on_oom = stop)")
+            job = Job(label, worker, "stopped", self.stop_reason)
         except DeviceOutOfMemory as e:
             oom = True
             job = Job(label, worker, "failed", f"out of memory at {e.buffer} ({e.nbytes} bytes)")
@@ -400,6 +409,10 @@ class RealRun(CardSetup, RunReport):
                 self.live.pop(worker, None)
                 self.host_alloc_s.append(dev.host_alloc_s)
         t1 = time.perf_counter()
+        if gpu in self.lost and job.status in ("proved", "failed"):  # lost while it ran
+            job = Job(label, worker, "failed", f"device lost: gpu{gpu}")
+        elif epoch != self.epoch and job.status == "proved":  # a restart took its proof
+            job = Job(label, worker, "dropped", "its proof was lost in a daemon restart")
         self.span(worker, gpu, label, "partition", t0, t1)
         if job.status == "proved":
             self.event("gpu_end", job=proof.id, partition=p, worker=worker, gpu_s=t1 - t0)
@@ -476,44 +489,25 @@ class RealRun(CardSetup, RunReport):
         switch = sys.getswitchinterval()
         if "switch" in self.tune:
             sys.setswitchinterval(1e-4)
-        self.t0 = time.perf_counter()
+        start = time.perf_counter()
+        with self._stats:  # what was logged before the start (the memory line) is at < 0 s
+            self.lines = [(t - (start - self.t0), line) for t, line in self.lines]
+        self.t0 = start
         if on_start is not None:
             on_start()
+        self.alive = len(threads)
         for t in threads:
             t.start()
-        timers = [
-            threading.Timer(f.at_s, self.shrink, args=(g, f.nbytes))
-            for f in self.faults.faults
-            if f.kind == "shrink"
-            for g in self._devices_used()
-        ]
-        for t in timers:
-            t.start()
         try:
-            for a, proof in zip(spec.arrivals, self.proofs, strict=True):
-                wait = a.at_s - self.now()
-                if wait > 0 and self.stopped.wait(wait):
-                    break
-                if spec.duration_s is not None and self.now() >= spec.duration_s:
-                    break
-                for p in range(a.partitions):
-                    self.event("gpu_queue", job=proof.id, partition=p)
-                    self.dispatched += 1
-                    q.put(((-a.priority, next(seq)), (proof, p)))
+            self._dispatch(q, seq)  # arrivals, lost GPUs, restarts, shrinks (dispatch.py)
             done.set()
-            if spec.duration_s is not None:
-                threading.Timer(max(spec.duration_s - self.now(), 0), self.stopped.set).start()
             for t in threads:
                 t.join()
         finally:
             sys.setswitchinterval(switch)
             self.stopped.set()
             done.set()
-            for t in timers:
-                t.cancel()
             wall = self.now()
             self.leaks = self._teardown()
-        while not q.empty():  # never started: the run stopped first
-            _, (proof, p) = q.get()
-            self.jobs.append(Job(f"{proof.id}/{p}", "-", "stopped", "the run stopped first"))
+        self._stranded(q)
         return self._result(wall)

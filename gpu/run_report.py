@@ -61,6 +61,7 @@ class RunReport:
             proof_done_times=list(self.done_times),
             spans=list(self.spans),
             metrics=self._metrics(wall),
+            stall=getattr(self, "stall", None),
         )
 
     def _metrics(self, wall: float) -> Any:

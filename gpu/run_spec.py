@@ -79,6 +79,8 @@ class RunSpec:
     duration_s: float | None
     arrivals: tuple[Arrival, ...]
     work: dict[str, KindWork]
+    restarts_s: tuple[float, ...] = ()  # daemon restarts (gpu/dispatch.py)
+    lost: tuple[tuple[float, int], ...] = ()  # (time, GPU) of each lost GPU
 
     @classmethod
     def from_scenario(cls, scn: Any) -> RunSpec:
@@ -93,8 +95,8 @@ class RunSpec:
             for i in itertools.count():
                 if a.count is not None and i >= a.count:
                     break
-                if cfg.duration_s is not None and t >= cfg.duration_s:
-                    break
+                if cfg.duration_s is not None and t > cfg.duration_s:
+                    break  # one at the deadline is submitted, as in the model, never run
                 arrivals.append(
                     Arrival(t, a.kind, a.partitions or shape.partitions, shape.priority)
                 )
@@ -120,4 +122,6 @@ class RunSpec:
             duration_s=cfg.duration_s,
             arrivals=tuple(arrivals),
             work=work,
+            restarts_s=tuple(cfg.restarts_s),
+            lost=tuple(cfg.devices_lost_s),
         )

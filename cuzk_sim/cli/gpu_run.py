@@ -140,8 +140,8 @@ def gpu_run(
         ),
     ] = None,
 ) -> None:
-    """Run a scenario on the GPU; exit 1 on an OOM (and, with --verify, on an invalid proof
-    or a lost job). --device dry-run runs the pipeline without a GPU on the model's
+    """Run a scenario on the GPU; exit 1 on an OOM or a stall (and, with --verify, on an
+    invalid proof or a lost job). --device dry-run runs the pipeline without a GPU on the model's
     allocator ledger: memory only, no timings (its output says DRY RUN)."""
     from cuzk_sim.report import print_run
     from cuzk_sim.scenario import load_scenario
@@ -183,6 +183,11 @@ def gpu_run(
             spec = RunSpec.from_scenario(scn)
         except ValueError as e:
             raise InputError(str(e)) from None
+        buffers = {b for k in spec.work for b, _ in scn.plans[k].buffers()}
+        try:
+            faults.check_buffers(buffers)
+        except ValueError as e:
+            raise InputError(f"{scenario}: {e}") from None
         refs = None
         if verify:
             refs = {}
@@ -247,6 +252,7 @@ def gpu_run(
         raise _fail_input(InputError(f"cannot write output: {e}")) from None
     if (
         result.oom
+        or result.stalled
         or info["proofs_invalid"]
         or info["jobs_lost"]
         or any(info["leaked_bytes"].values())
