@@ -123,9 +123,9 @@ def test_key_pinned_run_uploads_from_pinned_memory_and_every_proof_is_right(tmp_
     from cuzk_sim.gpu.partition_data import synthetic_data
 
     path = _scenario(tmp_path, "140 GiB", 6, 2, "continue", 3, 4)
-    path.write_text(
-        path.read_text().replace("domain_log2 = 6 }", "domain_log2 = 6, key_pinned = true }")
-    )
+    text = path.read_text()
+    assert "domain_log2 = 6," in text  # the flag below lands in the gpu_prover table
+    path.write_text(text.replace("domain_log2 = 6,", "domain_log2 = 6, key_pinned = true,"))
     run, res = _run(path, verify=True)
     d = run.details()
     assert not res.oom and d["proofs_invalid"] == 0 and d["proofs_verified"] == 12
