@@ -214,3 +214,16 @@ def test_contention_rate_and_the_host_scaling_rule() -> None:
     plans = {k: compile_plan(p, sim.profile) for k, p in sim.plans.items()}
     run = Simulation(sim.name, sim.config, plans, sim.shapes, sim.profile)
     assert run.host_side.contention.saturating == pytest.approx(4.0)
+
+
+def test_check_names_a_known_miss_not_a_pass():
+    """Phase 9's 32.1 s with one proof in flight is a stated known miss: `check` passes it
+    (exit 0) but its row says KNOWN MISS and what the model gave, never a bare PASS."""
+    from typer.testing import CliRunner
+
+    from cuzk_sim.cli import app
+
+    r = CliRunner().invoke(app, ["check", str(PUBLISHED / "phase9-single-proof.toml")])
+    assert r.exit_code == 0, r.output
+    assert "KNOWN MISS" in r.output and "PASS" not in r.output
+    assert "(known miss)" in r.output
