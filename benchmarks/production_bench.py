@@ -27,24 +27,9 @@ import time
 from collections import defaultdict
 
 import numpy as np
+from gpu_bench import _timeit  # one CUDA-event timer for both benchmarks (same folder)
 
 GIB = 1 << 30
-
-
-def _timeit(fn, reps: int) -> float:
-    import cupy as cp
-
-    fn()
-    cp.cuda.Device().synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end))
-    return statistics.median(times)
 
 
 def _device_points(group: str, n: int):
