@@ -133,11 +133,10 @@ class Export:
             localMemoryPoolAddress=pool,
         )
 
-    def kernel(self, issued, start, end, name, stream=7, device=0) -> None:
-        corr = self.api("cudaLaunchKernel_v7000", issued)
-        sid = self.string(name)
+    def activity(self, kind, start, end, stream, corr, device=0, **cols) -> None:
+        """A CUPTI_ACTIVITY_KIND_<kind> row: the columns every activity table shares."""
         self.add(
-            "CUPTI_ACTIVITY_KIND_KERNEL",
+            f"CUPTI_ACTIVITY_KIND_{kind}",
             start=start,
             end=end,
             deviceId=device,
@@ -145,56 +144,27 @@ class Export:
             streamId=stream,
             correlationId=corr,
             globalPid=gpid(self.pid),
-            demangledName=sid,
-            shortName=sid,
+            **cols,
         )
+
+    def kernel(self, issued, start, end, name, stream=7, device=0) -> None:
+        corr = self.api("cudaLaunchKernel_v7000", issued)
+        sid = self.string(name)
+        self.activity("KERNEL", start, end, stream, corr, device, demangledName=sid, shortName=sid)
 
     def copy(self, issued, start, end, n, kind, src, dst, stream=7) -> None:
         corr = self.api("cudaMemcpyAsync_v3020", issued)
-        self.add(
-            "CUPTI_ACTIVITY_KIND_MEMCPY",
-            start=start,
-            end=end,
-            deviceId=0,
-            contextId=1,
-            streamId=stream,
-            correlationId=corr,
-            globalPid=gpid(self.pid),
-            bytes=n,
-            copyKind=kind,
-            srcKind=src,
-            dstKind=dst,
+        self.activity(
+            "MEMCPY", start, end, stream, corr, bytes=n, copyKind=kind, srcKind=src, dstKind=dst
         )
 
     def memset(self, issued, start, end, n, stream=7) -> None:
         corr = self.api("cudaMemsetAsync_v3020", issued)
-        self.add(
-            "CUPTI_ACTIVITY_KIND_MEMSET",
-            start=start,
-            end=end,
-            deviceId=0,
-            contextId=1,
-            streamId=stream,
-            correlationId=corr,
-            globalPid=gpid(self.pid),
-            value=0,
-            bytes=n,
-        )
+        self.activity("MEMSET", start, end, stream, corr, value=0, bytes=n)
 
     def sync(self, start, end, kind, stream) -> None:
         corr = self.api("cudaStreamSynchronize_v3020", start)
-        self.add(
-            "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-            start=start,
-            end=end,
-            deviceId=0,
-            contextId=1,
-            streamId=stream,
-            correlationId=corr,
-            globalPid=gpid(self.pid),
-            syncType=kind,
-            eventId=0,
-        )
+        self.activity("SYNCHRONIZATION", start, end, stream, corr, syncType=kind, eventId=0)
 
     def nvtx(self, start, end, text, etype=PUSH_POP) -> None:
         self.add(
