@@ -33,7 +33,8 @@ from .msm_results import msm_results, scaled_points, tail_pool
 from .msm_stages import run_msms, run_streamed, streams
 from .ntt import tables_bytes
 from .scalars import Scalars
-from .streaming import resolve_budget
+from .schedule import gpu_streams
+from .streaming import resolve_budget, stream_depth
 from .witness_shape import WitnessShape, witness_shape
 
 FR_BYTES = 32
@@ -429,9 +430,16 @@ def dry_run_plan(
         # every kernel and copy goes to the calling thread's current CuPy stream, which
         # is CUDA's legacy default stream: the workers of one GPU share one queue; with
         # overlap_uploads the key's uploads run on a stream of their own beside it
-        # (`key_upload`: the model runs its copies on the copy engines, the rest queued)
-        gpu_stream="legacy_default+key_upload" if flags.overlap_uploads else "legacy_default",
+        # (`key_upload`; streamed: one per slot of the ring, `key_upload.k`: the model
+        # runs their copies on the copy engines, the rest queued)
+        gpu_stream=gpu_streams(flags.overlap_uploads, _depth(shape, flags)),
     )
+
+
+def _depth(shape: PartitionShape, flags: ProverFlags) -> int:
+    """The streamed ring's slots (0: the plan does not stream)."""
+    resolved = resolve_budget(shape, flags)
+    return stream_depth(shape, resolved) if streams(resolved) else 0
 
 
 def _chunk_count(shape: PartitionShape, chunk: int) -> int:
