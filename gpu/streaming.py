@@ -16,8 +16,10 @@ exactly what runs (and the model replays).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+from collections.abc import Iterator
 from typing import Any
 
 MIN_BUDGET_CHUNK = 1 << 10  # below this the MSMs' fixed scratch dominates: refuse instead
@@ -107,3 +109,37 @@ def stream_depth(shape: Any, flags: Any) -> int:
         return MIN_STREAM_DEPTH
     more = max(0, flags.vram_budget_bytes - plan_peak(plan, within=FIRST_SLOT)) // slot
     return int(min(MAX_STREAM_DEPTH, MIN_STREAM_DEPTH + more))
+
+
+# The caching pool's bytes beyond the plan's peak that a budgeted run allows: CuPy rounds
+# every block up to 512 bytes (a partition has ~100 live at once: 50 KiB), and a freed
+# block split for a smaller buffer is held until its whole is free again; 256 MiB is
+# 1/8 of one 2^24 slot of the streamed ring, the holes the budget's runs may leave.
+POOL_SLACK_BYTES = 256 << 20
+
+
+def pool_limit(peaks: list[int]) -> int:
+    """The caching pool's limit on one GPU: the plan peaks of the partitions it runs at
+    once (one per worker) and POOL_SLACK_BYTES. CuPy's pool, at its limit, frees its
+    unused cached blocks and retries before it fails, so it holds at most this."""
+    return sum(peaks) + POOL_SLACK_BYTES
+
+
+@contextlib.contextmanager
+def pool_limited(limit: int | None, gpu: int = 0) -> Iterator[None]:
+    """CuPy's default pool on `gpu` limited to `limit` bytes for the block (None: as it
+    is), its former limit restored after."""
+    if limit is None:
+        yield
+        return
+    import cupy
+
+    with cupy.cuda.Device(gpu):
+        pool = cupy.get_default_memory_pool()
+        before = pool.get_limit()
+        pool.set_limit(size=limit)
+    try:
+        yield
+    finally:
+        with cupy.cuda.Device(gpu):
+            pool.set_limit(size=before)
