@@ -147,7 +147,7 @@ def run_msms(
 
 
 def streams(flags: Any) -> bool:
-    """Whether the MSMs stream the key in double-buffered chunks (`run_streamed`)."""
+    """Whether the MSMs stream the key in chunks through a ring of slots (`run_streamed`)."""
     return bool(flags.msm_chunk and flags.overlap_uploads)
 
 
