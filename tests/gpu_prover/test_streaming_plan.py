@@ -318,3 +318,28 @@ def test_a_budgeted_real_run_limits_the_pool_to_its_workers_plan_peaks():
     assert limits(dataclasses.replace(budgeted, allocator="sync")) == {}
     assert limits(dataclasses.replace(budgeted, vram_budget_bytes=None)) == {}
     assert limits(budgeted, kind="dry-run") == {}
+
+
+def test_the_chunk_bound_counts_a_streamed_plans_halved_g2_chunks(monkeypatch):
+    """MAX_DRY_RUN_CHUNKS (here 2^8) counts B_G2's streamed chunks at half the points: the
+    smallest msm_chunk it names gives a plan of at most that many point uploads."""
+    import re
+
+    import cuzk_sim.gpu.prover as prover
+
+    monkeypatch.setattr(prover, "MAX_DRY_RUN_CHUNKS", 1 << 8)
+    shape = PartitionShape.synthetic(12)
+    with pytest.raises(ValueError, match=r"at least (\d+)") as refused:
+        dry_run_plan(shape, dataclasses.replace(STREAM, msm_chunk=1))
+    smallest = int(re.search(r"at least (\d+)", str(refused.value)).group(1))
+
+    def uploads(chunk: int) -> int:
+        plan = dry_run_plan(shape, dataclasses.replace(STREAM, msm_chunk=chunk))
+        return sum(1 for s in plan.steps if s.op == "copy" and s.name.endswith("_points"))
+
+    counts = {st: n for st, (_, n) in shape.msm_sizes().items()}
+    by_hand = sum(-(-n // smallest) for st, n in counts.items() if st != "msm_b_g2")
+    by_hand += -(-counts["msm_b_g2"] // max(1, smallest // 2))
+    assert uploads(smallest) == by_hand <= 1 << 8
+    with pytest.raises(ValueError, match="at least"):
+        dry_run_plan(shape, dataclasses.replace(STREAM, msm_chunk=smallest - 1))
