@@ -474,8 +474,8 @@ class Device:
         return out
 
     def sync(self, stream: str = "compute") -> None:
-        """Wait for `stream`: its own CUDA stream if a concurrent copy made one, else the
-        current stream (where a run issues everything else)."""
+        """Wait for `stream`: its concurrent copies issued so far (the event after the last
+        of them), else the current stream (where a run issues everything else)."""
         self.steps.append(Sync(stream))
         if self.runs:
             import cupy
@@ -484,10 +484,9 @@ class Device:
             if done is not None:  # its concurrent copies: those issued on `stream` so far
                 done.synchronize()
                 self._in_flight.pop(stream, None)
-            elif stream in self._side_streams:
-                self._side_streams[stream].synchronize()
-            else:
+            elif stream.split(".")[0] not in self._side_streams:  # no concurrent copy ever
                 cupy.cuda.get_current_stream().synchronize()
+            # else: every concurrent copy on `stream` was waited for already
 
     def mutex_lock(self) -> threading.Lock | None:
         """The lock `lock()` takes: in a run, this GPU's (shared by all workers of the
