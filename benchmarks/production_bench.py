@@ -222,6 +222,80 @@ def _breakdown(dev) -> dict[str, float]:
     return {k: round(v, 2) for k, v in sorted(out.items())}
 
 
+class _Chunk:
+    def __init__(self, size: int) -> None:
+        self.size, self.prev, self.next, self.free = size, None, None, False
+
+
+def replay_pool(plan, partitions: int, limit: int | None) -> int:
+    """The high-water of CuPy's caching pool over `partitions` runs of a plan's device
+    allocs and frees, replayed on a model of its SingleDeviceMemoryPool (best fit among
+    the free chunks, a larger one split, a freed one merged with its free neighbours;
+    over `limit`, the unsplit free chunks given back, then a MemoryError). CuPy's own
+    temporaries (the counting sort's cumsum) are not in the plan: the slack covers them."""
+    import bisect
+
+    free: list[tuple[int, int, _Chunk]] = []
+    total = high = 0
+
+    def insert(c: _Chunk) -> None:
+        c.free = True
+        bisect.insort(free, (c.size, id(c), c))
+
+    def remove(c: _Chunk) -> None:
+        free.remove((c.size, id(c), c))
+        c.free = False
+
+    def malloc(size: int) -> _Chunk:
+        nonlocal total, high, free
+        size = -(-size // 512) * 512
+        i = bisect.bisect_left(free, (size, -1))
+        if i < len(free):
+            c = free.pop(i)[2]
+            c.free = False
+            if c.size > size:  # split: the rest stays free, linked to c
+                rest = _Chunk(c.size - size)
+                rest.prev, rest.next = c, c.next
+                if c.next:
+                    c.next.prev = rest
+                c.next, c.size = rest, size
+                insert(rest)
+            return c
+        if limit is not None and total + size > limit:
+            total -= sum(t[0] for t in free if t[2].prev is None and t[2].next is None)
+            free = [t for t in free if t[2].prev is not None or t[2].next is not None]
+            if total + size > limit:
+                raise MemoryError(f"{size} bytes over the pool limit {limit} ({total} held)")
+        total += size
+        high = max(high, total)
+        return _Chunk(size)
+
+    def release(c: _Chunk) -> None:
+        while c.next is not None and c.next.free:
+            n = c.next
+            remove(n)
+            c.size, c.next = c.size + n.size, n.next
+            if n.next:
+                n.next.prev = c
+        while c.prev is not None and c.prev.free:
+            p = c.prev
+            remove(p)
+            p.size, p.next = p.size + c.size, c.next
+            if c.next:
+                c.next.prev = p
+            c = p
+        insert(c)
+
+    live: dict[str, _Chunk] = {}
+    for _ in range(partitions):
+        for st in plan.steps:
+            if st.op == "alloc" and st.memory == "device" and not st.persistent:
+                live[st.buffer] = malloc(max(st.bytes, 4))
+            elif st.op == "free" and st.buffer in live:
+                release(live.pop(st.buffer))
+    return high
+
+
 class PoolWatch:
     """The caching pool's high-water mark (`total_bytes` only grows inside a malloc: read
     after each of the prover's allocations) and the device's used bytes (cudaMemGetInfo:
@@ -339,6 +413,13 @@ def bench_partition(
         peak = plan_peak(plan)
         # the budgeted run's pool held to the plan's peak and the stated slack
         limit = pool_limit([peak]) if flags.vram_budget_bytes is not None else None
+        if limit is not None:
+            try:
+                replayed = f"{replay_pool(plan, reps + 2, limit) / GIB:.3f} GiB"
+            except MemoryError as e:
+                replayed = f"over the limit: {e}"
+            print(f"{name}: pool high-water predicted (the plan's allocs through a model of "
+                  f"CuPy's pool, {reps + 2} partitions): {replayed}", flush=True)  # fmt: skip
         cp.get_default_memory_pool().free_all_blocks()
         walls, traced, watch, failed = _runs(shape, flags, data, reps, name, limit)
         if failed:  # say so, then measure without the limit
