@@ -343,3 +343,38 @@ def test_the_chunk_bound_counts_a_streamed_plans_halved_g2_chunks(monkeypatch):
     assert uploads(smallest) == by_hand <= 1 << 8
     with pytest.raises(ValueError, match="at least"):
         dry_run_plan(shape, dataclasses.replace(STREAM, msm_chunk=smallest - 1))
+
+
+def _bench():
+    import importlib
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    try:
+        return importlib.import_module("production_bench")
+    finally:
+        sys.path.pop(0)
+
+
+def test_the_pool_replay_splits_merges_and_stops_at_its_limit():
+    """benchmarks/production_bench.replay_pool on a plan made by hand (bytes: a multiple
+    of CuPy's 512): a 1024 block freed and split for a 512 one leaves a 512 remainder
+    that no 1024 request fits, so the pool grows to 1024 + 512 + 1024 = 2560; under a
+    2048 limit that remainder is split (not given back) and the request fails; freed
+    whole, a block is merged and reused: no growth past the first partition."""
+    from cuzk_sim.gpu.device import Device
+
+    bench = _bench()
+    dev = Device("dry-run")
+    dev.alloc("a", 1024)
+    dev.alloc("b", 512)
+    dev.free("a")
+    dev.alloc("c", 512)  # from a's block, split
+    dev.alloc("d", 1024)  # a's remainder (512) is too small: the pool grows
+    dev.free_all()
+    plan = dev.plan("hand")
+    assert bench.replay_pool(plan, 1, None) == 2560
+    assert bench.replay_pool(plan, 3, None) == 2560  # every later partition reuses it
+    with pytest.raises(MemoryError, match="over the pool limit 2048"):
+        bench.replay_pool(plan, 1, 2048)
