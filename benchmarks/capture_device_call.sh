@@ -41,7 +41,8 @@ nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv
 stamp "start; $(head -2 "$W/gpu.txt" | tail -1)"
 
 # 1. builds
-timeout 90 nvcc -O2 -arch=sm_90 -o "$W/alloc_loop" tests/capture/fixtures/alloc_loop.cu \
+NVCC=$(command -v nvcc || ls /usr/local/cuda*/bin/nvcc 2>/dev/null | head -1)
+timeout 90 "${NVCC:-nvcc}" -O2 -arch=sm_90 -o "$W/alloc_loop" tests/capture/fixtures/alloc_loop.cu \
   > "$W/build.log" 2>&1
 stamp "nvcc fixture rc=$?"
 timeout 60 $PY -c "from cuzk_sim.capture.inject_build import find_cupti, injection_library
@@ -54,13 +55,14 @@ stamp "fixture alone rc=$?: $(grep -m1 'FIXTURE context' "$W/context.log")"
 CTX=$($CP context "$W/context.log" 2>>"$W/build.log") || CTX=""
 $CP source-plan "$W/fixture-source.json"
 cap_fixture() {
-  timeout 60 $PY -m cuzk_sim capture --via injection -o "$W/fixture-plan.json" \
+  timeout 30 $PY -m cuzk_sim capture --via injection -o "$W/fixture-plan.json" \
     --save-trace "$W/fixture-trace.json" -- "$W/alloc_loop" --iters 2 > "$W/fixture-capture.log" 2>&1
 }
 cap_fixture; rc=$?
 stamp "capture fixture rc=$rc"
 if [ $rc -ne 0 ]; then  # without the cuMemGetInfo samples (the one call inside a callback)
-  CUZK_SIM_CAPTURE_MEMINFO=0 cap_fixture; stamp "capture fixture, no meminfo, rc=$?"
+  export CUZK_SIM_CAPTURE_MEMINFO=0  # for the prover's capture too
+  cap_fixture; stamp "capture fixture, no meminfo, rc=$?"
 fi
 grep -E "CUDA context|peak device|allocations|missing|not " "$W/fixture-capture.log" | head -8 \
   | tee -a "$OUT/steps.txt"

@@ -134,11 +134,15 @@ def _run_folder(folder: Path) -> dict:
         rc = int(rc_file.read_text().strip() or -1) if rc_file.exists() else None
         recs = parse(log.read_text())
         peaks = [r["free"] for r in recs if r["event"] == "peak"]
+        # a context that cannot be made on a full card is an OOM too, whatever its error
+        failed = [r for r in recs if r["event"] == "oom"]
+        failed += [r for r in recs if r["event"] == "error" and r.get("buffer") == "context"]
         procs.append(
             {
                 "log": log.name,
                 "rc": rc,
-                "oom": rc == 3 or any(r["event"] == "oom" for r in recs),
+                "oom": rc == 3 or bool(failed),
+                "failed_at": [f"{r.get('buffer')}: {r.get('error')}" for r in failed],
                 "least_free_at_peak": min(peaks) if peaks else None,
                 "context_used": next((r["used"] for r in recs if r["event"] == "context"), None),
             }

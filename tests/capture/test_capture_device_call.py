@@ -141,3 +141,18 @@ def test_a_run_folder_is_judged_by_hand(tmp_path):
     # figure at the card left (at.json) wins over the one at the cap asked
     assert row["measured_peak"] == 4_400_000_000 and row["peak_error_pct"] == 0.0
     assert row["real_oom"] is False and row["verdict_agrees"]
+
+
+def test_a_context_that_cannot_be_made_is_an_oom(tmp_path):
+    run = tmp_path / "n3--2pct"
+    run.mkdir()
+    (run / "ballast.log").write_text("BALLAST free=6000000000 total=9 held=1 pid=9\n")
+    (run / "proc1.log").write_text("FIXTURE peak pid=1 iter=0 free=5 total=9 used=4\n")
+    (run / "proc1.rc").write_text("0\n")
+    (run / "proc2.log").write_text("FIXTURE error pid=2 buffer=context error=cudaErrorUnknown\n")
+    (run / "proc2.rc").write_text("4\n")
+    pred = {"context_bytes": 1, "runs": [{"n": 3, "label": "-2pct", "vram": 6 << 30,
+                                          "predicted_oom": True, "predicted_peak": 0}]}  # fmt: skip
+    (row,) = cp.judge(pred, tmp_path)["rows"]
+    assert row["real_oom"] is True and row["verdict_agrees"]
+    assert "measured_peak" not in row  # an OOM run: no peak to compare
