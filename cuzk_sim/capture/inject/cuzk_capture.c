@@ -302,6 +302,18 @@ static void finish(void) {
   pthread_mutex_unlock(&lock);
 }
 
+/* a fork: nothing of the parent's file left in a buffer the child would flush at its
+ * exit; the child records nothing (it is no CUDA process until it execs) */
+static void fork_prepare(void) {
+  pthread_mutex_lock(&lock);
+  if (out) fflush(out);
+}
+static void fork_parent(void) { pthread_mutex_unlock(&lock); }
+static void fork_child(void) {
+  out = NULL;
+  pthread_mutex_unlock(&lock);
+}
+
 /* trace-<pid>.json.tmp in `dir`, its header written; 0 when it cannot be written */
 static int open_trace(const char *dir) {
   owner = getpid();
@@ -312,6 +324,7 @@ static int open_trace(const char *dir) {
     return 0;
   }
   fprintf(out, "{\"pid\": %d, \"recorder\": \"cuzk-sim injection\", \"records\": [", (int)owner);
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
   return 1;
 }
 

@@ -5,6 +5,8 @@
  * Usage: harness FOLDER  (writes FOLDER/trace-<pid>.json) */
 #include "cuzk_capture.c"
 
+#include <sys/wait.h>
+
 #define MiB (1ull << 20)
 
 static void api(uint32_t corr, uint64_t t, CUpti_CallbackId cbid, int runtime) {
@@ -105,6 +107,11 @@ int main(int argc, char **argv) {
   y.streamId = 13;
   y.correlationId = 6;
   write_record((CUpti_Activity *)&y);
+  /* a fork whose child exits through exit(): it must not write the parent's buffered
+   * records into the file a second time */
+  pid_t child = fork();
+  if (child == 0) exit(0);
+  waitpid(child, NULL, 0);
   copy(2, 3, 1, 2900, 3900, 1 * MiB, 7);                                          /* DtoH */
   memory(4000, 2, 3, 0x2000, 32 * MiB, 8, 1, 7);
   memory(4100, 2, 3, 0x1000, 64 * MiB, 9, 0, 0);
