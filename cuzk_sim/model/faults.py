@@ -109,4 +109,3 @@ def _owners_by_process(mem: DeviceMemory) -> list[tuple[str, ...]]:
     for owner, allocs in mem.process_allocators.items():
         groups.setdefault(id(allocs), []).append(owner)
     return [tuple(g) for g in groups.values()]
-
