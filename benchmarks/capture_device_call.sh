@@ -119,15 +119,26 @@ if [ "$T" -lt 30 ]; then
 fi
 SETS=(--set 'workload[0].count=1' --set 'workload[0].partitions=1'
       --set "plan.gpu_prover.domain_log2=$K" --set 'plan.gpu_prover.allocator="sync"')
-timeout 60 $PY -m cuzk_sim gpu-plan --domain-log2 "$K" --key-pinned --allocator sync --json \
-  > "$W/dry.json" 2> "$W/dry.err"
+# the reference: the scenario's own plan (what gpu-run runs: its partition shape), and
+# gpu-plan's synthetic shape of the same flags beside it
+timeout 60 $PY -c "import sys
+from cuzk_sim import api
+s = api.load(sys.argv[1], {'workload[0].count': 1, 'workload[0].partitions': 1,
+    'plan.gpu_prover.domain_log2': int(sys.argv[2]), 'plan.gpu_prover.allocator': 'sync'})
+print(s.plans['porep'].to_json())" scenarios/validation/base.toml "$K" > "$W/dry.json" 2> "$W/dry.err"
 stamp "dry-run plan rc=$?"
+timeout 60 $PY -m cuzk_sim gpu-plan --domain-log2 "$K" --key-pinned --allocator sync --json \
+  > "$W/gpu-plan.json" 2>> "$W/dry.err"
 T=$(( $(left) - 10 ))
-timeout "$T" $PY -m cuzk_sim capture --via injection -o "$W/prover-plan.json" -- \
+timeout "$T" $PY -m cuzk_sim capture --via injection -o "$W/prover-plan.json" \
+  --save-trace "$W/prover-trace.json" -- \
   python3 -P -m cuzk_sim gpu-run scenarios/validation/base.toml "${SETS[@]}" \
   --details "$W/details.json" > "$W/prover-capture.log" 2>&1
 stamp "capture prover rc=$? (limit $T s)"
 timeout 30 $PY benchmarks/capture_compare.py "$W/prover-plan.json" "$W/dry.json" \
   --details "$W/details.json" > "$OUT/compare.txt" 2>&1
-stamp "prover plan vs dry run rc=$?"
+stamp "prover plan vs the scenario's plan rc=$?"
+{ echo "--- against gpu-plan's synthetic shape"
+  timeout 30 $PY benchmarks/capture_compare.py "$W/prover-plan.json" "$W/gpu-plan.json"; } \
+  >> "$OUT/compare.txt" 2>&1
 cat "$OUT/compare.txt" | head -30

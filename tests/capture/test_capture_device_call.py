@@ -71,7 +71,8 @@ def test_the_script_runs_every_stage_and_keeps_to_eight_files(device_run):
     assert {"steps.txt", "predictions.json", "processes.json", "capture-work.tgz"} <= set(files)
     steps = (out / "steps.txt").read_text()
     for stage in ("nvcc fixture rc=0", "fixture alone rc=0", "capture fixture rc=2",
-                  "predictions rc=0", "judge rc=0", "capture prover rc=", "done;"):  # fmt: skip
+                  "predictions rc=0", "judge rc=0", "dry-run plan rc=0", "capture prover rc=",
+                  "done;"):  # fmt: skip
         assert stage in steps, steps
     with tarfile.open(out / "capture-work.tgz") as tar:
         names = tar.getnames()
