@@ -26,15 +26,14 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import importlib.util
-import json
 import os
 import re
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
 
-from cuzk_sim.capture.context_size import context_bytes
-from cuzk_sim.capture.cupti_records import merge, records_to_trace
+from cuzk_sim.capture.recorder_files import read_folder
 from cuzk_sim.capture.trace import Trace
 from cuzk_sim.input_errors import InputError
 
@@ -51,7 +50,7 @@ if os.environ.get("CUZK_SIM_CAPTURE_DIR"):
 
         print(f"cuzk-sim capture: not recording pid {os.getpid()}: {e}", file=sys.stderr)
 '''
-MAX_TRACE_FILE = 2 << 30  # bytes of one process's records
+STOPPED = (-signal.SIGINT, -signal.SIGTERM, 128 + signal.SIGINT, 128 + signal.SIGTERM)
 RECORDERS = ("auto", "injection", "cupti-python")
 
 
@@ -135,30 +134,6 @@ def injection_env(folder: str, library: Path, libcupti: Path) -> dict[str, str]:
     return env
 
 
-def read_folder(folder: Path, source: str) -> Trace:
-    """The merged trace of every `trace-<pid>.json` the captured processes wrote."""
-    traces = []
-    for path in sorted(Path(folder).glob("trace-*.json")):
-        if path.stat().st_size > MAX_TRACE_FILE:
-            raise InputError(f"capture: {path.name} is larger than 2 GiB")
-        try:
-            data = json.loads(path.read_text())
-            pid, records = int(data["pid"]), list(data["records"])
-        except (ValueError, KeyError, TypeError) as e:
-            raise InputError(f"capture: {path.name}: not a recorder's file ({e})") from None
-        trace = records_to_trace(records, pid, source)
-        ctx = context_bytes(records, trace.memory)
-        if ctx:
-            procs = tuple(dataclasses.replace(p, context_bytes=ctx) for p in trace.processes)
-            missing = tuple(m for m in trace.missing if m != "no CUDA context size measured")
-            trace = dataclasses.replace(trace, processes=procs, missing=missing)
-        notes = tuple(str(n) for n in data.get("notes", []))
-        traces.append(dataclasses.replace(trace, missing=trace.missing + notes))
-    if not traces:
-        raise InputError(f"capture: {source} recorded no CUDA activity (did it use the GPU?)")
-    return merge(traces, source)
-
-
 def run_captured(cmd: list[str], via: str = "auto") -> Trace:
     """Run `cmd` under the recorder `via` chooses and return what its processes recorded."""
     check_command(cmd)
@@ -178,10 +153,29 @@ def run_captured(cmd: list[str], via: str = "auto") -> Trace:
             env = child_env(folder)
         else:
             env = injection_env(folder, library, cupti.library)
-        try:
-            rc = subprocess.run(cmd, env=env, check=False).returncode
-        except OSError as e:
-            raise InputError(f"capture: cannot run {cmd[0]}: {e.strerror or e}") from None
-        if rc != 0:
+        rc, stopped = run_program(cmd, env)
+        if rc != 0 and not stopped and rc not in STOPPED:
             raise InputError(f"capture: {cmd[0]} exited with status {rc}; no plan written")
-        return read_folder(Path(folder), source)
+        trace = read_folder(Path(folder), source)
+        if rc != 0:  # stopped by Ctrl-C or a signal, as a daemon is: said, not refused
+            note = f"{cmd[0]} was stopped (status {rc}): the plan is what it did until then"
+            trace = dataclasses.replace(trace, missing=(*trace.missing, note))
+        return trace
+
+
+def run_program(cmd: list[str], env: dict[str, str]) -> tuple[int, bool]:
+    """Run the program to its end: (its exit status, whether Ctrl-C stopped it). Ctrl-C
+    reaches the program too (one process group): cuzk-sim waits for it to stop (60 s,
+    then kills it) and reads what it recorded."""
+    try:
+        child = subprocess.Popen(cmd, env=env)
+    except OSError as e:
+        raise InputError(f"capture: cannot run {cmd[0]}: {e.strerror or e}") from None
+    try:
+        return child.wait(), False
+    except KeyboardInterrupt:
+        try:
+            return child.wait(timeout=60), True
+        except subprocess.TimeoutExpired:
+            child.kill()
+            return child.wait(), True

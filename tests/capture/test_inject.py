@@ -17,7 +17,10 @@ wheel); the tests that build skip, saying so, where either is missing.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +33,7 @@ from cuzk_sim.capture import cupti_run, inject_build
 from cuzk_sim.capture.to_plan import trace_to_plan
 from cuzk_sim.cli import app
 from cuzk_sim.input_errors import InputError
+from cuzk_sim.plan import Alloc
 
 MiB = 1 << 20
 HARNESS = Path(__file__).parent / "inject" / "harness.c"
@@ -158,3 +162,51 @@ def test_auto_picks_the_injection_library_for_other_programs(monkeypatch):
     assert cupti_run.choose_recorder([sys.executable, "x.py"], "auto") == "injection"
     monkeypatch.setattr(cupti_run.importlib.util, "find_spec", lambda name: object())
     assert cupti_run.choose_recorder([sys.executable, "x.py"], "auto") == "cupti-python"
+
+
+def test_a_process_stopped_by_a_signal_keeps_its_flushed_records(harness_trace, tmp_path):
+    """The harness stopped half-way (its `killed` mode: what was flushed, then half a
+    record, then _exit): the .tmp file is read up to its last whole record."""
+    exe = harness_trace.parent / "harness"
+    out = tmp_path / "killed"
+    out.mkdir()
+    done = subprocess.run([str(exe), str(out), "killed"], capture_output=True, timeout=60)
+    assert done.returncode == 0
+    (path,) = out.glob("trace-*.json.tmp")
+    trace = cupti_run.read_folder(out, "harness")
+    assert any("did not exit" in m for m in trace.missing), trace.missing
+    imp = trace_to_plan(trace)
+    # the hand-worked plan up to the stream sync (the kernel's stream joined at the end);
+    # the buffers never freed are kept (persistent)
+    kept = tuple(
+        dataclasses.replace(s, persistent=True) if isinstance(s, Alloc) else s for s in EXPECTED[:6]
+    )
+    assert imp.plan.steps == kept + (EXPECTED[-1],)
+
+
+def test_a_stopped_program_still_gives_its_plan(monkeypatch, tmp_path, harness_trace):
+    """Ctrl-C or SIGTERM ends a daemon: its status says so, and the plan is written with
+    a note instead of being refused."""
+    monkeypatch.setattr(cupti_run, "check_gpu", lambda: None)
+    monkeypatch.setattr(cupti_run, "run_program", lambda cmd, env: (-15, False))
+    monkeypatch.setattr(cupti_run, "read_folder", lambda folder, source: _canned(harness_trace))
+    monkeypatch.setenv("CUZK_SIM_CACHE", str(tmp_path))
+    trace = cupti_run.run_captured(["./daemon"], "injection")
+    assert "./daemon was stopped (status -15): the plan is what it did until then" in (
+        trace.missing
+    )
+    monkeypatch.setattr(cupti_run, "run_program", lambda cmd, env: (1, False))
+    with pytest.raises(InputError, match="exited with status 1; no plan written"):
+        cupti_run.run_captured(["./daemon"], "injection")
+
+
+def _canned(folder):
+    from cuzk_sim.capture.recorder_files import read_folder
+
+    return read_folder(folder, "canned")
+
+
+def test_run_program_reports_a_signal():
+    code = "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"
+    rc, stopped = cupti_run.run_program([sys.executable, "-c", code], dict(os.environ))
+    assert rc == -signal.SIGTERM and not stopped and rc in cupti_run.STOPPED

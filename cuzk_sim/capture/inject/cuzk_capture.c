@@ -8,7 +8,9 @@
  * allocation, free and first kernel-launch calls (the context's size is worked out from
  * those samples in Python). At exit it flushes CUPTI and writes
  * $CUZK_SIM_CAPTURE_DIR/trace-<pid>.json in the format cuzk_sim/capture/cupti_records.py
- * reads: {"pid": P, "records": [{"kind": "MEMORY2", ...}, ...], "enabled": [...],
+ * reads (until then trace-<pid>.json.tmp, one record a line, flushed as CUPTI delivers
+ * its buffers: every CUZK_SIM_CAPTURE_FLUSH_MS, default 1000, so a daemon stopped by a
+ * signal leaves what it did up to then): {"pid": P, "records": [{"kind": "MEMORY2", ...}, ...], "enabled": [...],
  * "notes": [...]}, enum fields as CUPTI's C numbers, field names as cupti-python's.
  *
  * Built by cuzk_sim/capture/inject_build.py with the system's C compiler against the
@@ -240,6 +242,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) write_record(rec);
     size_t lost = 0;
     if (cuptiActivityGetNumDroppedRecords(ctx, stream, &lost) == CUPTI_SUCCESS) dropped += lost;
+    fflush(out); /* a process stopped by a signal keeps what was delivered (its .tmp file) */
   }
   pthread_mutex_unlock(&lock);
   free(buffer);
@@ -353,6 +356,9 @@ int InitializeInjection(void) {
     fprintf(stderr, "cuzk-sim capture: CUPTI refused the activity callbacks\n");
     note("CUPTI refused the activity callbacks: nothing recorded");
   }
+  const char *period = getenv("CUZK_SIM_CAPTURE_FLUSH_MS");
+  uint32_t ms = period ? (uint32_t)strtoul(period, NULL, 10) : 1000;
+  if (ms && cuptiActivityFlushPeriod(ms) != CUPTI_SUCCESS) note("no periodic flush");
   enable(CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME");
   enable(CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER");
   enable(CUPTI_ACTIVITY_KIND_CONTEXT, "CONTEXT");
