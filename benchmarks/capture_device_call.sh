@@ -106,7 +106,8 @@ for r in json.load(open(sys.argv[1]))['runs']: print(r['n'], r['label'], r['vram
     stamp "n$n $label: card left $F B, model $(cat "$D/at.json"), rcs $(cat "$D"/proc*.rc | tr '\n' ' ')"
   done 3<<< "$RUNS"
   kill "$SMI" 2>/dev/null
-  timeout 30 $CP judge "$OUT/predictions.json" "$W/runs" --out "$OUT/processes.json" 2>&1 | tee -a "$OUT/steps.txt"
+  timeout 30 $CP judge "$OUT/predictions.json" "$W/runs" --out "$OUT/processes.json" \
+    --smi "$W/smi-apps.log" 2>&1 | tee -a "$OUT/steps.txt"
   stamp "judge rc=${PIPESTATUS[0]}"
 fi
 

@@ -47,6 +47,7 @@ SCENARIO = {
     "workload": [{"kind": "porep", "count": 1}],
 }
 LINE = re.compile(r"^(FIXTURE|BALLAST) ?(\w*) (.*)$")
+SMI_APP = re.compile(r"^\s*(\d+),\s*(\d+)\s*$")  # nvidia-smi --query-compute-apps=pid,used_memory
 
 
 def source_plan(iters: int = 2) -> Plan:
@@ -145,12 +146,25 @@ def _run_folder(folder: Path) -> dict:
                 "failed_at": [f"{r.get('buffer')}: {r.get('error')}" for r in failed],
                 "least_free_at_peak": min(peaks) if peaks else None,
                 "context_used": next((r["used"] for r in recs if r["event"] == "context"), None),
+                "pid": next((r["pid"] for r in recs if isinstance(r.get("pid"), int)), None),
             }
         )
     return {"ballast_free": free, "at": at, "processes": procs}
 
 
-def judge(predictions: dict, runs: Path) -> dict:
+def smi_peaks(text: str) -> dict[int, int]:
+    """pid -> the most MiB nvidia-smi saw it use (`--query-compute-apps=pid,used_memory
+    --format=csv,noheader,nounits`, sampled; lines it could not fill are skipped)."""
+    out: dict[int, int] = {}
+    for line in text.splitlines():
+        m = SMI_APP.match(line)
+        if m:
+            pid, mib = int(m.group(1)), int(m.group(2))
+            out[pid] = max(out.get(pid, 0), mib)
+    return out
+
+
+def judge(predictions: dict, runs: Path, smi: dict[int, int] | None = None) -> dict:
     rows = []
     for pred in predictions["runs"]:
         folder = runs / f"n{pred['n']}-{pred['label']}"
@@ -170,6 +184,9 @@ def judge(predictions: dict, runs: Path) -> dict:
             row["real_oom"] = any(p["oom"] for p in procs)
             row["verdict_agrees"] = row["real_oom"] == row["predicted_oom"]
             frees = [p["least_free_at_peak"] for p in procs if p["least_free_at_peak"] is not None]
+            pids = [p["pid"] for p in procs if p["pid"] is not None]
+            if smi and any(pid in smi for pid in pids):  # each process's own, by nvidia-smi
+                row["smi_process_peaks_mib"] = [smi.get(pid) for pid in pids]
             if frees and row["card_left"] is not None and not row["real_oom"]:
                 row["measured_peak"] = row["card_left"] - min(frees)
                 row["peak_error_pct"] = round(
@@ -194,7 +211,9 @@ def _show(out: dict) -> None:
             if "real_oom" in r
             else "not run"
         )
-        print(f"{r['run']}: card left {r['card_left']} B; {verdict}; {peak}")
+        smi = r.get("smi_process_peaks_mib")
+        each = f"; nvidia-smi per process {smi} MiB" if smi else ""
+        print(f"{r['run']}: card left {r['card_left']} B; {verdict}; {peak}{each}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -218,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("predictions", type=Path)
     p.add_argument("runs", type=Path)
     p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--smi", type=Path, help="nvidia-smi's per-process samples")
     a = ap.parse_args(argv)
     if a.cmd == "source-plan":
         a.out.write_text(source_plan(a.iters).to_json() + "\n")
@@ -232,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     elif a.cmd == "at":
         print(json.dumps(model(a.plan, a.context, a.n, a.vram)))
     else:
-        out = judge(json.loads(a.predictions.read_text()), a.runs)
+        smi = smi_peaks(a.smi.read_text()) if a.smi and a.smi.exists() else None
+        out = judge(json.loads(a.predictions.read_text()), a.runs, smi)
         a.out.write_text(json.dumps(out, indent=1) + "\n")
         _show(out)
         return 0 if all(r.get("verdict_agrees") for r in out["rows"]) else 1

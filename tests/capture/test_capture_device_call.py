@@ -157,3 +157,16 @@ def test_a_context_that_cannot_be_made_is_an_oom(tmp_path):
     (row,) = cp.judge(pred, tmp_path)["rows"]
     assert row["real_oom"] is True and row["verdict_agrees"]
     assert "measured_peak" not in row  # an OOM run: no peak to compare
+
+
+def test_nvidia_smi_s_per_process_samples_parse(tmp_path):
+    text = "41, 2100\n42, [N/A]\n41, 2127\n43, 2127\n\nsomething else\n"
+    assert cp.smi_peaks(text) == {41: 2127, 43: 2127}
+    run = tmp_path / "n2-+2pct"
+    run.mkdir()
+    for i, pid in ((1, 41), (2, 43)):
+        (run / f"proc{i}.log").write_text(f"FIXTURE peak pid={pid} iter=0 free=5 total=9 used=4\n")
+        (run / f"proc{i}.rc").write_text("0\n")
+    one = {"n": 2, "label": "+2pct", "vram": 1, "predicted_oom": False, "predicted_peak": 0}
+    (row,) = cp.judge({"context_bytes": 1, "runs": [one]}, tmp_path, cp.smi_peaks(text))["rows"]
+    assert row["smi_process_peaks_mib"] == [2127, 2127]
