@@ -30,7 +30,9 @@ finish() {
   stamp "done; work folder tarred"
 }
 trap finish EXIT
-export PIP_LOG=$W/pip.log CUZK_SIM_CACHE=$W/cache
+# no NVTX through CUPTI: nothing captured here marks ranges, and CUPTI 13.0's NVTX
+# injection crashed programs that name threads (NVIDIA/NVTX#125)
+export PIP_LOG=$W/pip.log CUZK_SIM_CACHE=$W/cache CUZK_SIM_CAPTURE_NVTX=0
 . benchmarks/device_env.sh
 PY="python3 -P"
 CP="$PY benchmarks/capture_processes.py"

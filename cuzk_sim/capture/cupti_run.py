@@ -122,15 +122,22 @@ def child_env(folder: str) -> dict[str, str]:
     path = [folder, root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "CUZK_SIM_CAPTURE_DIR": folder}
     lib = _libcupti()
-    if lib is not None and "NVTX_INJECTION64_PATH" not in env:
+    if lib is not None and "NVTX_INJECTION64_PATH" not in env and _nvtx_wanted():
         env["NVTX_INJECTION64_PATH"] = lib
     return env
+
+
+def _nvtx_wanted() -> bool:
+    """NVTX ranges through CUPTI unless CUZK_SIM_CAPTURE_NVTX=0 (CUPTI 13.0's NVTX
+    injection crashed nvtxNameOsThreadA: NVIDIA/NVTX#125)."""
+    return os.environ.get("CUZK_SIM_CAPTURE_NVTX", "1") != "0"
 
 
 def injection_env(folder: str, library: Path, libcupti: Path) -> dict[str, str]:
     """The captured program's environment for the injection library."""
     env = {**os.environ, "CUDA_INJECTION64_PATH": str(library), "CUZK_SIM_CAPTURE_DIR": folder}
-    env.setdefault("NVTX_INJECTION64_PATH", str(libcupti))
+    if _nvtx_wanted():
+        env.setdefault("NVTX_INJECTION64_PATH", str(libcupti))
     return env
 
 

@@ -210,3 +210,14 @@ def test_run_program_reports_a_signal():
     code = "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"
     rc, stopped = cupti_run.run_program([sys.executable, "-c", code], dict(os.environ))
     assert rc == -signal.SIGTERM and not stopped and rc in cupti_run.STOPPED
+
+
+def test_nvtx_through_cupti_can_be_turned_off(monkeypatch, tmp_path):
+    lib, cupti_lib = tmp_path / "lib.so", tmp_path / "libcupti.so"
+    monkeypatch.delenv("NVTX_INJECTION64_PATH", raising=False)
+    monkeypatch.delenv("CUZK_SIM_CAPTURE_NVTX", raising=False)
+    env = cupti_run.injection_env("/f", lib, cupti_lib)
+    assert env["CUDA_INJECTION64_PATH"] == str(lib) and env["CUZK_SIM_CAPTURE_DIR"] == "/f"
+    assert env["NVTX_INJECTION64_PATH"] == str(cupti_lib)
+    monkeypatch.setenv("CUZK_SIM_CAPTURE_NVTX", "0")
+    assert "NVTX_INJECTION64_PATH" not in cupti_run.injection_env("/f", lib, cupti_lib)
