@@ -33,9 +33,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import capture_processes as cp  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def device_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("device")
+def _run_script(tmp, driver: bool = False):
+    """The device script against the stand-ins; with `driver`, a stand-in libcuda.so.1
+    (cuInit and cuDeviceGetCount answer: one device) lets `capture` run the emulated
+    fixture, which writes the records the injection library would."""
     tools = tmp / "bin"
     tools.mkdir()
     for name in ("nvcc", "nvidia-smi"):
@@ -56,11 +57,41 @@ def device_run(tmp_path_factory):
         "BUDGET": "190",
     }
     env.pop("PYTHONPATH", None)
+    if driver:
+        lib = tmp / "lib"
+        lib.mkdir()
+        (lib / "cuda.c").write_text(
+            "int cuInit(unsigned f) { return 0; }\n"
+            "int cuDeviceGetCount(int *n) { *n = 1; return 0; }\n"
+        )
+        cc = subprocess.run(
+            ["cc", "-shared", "-fPIC", "-o", str(lib / "libcuda.so.1"), str(lib / "cuda.c")],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        if cc.returncode != 0:
+            pytest.skip(f"no C compiler for the stand-in driver: {cc.stderr[-200:]}")
+        env["LD_LIBRARY_PATH"] = str(lib)
     done = subprocess.run(
         ["bash", str(tmp / "call.sh")], cwd=ROOT, env=env, capture_output=True, text=True,
         timeout=280,
     )  # fmt: skip
     return done, out, work
+
+
+@pytest.fixture(scope="module")
+def device_run(tmp_path_factory):
+    return _run_script(tmp_path_factory.mktemp("device"))
+
+
+@pytest.fixture(scope="module")
+def device_run_captured(tmp_path_factory):
+    from cuzk_sim.capture import inject_build
+
+    try:
+        inject_build.find_cupti(), inject_build.find_compiler()
+    except Exception as e:  # noqa: BLE001 - the reason is the skip's
+        pytest.skip(f"no toolchain for the injection library here: {e}")
+    return _run_script(tmp_path_factory.mktemp("device-captured"), driver=True)
 
 
 def test_the_script_runs_every_stage_and_keeps_to_eight_files(device_run):
@@ -110,6 +141,27 @@ FIXTURE peak pid=41 iter=0 free=148565999616 total=150754820096 used=2188820480
 FIXTURE peak pid=41 iter=1 free=148499939328 total=150754820096 used=2254880768
 FIXTURE done pid=41
 """
+
+
+def test_with_a_capture_the_predictions_come_from_the_captured_plan(device_run_captured):
+    """The emulated fixture's records (what CUPTI reports for its calls, in the injection
+    library's format) give a plan equal to its source's, buffer for buffer, and the same
+    predictions by hand."""
+    done, out, work = device_run_captured
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    steps = (out / "steps.txt").read_text()
+    assert "capture fixture rc=0" in steps, steps
+    assert "buffers: EQUAL" in (out / "fixture-compare.txt").read_text()
+    assert "allocations: captured 7, reference 7" in (out / "fixture-compare.txt").read_text()
+    pred = json.loads((out / "predictions.json").read_text())
+    assert pred["plan"].endswith("fixture-plan.json")
+    assert {r["n"]: r["need"] for r in pred["runs"]} == {2: 2 * 2127 * MiB, 3: 3 * 2127 * MiB}
+    # the context from the emulated cuMemGetInfo sample: (527 + 1024) - 1024 MiB
+    assert json.loads((work / "fixture-plan.json").read_text())["meta"]["context_bytes"] == (
+        527 * MiB
+    )
+    rows = json.loads((out / "processes.json").read_text())["rows"]
+    assert all(r["verdict_agrees"] for r in rows)
 
 
 def test_the_fixture_s_lines_parse():
