@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # two runs of the whole script, about 25 s each
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = Path(__file__).parent / "fake_device"
 MiB = 1 << 20
