@@ -170,3 +170,25 @@ def test_a_per_gpu_cache_is_per_process(tmp_path):
         assert res["peak_vram_bytes"]["0"] == device * MiB
         # partition_bytes of 1 MiB each beside the pinned buffers
         assert res["peak_host_bytes"] - 3 * MiB == host * MiB, separate
+
+
+def test_a_restart_keeps_one_allocator_set_per_process(tmp_path):
+    from cuzk_sim.model.faults import _owners_by_process
+
+    mem = DeviceMemory(0, 1000 * MiB)
+    mem.add_process("gpu0-w0", "gpu0-w0/gpu0")
+    mem.add_process("gpu0-w1", "gpu0-w1/gpu0")
+    assert _owners_by_process(mem) == [("gpu0-w0", "gpu0-w0/gpu0"), ("gpu0-w1", "gpu0-w1/gpu0")]
+    # a daemon restart mid-run (the processes' memories rebuilt): the run goes on, and
+    # three processes still hold three contexts and their own buffers afterwards
+    plan = dict(PLAN, meta={})
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    toml = SCENARIO.format(vram="4 GiB", workers=3, separate="true", context=CTX)
+    toml = toml.replace('on_oom = "continue"', 'on_oom = "continue"\nrestarts = ["0.005 s"]')
+    toml = toml.replace("count = 1\n", 'count = 2\nevery = "0.05 s"\n')  # one after it
+    (tmp_path / "s.toml").write_text(toml)
+    r = CliRunner().invoke(app, ["run", str(tmp_path / "s.toml"), "--json"])
+    assert r.exit_code in (0, 1), r.output
+    res = json.loads(r.stdout[: r.stdout.rindex("}") + 1])
+    assert res["peak_vram_bytes"]["0"] == 3 * (500 + 96) * MiB
+    assert res["proofs_failed"] == 1 and res["proofs_completed"] == 1  # lost, then proved
