@@ -97,118 +97,137 @@ static void api_record(const CUpti_ActivityAPI *r, int runtime) {
   fputc('}', out);
 }
 
+static void memory_record(const CUpti_ActivityMemory4 *r) {
+  begin("MEMORY2");
+  u64("memory_operation_type", r->memoryOperationType);
+  u64("memory_kind", r->memoryKind);
+  u64("correlation_id", r->correlationId);
+  u64("address", r->address);
+  u64("bytes", r->bytes);
+  u64("timestamp", r->timestamp);
+  u64("device_id", r->deviceId);
+  u64("context_id", r->contextId);
+  u64("stream_id", r->streamId);
+  fprintf(out, ", \"is_async\": %s}", r->isAsync ? "true" : "false");
+}
+
+static void copy_record(const CUpti_ActivityMemcpy6 *r) {
+  begin("MEMCPY");
+  u64("copy_kind", r->copyKind);
+  u64("src_kind", r->srcKind);
+  u64("dst_kind", r->dstKind);
+  u64("bytes", r->bytes);
+  u64("start", r->start);
+  u64("end", r->end);
+  u64("device_id", r->deviceId);
+  u64("context_id", r->contextId);
+  u64("stream_id", r->streamId);
+  u64("correlation_id", r->correlationId);
+  fputc('}', out);
+}
+
+static void memset_record(const CUpti_ActivityMemset4 *r) {
+  begin("MEMSET");
+  u64("bytes", r->bytes);
+  u64("start", r->start);
+  u64("end", r->end);
+  u64("device_id", r->deviceId);
+  u64("context_id", r->contextId);
+  u64("stream_id", r->streamId);
+  u64("correlation_id", r->correlationId);
+  fputc('}', out);
+}
+
+static void kernel_record(const CUpti_ActivityKernel10 *r, const char *kind) {
+  begin(kind);
+  fputs(", \"name\": ", out);
+  put_string(r->name ? r->name : "kernel");
+  u64("start", r->start);
+  u64("end", r->end);
+  u64("device_id", r->deviceId);
+  u64("context_id", r->contextId);
+  u64("stream_id", r->streamId);
+  u64("correlation_id", r->correlationId);
+  fputc('}', out);
+}
+
+static void context_record(const CUpti_ActivityContext3 *r) {
+  begin("CONTEXT");
+  u64("context_id", r->contextId);
+  u64("device_id", r->deviceId);
+  u64("null_stream_id", r->nullStreamId);
+  fputc('}', out);
+}
+
+static void sync_record(const CUpti_ActivitySynchronization2 *r) {
+  begin("SYNCHRONIZATION");
+  u64("type", r->type);
+  u64("start", r->start);
+  u64("end", r->end);
+  u64("correlation_id", r->correlationId);
+  u64("context_id", r->contextId);
+  u64("stream_id", r->streamId);
+  u64("cuda_event_id", r->cudaEventId);
+  fputc('}', out);
+}
+
+static void marker_record(const CUpti_ActivityMarker2 *r) {
+  begin("MARKER");
+  u64("flags", r->flags);
+  u64("timestamp", r->timestamp);
+  u64("id", r->id);
+  fputs(", \"name\": ", out);
+  put_string(r->name ? r->name : "");
+  fputc('}', out);
+}
+
+static void pool_record(const CUpti_ActivityMemoryPool3 *r) {
+  begin("MEMORY_POOL");
+  u64("memory_pool_operation_type", r->memoryPoolOperationType);
+  u64("timestamp", r->timestamp);
+  u64("device_id", r->deviceId);
+  u64("address", r->address);
+  u64("size", r->size);
+  u64("release_threshold", r->releaseThreshold);
+  fputc('}', out);
+}
+
+/* one activity record, by its kind; kinds not enabled here are skipped */
 static void write_record(const CUpti_Activity *rec) {
   switch (rec->kind) {
-    case CUPTI_ACTIVITY_KIND_MEMORY2: {
-      const CUpti_ActivityMemory4 *r = (const CUpti_ActivityMemory4 *)rec;
-      begin("MEMORY2");
-      u64("memory_operation_type", r->memoryOperationType);
-      u64("memory_kind", r->memoryKind);
-      u64("correlation_id", r->correlationId);
-      u64("address", r->address);
-      u64("bytes", r->bytes);
-      u64("timestamp", r->timestamp);
-      u64("device_id", r->deviceId);
-      u64("context_id", r->contextId);
-      u64("stream_id", r->streamId);
-      fprintf(out, ", \"is_async\": %s}", r->isAsync ? "true" : "false");
+    case CUPTI_ACTIVITY_KIND_MEMORY2:
+      memory_record((const CUpti_ActivityMemory4 *)rec);
       break;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      const CUpti_ActivityMemcpy6 *r = (const CUpti_ActivityMemcpy6 *)rec;
-      begin("MEMCPY");
-      u64("copy_kind", r->copyKind);
-      u64("src_kind", r->srcKind);
-      u64("dst_kind", r->dstKind);
-      u64("bytes", r->bytes);
-      u64("start", r->start);
-      u64("end", r->end);
-      u64("device_id", r->deviceId);
-      u64("context_id", r->contextId);
-      u64("stream_id", r->streamId);
-      u64("correlation_id", r->correlationId);
-      fputc('}', out);
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      copy_record((const CUpti_ActivityMemcpy6 *)rec);
       break;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      const CUpti_ActivityMemset4 *r = (const CUpti_ActivityMemset4 *)rec;
-      begin("MEMSET");
-      u64("bytes", r->bytes);
-      u64("start", r->start);
-      u64("end", r->end);
-      u64("device_id", r->deviceId);
-      u64("context_id", r->contextId);
-      u64("stream_id", r->streamId);
-      u64("correlation_id", r->correlationId);
-      fputc('}', out);
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      memset_record((const CUpti_ActivityMemset4 *)rec);
       break;
-    }
     case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-      const CUpti_ActivityKernel10 *r = (const CUpti_ActivityKernel10 *)rec;
-      begin(rec->kind == CUPTI_ACTIVITY_KIND_KERNEL ? "KERNEL" : "CONCURRENT_KERNEL");
-      fputs(", \"name\": ", out);
-      put_string(r->name ? r->name : "kernel");
-      u64("start", r->start);
-      u64("end", r->end);
-      u64("device_id", r->deviceId);
-      u64("context_id", r->contextId);
-      u64("stream_id", r->streamId);
-      u64("correlation_id", r->correlationId);
-      fputc('}', out);
+      kernel_record((const CUpti_ActivityKernel10 *)rec, "KERNEL");
       break;
-    }
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      kernel_record((const CUpti_ActivityKernel10 *)rec, "CONCURRENT_KERNEL");
+      break;
     case CUPTI_ACTIVITY_KIND_RUNTIME:
       api_record((const CUpti_ActivityAPI *)rec, 1);
       break;
     case CUPTI_ACTIVITY_KIND_DRIVER:
       api_record((const CUpti_ActivityAPI *)rec, 0);
       break;
-    case CUPTI_ACTIVITY_KIND_CONTEXT: {
-      const CUpti_ActivityContext3 *r = (const CUpti_ActivityContext3 *)rec;
-      begin("CONTEXT");
-      u64("context_id", r->contextId);
-      u64("device_id", r->deviceId);
-      u64("null_stream_id", r->nullStreamId);
-      fputc('}', out);
+    case CUPTI_ACTIVITY_KIND_CONTEXT:
+      context_record((const CUpti_ActivityContext3 *)rec);
       break;
-    }
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-      const CUpti_ActivitySynchronization2 *r = (const CUpti_ActivitySynchronization2 *)rec;
-      begin("SYNCHRONIZATION");
-      u64("type", r->type);
-      u64("start", r->start);
-      u64("end", r->end);
-      u64("correlation_id", r->correlationId);
-      u64("context_id", r->contextId);
-      u64("stream_id", r->streamId);
-      u64("cuda_event_id", r->cudaEventId);
-      fputc('}', out);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+      sync_record((const CUpti_ActivitySynchronization2 *)rec);
       break;
-    }
-    case CUPTI_ACTIVITY_KIND_MARKER: {
-      const CUpti_ActivityMarker2 *r = (const CUpti_ActivityMarker2 *)rec;
-      begin("MARKER");
-      u64("flags", r->flags);
-      u64("timestamp", r->timestamp);
-      u64("id", r->id);
-      fputs(", \"name\": ", out);
-      put_string(r->name ? r->name : "");
-      fputc('}', out);
+    case CUPTI_ACTIVITY_KIND_MARKER:
+      marker_record((const CUpti_ActivityMarker2 *)rec);
       break;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMORY_POOL: {
-      const CUpti_ActivityMemoryPool3 *r = (const CUpti_ActivityMemoryPool3 *)rec;
-      begin("MEMORY_POOL");
-      u64("memory_pool_operation_type", r->memoryPoolOperationType);
-      u64("timestamp", r->timestamp);
-      u64("device_id", r->deviceId);
-      u64("address", r->address);
-      u64("size", r->size);
-      u64("release_threshold", r->releaseThreshold);
-      fputc('}', out);
+    case CUPTI_ACTIVITY_KIND_MEMORY_POOL:
+      pool_record((const CUpti_ActivityMemoryPool3 *)rec);
       break;
-    }
     default:
       break;
   }
