@@ -87,9 +87,17 @@ def _workers(cfg: EngineConfig, devices: list[Device]) -> list[Worker]:
     for d in cfg.devices or range(cfg.gpus):
         routed = devices[0 if cfg.routing == "device0" else d]
         for k in range(cfg.gpu_workers_per_device):
-            workers.append(Worker(f"gpu{d}-w{k}", routed, assigned=d))
+            name = f"gpu{d}-w{k}"
+            process = name if cfg.separate_processes else ""
+            workers.append(Worker(name, routed, assigned=d, process=process))
     for dev in {w.device.index: w.device for w in workers}.values():
-        dev.memory.context = cfg.context_overhead  # one daemon process per device used
+        if cfg.separate_processes:  # one process per worker: a context and allocators each
+            mine = [w for w in workers if w.device is dev]
+            for w in mine:
+                dev.memory.add_process(w.name, w.device_owner())
+            dev.memory.context = cfg.context_overhead * len(mine)
+        else:
+            dev.memory.context = cfg.context_overhead  # one daemon process per device used
         dev.memory.peak_used = dev.memory.used
     return workers
 

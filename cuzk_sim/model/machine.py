@@ -57,13 +57,17 @@ class Machine:
     def log(self, line: str, t: float | None = None) -> None:
         self.recorder.lines.append((self.env.now if t is None else t, line))
 
-    def mutex(self, name: str, scope: str, device: int) -> Mutex:
+    def mutex(self, name: str, scope: str, device: int, process: str = "") -> Mutex:
         """The mutex a lock step names: one per (name, assigned GPU) for scope `device`,
-        one per name for `process` and `global`."""
+        one per name for `process` and `global`; each of those per process when the
+        workers are separate processes (`process` named: a mutex is a process's memory)."""
         key = (name, device) if scope == "device" else (name,)
+        if process:
+            key = (*key, process)
         m = self.mutexes.get(key)
         if m is None:
-            m = self.mutexes[key] = (
-                Mutex(name) if len(key) == 1 else Mutex(f"{name}@gpu{device}", device)
-            )
+            per_device = scope == "device"
+            label = f"{name}@gpu{device}" if per_device else name
+            m = Mutex(f"{label}@{process}" if process else label, device if per_device else None)
+            self.mutexes[key] = m
         return m

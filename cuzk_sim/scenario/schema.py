@@ -72,6 +72,10 @@ class GpusSection(_Strict):
     gpu_workers_per_device: int = Field(2, ge=1, le=64)
     devices: list[int] = Field([], max_length=64)
     gpu_threads: int = Field(32, ge=0, le=MAX_THREADS)  # groth16_pool (B_G2 MSM); 0 = all cores
+    # true: each GPU worker is a separate process (a captured program run N times on the
+    # card): a CUDA context each (hardware.context_overhead, or the captured plan's),
+    # allocators, mutexes and pinned host buffers of its own; false: threads of one daemon
+    separate_processes: bool = False
 
 
 class PipelineSection(_Strict):
