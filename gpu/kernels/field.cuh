@@ -301,7 +301,7 @@ __device__ __forceinline__ void addc(u32& d, u32 a, u32 b) {
 // inputs < 2m: then t + a b_i + u m < 3m 2^32 + 2m, t stays < 3m, and the output
 // (a b + U m) / 2^(32 N) < 4m^2 / 2^(32 N) + m < 2m is returned as it is.
 // The first half of a round of the wide product: ev += a_even b_i (ev = a_even b_0 in round
-// 0), od = a_odd b_i (fr_mul.cuh's product shares it).
+// 0), od = a_odd b_i.
 template <int N>
 __device__ __forceinline__ void mont_product_round(u32* ev, u32* od, const u32* a, u32 bi,
                                                    bool first) {
