@@ -22,8 +22,6 @@ ALLOWED = {
     "cuzk_sim/cli/gpu_run.py:gpu_run": "issue 29, helper s24 (gpu_run split)",
     "cuzk_sim/plans/cuzk.py:build_partition_plan": "issue 29, helper s26 (plans/cuzk split)",
     "cuzk_sim/validation/grid.py:run_grid": "issue 29, helper s27 (validation/grid split)",
-    "tests/capture/cupti_canned.py:one_partition": "issue 29: canned CUPTI records, not split yet",
-    "tests/gpu_prover/test_msm_signed_model.py:model_msm": "issue 29: the MSM model, not split yet",
 }
 
 
