@@ -39,6 +39,11 @@ def _api_calls() -> list[dict]:
 
 def _activities() -> list[dict]:
     """The memory, copy, kernel, sync and memset records the calls correlate with."""
+    return [*_before_sync(), *_after_sync()]
+
+
+def _before_sync() -> list[dict]:
+    """Allocations, the upload, the kernel and the stream synchronisation."""
     return [
         {
             "kind": "MEMORY2",
@@ -106,6 +111,12 @@ def _activities() -> list[dict]:
             "stream_id": 13,
             "correlation_id": 6,
         },
+    ]
+
+
+def _after_sync() -> list[dict]:
+    """The download, the frees and the memset."""
+    return [
         {
             "kind": "MEMCPY",
             "copy_kind": "DTOH",
