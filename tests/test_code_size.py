@@ -1,4 +1,4 @@
-"""The size rules (issue 29, /work/shared/STYLE.md): no module of cuzk_sim/ or gpu/ over 600 lines
+"""The size rules of issue 29: no module of cuzk_sim/ or gpu/ over 600 lines
 (the CUDA sources of gpu/kernels aside), no Python function over 100 lines anywhere but
 benchmarks/ (counted from its `def` line to its last line, decorators aside).
 
