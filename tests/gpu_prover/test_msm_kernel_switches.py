@@ -15,7 +15,7 @@ from cuzk_sim.reference.field import R
 
 SWITCHES = [  # compiled modules of msm_signed.cu (NVRTC takes seconds each)
     "",  # the defaults
-    "FIELD_MUL_WIDE=0",  # the field product's baseline (the kernels of 06:33 UTC, 2026-12-01)
+    "FIELD_MUL_WIDE=0",  # the field product's baseline: the 64-bit C product of commit 6c50516
 ]
 
 
