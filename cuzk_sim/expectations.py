@@ -29,6 +29,12 @@ def check_expectations(expect: Expect, result: SimResult) -> list[Check]:
         got = "none completed" if spp is None else f"{spp:.1f} s"
         ok = spp is not None and lo <= spp <= hi
         checks.append(Check("seconds_per_proof", f"[{lo:g}, {hi:g}] s", got, ok))
+    if expect.prove_seconds is not None:
+        lo, hi = (parse_duration(t) for t in expect.prove_seconds)
+        prove = result.prove_seconds
+        got = "none completed" if prove is None else f"{prove:.1f} s"
+        ok = prove is not None and lo <= prove <= hi
+        checks.append(Check("prove_seconds", f"[{lo:g}, {hi:g}] s", got, ok))
     if expect.first_oom_buffer is not None:
         first = result.fatal_ooms[0].buffer if result.fatal_ooms else None
         checks.append(
@@ -86,7 +92,7 @@ def check_expectations(expect: Expect, result: SimResult) -> list[Check]:
     return checks
 
 
-FIGURES = ("seconds_per_proof", "peak_host_rss")  # what a known miss may stand for
+FIGURES = ("seconds_per_proof", "peak_host_rss", "prove_seconds")  # what a known miss may stand for
 
 
 def _known_miss(checks: list[Check], why: str) -> list[Check]:
