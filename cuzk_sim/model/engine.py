@@ -363,6 +363,7 @@ class Simulation:
             peak_host_bytes=m.ram.peak_used,
             peak_host_rss_bytes=self.ctx.host_side.rss.peak,
             prove_seconds=_mean_prove_s(counters),
+            bench_seconds_per_proof=(max(times) - first) / len(times) if times else None,
             host_budget_bytes=m.ram.budget,
             peak_core_demand=m.cores.peak_demand,
             host_samples=m.ram.samples if plain_series and m.ram.samples else [],

@@ -22,6 +22,8 @@ follow the source (cited in docs/simulator.md):
 - CPU threads: `prep_msm` runs on one thread for one circuit (cuzk-project.md, Phase 11:
   "With num_circuits=1, prep_msm uses only 1 thread regardless (par_map(1,...))"); the
   B_G2 MSM runs on the C++ groth16_pool, `gpus.gpu_threads` threads (cuzk-daemon main.rs).
+  Both are jobs of that one process-wide pool, B_G2 after prep_msm on the partition's
+  prep thread (groth16_cuda.cu): `pool=POOL`, so one job runs at a time for all workers.
 
 The plan never asks which incident it is in: each variant only moves, adds or removes
 steps, and the model executes whatever comes out.
@@ -57,6 +59,7 @@ WARP = 32
 GPU_DIV = 32 * WARP  # groth16_split_msm.cu
 NUM_BATCHES = 8
 GPU_MUTEX = "gpu"
+POOL = "groth16_pool"  # the C++ side's process-wide CPU pool (get_groth16_pool)
 
 Prestage = Literal["off", "outside_mutex", "under_mutex"]
 
@@ -140,7 +143,9 @@ def _ntt_pair(vec: str, n: int) -> list[Step]:
 
 def _cpu_head(shape: CircuitShape, variant: CuzkVariant) -> list[Step]:
     """The CPU threads started at pickup: prep_msm, and B_G2 when it runs on the CPU."""
-    steps: list[Step] = [Cpu("prep_msm", "prep_msm", shape.constraints, threads=1, stream="prep")]
+    steps: list[Step] = [
+        Cpu("prep_msm", "prep_msm", shape.constraints, threads=1, stream="prep", pool=POOL)
+    ]
     if variant.b_g2_msm == "cpu":
         steps.append(
             Cpu(
@@ -149,6 +154,7 @@ def _cpu_head(shape: CircuitShape, variant: CuzkVariant) -> list[Step]:
                 shape.tail(shape.b_points),
                 threads=variant.b_g2_threads,
                 stream="b_g2",
+                pool=POOL,
             )
         )
     return steps
