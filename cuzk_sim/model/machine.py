@@ -54,7 +54,7 @@ class Machine:
     # when each persistent pinned host buffer (the process's) is page-locked: a worker that
     # finds it live while another is still pinning it waits for that (interpreter.alloc_host)
     pinned_at: dict[str, float] = field(default_factory=dict)
-    # process-wide CPU thread pools (Cpu.pool): the end of the job issued last to each
+    # CPU thread pools (Cpu.pool), per device: the end of the job issued last to each
     pools: dict[str, float | simpy.Event] = field(default_factory=dict)
     # how much slower a pooled CPU job of this kind runs under the host's current load
     # (the syntheses sharing its memory bandwidth: model/host_side.py); 1.0 without

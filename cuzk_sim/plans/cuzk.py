@@ -23,7 +23,8 @@ follow the source (cited in docs/simulator.md):
   "With num_circuits=1, prep_msm uses only 1 thread regardless (par_map(1,...))"); the
   B_G2 MSM runs on the C++ groth16_pool, `gpus.gpu_threads` threads (cuzk-daemon main.rs).
   Both are jobs of that one process-wide pool, B_G2 after prep_msm on the partition's
-  prep thread (groth16_cuda.cu): `pool=POOL`, so one job runs at a time for all workers.
+  prep thread (groth16_cuda.cu): `pool=POOL`, so one job runs at a time for a device's
+  workers (steps/cpu.py: one chain per device).
 
 The plan never asks which incident it is in: each variant only moves, adds or removes
 steps, and the model executes whatever comes out.

@@ -35,8 +35,8 @@ class Cpu:
     size: int
     threads: int = 1
     stream: str = "host"
-    # a helper-thread step run by a process-wide thread pool (cuzk's groth16_pool): it
-    # starts after the step issued before it to the same pool, by any worker (FIFO)
+    # a helper-thread step run by a thread pool (cuzk's groth16_pool): it starts after the
+    # step issued before it to the same pool by any worker on the same device (FIFO)
     pool: str = ""
     op: Literal["cpu"] = "cpu"
 
@@ -51,6 +51,14 @@ class CpuIn(StepIn):
     pool: Annotated[str, StringConstraints(max_length=256)] = ""
 
 
+def _pool(w: Worker, s: Cpu) -> str:
+    """The chain a pooled step joins: the pool's, per device the worker runs on. cuzk's
+    groth16_pool is one per process; the published runs that show its jobs in series
+    are single-GPU, and across GPUs its one-thread prep_msm jobs can run side by side on
+    its threads, so the model keeps one chain per device (docs/simulator.md)."""
+    return f"{s.pool}@gpu{w.device.index}"
+
+
 def price(s: Cpu, profile: Any, where: str) -> float:
     return profile.cpu_seconds(s.kind, s.size, where)
 
@@ -63,11 +71,11 @@ def cpu(m: Machine, w: Worker, s: Cpu, seconds: float, parts: Any = None) -> Non
     else:
         start = max(w.t_ready, w.streams.get(s.stream, 0.0))
         if s.pool:
-            start = max(start, m.pools.get(s.pool, 0.0))
+            start = max(start, m.pools.get(_pool(w, s), 0.0))
             seconds *= m.cpu_slowdown(s.kind)
         w.streams[s.stream] = end = start + seconds
         if s.pool:
-            m.pools[s.pool] = end
+            m.pools[_pool(w, s)] = end
     m.cores.work_s += seconds * s.threads  # host-core utilization (metrics.py)
     if m.recorder.record:
         m.recorder.spans.append(Span(w.name, -1, s.name, "cpu", start, end))
@@ -90,10 +98,10 @@ def cpu_shared(
         return
     prev = w.streams.get(s.stream, 0.0)
     if s.pool:
-        after = m.pools.get(s.pool, 0.0)
+        after = m.pools.get(_pool(w, s), 0.0)
         seconds *= m.cpu_slowdown(s.kind)
         proc = env.process(_helper(m, w, s, prev, w.t_ready, seconds, after))
-        w.streams[s.stream] = m.pools[s.pool] = proc
+        w.streams[s.stream] = m.pools[_pool(w, s)] = proc
     elif without_process and not isinstance(prev, simpy.Event):
         start = max(prev, w.t_ready)
         ev = m.cores.run(seconds, s.threads, start)

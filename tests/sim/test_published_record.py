@@ -307,3 +307,16 @@ def test_bench_seconds_per_proof_counts_the_pipeline_fill() -> None:
     assert len(times) == 5
     assert r.bench_seconds_per_proof == pytest.approx(times[-1] / 5)
     assert r.seconds_per_proof == pytest.approx((times[-1] - times[0]) / 4)
+
+
+def test_the_cpu_pool_chain_is_per_device() -> None:
+    """Two GPUs, one worker each (routing-fix-gpu-index): the two devices' prep_msm jobs
+    run side by side (one chain per device), never those of one worker."""
+    r = simulate(api.load(ROOT / "scenarios" / "routing-fix-gpu-index.toml"), record=True)
+    jobs: dict[str, list[tuple[float, float]]] = {}
+    for s in r.spans:
+        if s.name == "prep_msm":
+            jobs.setdefault(s.track, []).append((s.start_s, s.end_s))
+    assert len(jobs) == 2
+    first, second = jobs.values()
+    assert any(a0 < b1 and b0 < a1 for a0, a1 in first for b0, b1 in second)
