@@ -427,11 +427,18 @@ class Analyzer(Lifecycle, Exclusion):
     # --- C++ timing lines ---
 
     def _attribute(self, slot: str, r: Record) -> Partition | None:
-        for part in self.open_sections:
-            if slot not in part.slots:
-                part.slots.add(slot)
-                return part
-        return None
+        """The open section an untagged line belongs to: the first without that slot; a
+        lock line first to one whose GPU nobody holds (lines carry no worker id, and
+        sections of several GPUs open at once: a mutex taken on a free GPU is no sign of
+        two sections inside one mutex)."""
+        free = [p for p in self.open_sections if slot not in p.slots]
+        if slot == "lock":
+            unheld = [p for p in free if self._physical_gpu(p) not in self.holding]
+            free = unheld or free
+        if not free:
+            return None
+        free[0].slots.add(slot)
+        return free[0]
 
     def _timing(self, r: Record) -> None:
         f = r.fields

@@ -33,7 +33,7 @@ from cuzk_sim.model.compiled import CompiledPlan
 from cuzk_sim.model.config import Arrivals, EngineConfig
 from cuzk_sim.model.context import RunContext
 from cuzk_sim.model.cores import HostCores
-from cuzk_sim.model.counters import Proof
+from cuzk_sim.model.counters import Proof, RunCounters
 from cuzk_sim.model.fast import FastLayer, FastPaths
 from cuzk_sim.model.gpu import Device
 from cuzk_sim.model.gpu_loop import GpuLoop
@@ -55,6 +55,13 @@ def plan_cpu_demand(cp: CompiledPlan) -> float:
     """The most threads one worker running this plan can ask for at once
     (plan_analysis: unbounded when a helper-thread CPU step is never joined)."""
     return cp.analysis.cpu_demand if cp.analysis is not None else math.inf
+
+
+def _mean_prove_s(counters: RunCounters) -> float | None:
+    """cuzk-bench's "prove time" averaged over the completed proofs (Proof.gpu_s)."""
+    done = {pid for pid, _, _ in counters.done_times}
+    spent = [p.gpu_s for p in counters.proofs if p.id in done]
+    return sum(spent) / len(spent) if spent else None
 
 
 def _devices(cfg: EngineConfig, plans: dict[str, CompiledPlan]) -> list[Device]:
@@ -363,6 +370,8 @@ class Simulation:
             peak_vram_bytes={d.index: d.memory.peak_used for d in self.devices},
             peak_host_bytes=m.ram.peak_used,
             peak_host_rss_bytes=self.ctx.host_side.rss.peak,
+            prove_seconds=_mean_prove_s(counters),
+            bench_seconds_per_proof=(max(times) - first) / len(times) if times else None,
             host_budget_bytes=m.ram.budget,
             peak_core_demand=m.cores.peak_demand,
             host_samples=m.ram.samples if plain_series and m.ram.samples else [],

@@ -9,6 +9,7 @@ bare machine. The engine builds one per run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import simpy
@@ -53,6 +54,11 @@ class Machine:
     # when each persistent pinned host buffer (the process's) is page-locked: a worker that
     # finds it live while another is still pinning it waits for that (interpreter.alloc_host)
     pinned_at: dict[str, float] = field(default_factory=dict)
+    # CPU thread pools (Cpu.pool), per device: the end of the job issued last to each
+    pools: dict[str, float | simpy.Event] = field(default_factory=dict)
+    # how much slower a pooled CPU job of this kind runs under the host's current load
+    # (the syntheses sharing its memory bandwidth: model/host_side.py); 1.0 without
+    cpu_slowdown: Callable[[str], float] = field(default=lambda kind: 1.0)
 
     def log(self, line: str, t: float | None = None) -> None:
         self.recorder.lines.append((self.env.now if t is None else t, line))
