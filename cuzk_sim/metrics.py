@@ -49,10 +49,6 @@ ENGINE_SHARE_OF_LOCK = 0.8
 # partitions at least this share of their time: synthesizers busy while the channel to
 # the GPUs is full (they hold their permits) are not the bound
 STARVED = 0.05
-# the GPU workers' serial CPU pool is the bound when busy at least this share of the time
-# since its first job: then the GPU side waits on it (inside the mutex: prep_msm's bit
-# vectors), whatever the engines' shares
-POOL_SATURATED = 0.9
 
 
 @dataclass(frozen=True)
@@ -278,8 +274,8 @@ def bottleneck(
     The host side (synthesis, host RAM) wins only while the GPU workers waited for
     partitions at least STARVED of their time: else synthesizers kept busy behind a full
     channel are not the bound, the GPU side is. On the GPU side the CPU pool wins when it
-    is busy at least POOL_SATURATED of its time and more than the engines (the mutex held
-    then includes the waits for its jobs); the mutex wins over the engines only when they
+    is the busiest of its figures (the GPU section waits on its jobs: the batch additions
+    need prep_msm's bit vectors inside the mutex); the mutex wins over the engines only when they
     work less than ENGINE_SHARE_OF_LOCK of the time it is held (the lock serialises other
     work); between the engines, the busier. Synthesizers slowed by too few cores count as synthesis
     (host-core utilization is part of the evidence). keeps_up: set (a sentence on the
@@ -304,7 +300,7 @@ def bottleneck(
         return "none", f"nothing saturated (under capacity): {evidence}"
     if top != "device":
         return top, evidence  # type: ignore[return-value]
-    if pool >= POOL_SATURATED and pool >= engines:
+    if pool >= max(engines, mutex):
         return "cpu-pool", evidence
     if mutex > 0 and engines < ENGINE_SHARE_OF_LOCK * mutex:
         return "mutex", evidence
