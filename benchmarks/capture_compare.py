@@ -27,7 +27,7 @@ from cuzk_sim.capture.compare import compare_plans
 from cuzk_sim.capture.step_times import MIN_JUDGED_S, TOLERANCE, group_times, stream_ops
 from cuzk_sim.capture.to_plan import span_bounds
 from cuzk_sim.capture.trace import Trace
-from cuzk_sim.plan import Copy, Kernel, Plan
+from cuzk_sim.plan.contract import Copy, Kernel, Plan
 
 
 def times(args: argparse.Namespace, captured: Plan, reference: Plan) -> bool:

@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 from cuzk_sim import api
-from cuzk_sim.plan import Alloc, Copy, Free, Kernel, Plan, Sync
+from cuzk_sim.plan.contract import Alloc, Copy, Free, Kernel, Plan, Sync
 
 MiB = 1 << 20
 SCENARIO = {

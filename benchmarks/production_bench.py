@@ -457,7 +457,7 @@ def bench_partition(
 
 
 def main() -> None:
-    from cuzk_sim.units import parse_size
+    from cuzk_sim.io.units import parse_size
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="link,micro,split,partition")

@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from cuzk_sim.runner import simulate
+from cuzk_sim.simulate.runner import simulate
 from cuzk_sim.validation.boundary import at_vram
 from cuzk_sim.validation.grid import predict, read_reals, write_report
 from cuzk_sim.validation.spec import load_spec

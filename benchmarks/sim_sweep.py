@@ -48,7 +48,7 @@ def main() -> None:
     cpu_parent = time.process_time() - cpu0
 
     # one process, a sample of the configurations: where a configuration's time goes
-    from cuzk_sim.runner import simulate
+    from cuzk_sim.simulate.runner import simulate
 
     configs = expand(spec)[:: max(1, 1000 // args.sample)]
     t_resolve = t_sim = 0.0

@@ -1,7 +1,7 @@
 """The Python API: load a scenario, override keys, simulate, sweep.
 
 For notebooks and other tools; the `cuzk-sim run` and `cuzk-sim sweep` commands are thin
-layers over these functions. Every function raises `cuzk_sim.input_errors.InputError`
+layers over these functions. Every function raises `cuzk_sim.io.errors.InputError`
 (a ValueError whose text is the one-line message the CLI prints) on unusable input.
 
     from cuzk_sim import api
@@ -30,9 +30,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from cuzk_sim.cards import CARDS, Card
-from cuzk_sim.input_files import load_toml
-from cuzk_sim.result import SimResult
+from cuzk_sim.io.inputs import load_toml
+from cuzk_sim.profiles.cards import CARDS, Card
+from cuzk_sim.results.sim_result import SimResult
 from cuzk_sim.scenario import Scenario, load_scenario, scenario_from_dict
 from cuzk_sim.sweep.run import SweepOutcome, run_sweep
 from cuzk_sim.sweep.spec import SweepSpec, sweep_from_dict
@@ -58,8 +58,8 @@ def read(path: str | Path) -> dict[str, Any]:
 
 
 def override(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of a scenario dict with `key.path: value` set (cuzk_sim.overrides)."""
-    from cuzk_sim.overrides import apply_overrides
+    """A copy of a scenario dict with `key.path: value` set (cuzk_sim.scenario.overrides)."""
+    from cuzk_sim.scenario.overrides import apply_overrides
 
     return apply_overrides(raw, overrides)
 
@@ -86,7 +86,7 @@ def describe(result: SimResult, scenario: Scenario) -> SimResult:
     """Set on a result what the scenario says about it, as `cuzk-sim run` shows it: the
     profile's warnings (another card, another prover), the profile that priced it and the
     card preset. Returns the same result."""
-    from cuzk_sim.calibration import profile_warnings
+    from cuzk_sim.profiles.profile import profile_warnings
 
     result.warnings = profile_warnings(scenario)
     result.profile = scenario.profile.name
@@ -111,11 +111,11 @@ def simulate(
 
     check_replicas(replicas, jitter)
     if replicas == 1:
-        from cuzk_sim.runner import simulate as run_once
+        from cuzk_sim.simulate.runner import simulate as run_once
 
         result: SimResult = run_once(scenario, record=record, progress=progress)
         return describe(result, scenario)
-    from cuzk_sim.replicas import run_replicas
+    from cuzk_sim.simulate.replicas import run_replicas
 
     return run_replicas(scenario, replicas, jitter)
 
@@ -175,5 +175,5 @@ def sweep(
 
 def cards() -> dict[str, Card]:
     """The hardware presets (`hardware.card`), by name: VRAM and the profile measured on
-    each (cuzk_sim.cards)."""
+    each (cuzk_sim.profiles.cards)."""
     return dict(CARDS)

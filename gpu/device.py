@@ -1,5 +1,5 @@
 """The allocation layer: every device buffer, copy and kernel of the prover goes through a
-`Device`, which names it and records it as a plan step (`cuzk_sim.plan`).
+`Device`, which names it and records it as a plan step (`cuzk_sim.plan.contract`).
 
 Modes
 - `real`: allocate and run on the GPU (CuPy).
@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from cuzk_sim.plan import (
+from cuzk_sim.plan.contract import (
     Alloc,
     Copy,
     Cpu,

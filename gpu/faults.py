@@ -35,7 +35,7 @@ class Fault:
     @classmethod
     def parse(cls, text: str) -> Fault:
         """`oom:BUFFER:P`, `oom:random:P`, `exception:P`, `shrink:SECONDS:SIZE`."""
-        from cuzk_sim.units import parse_duration, parse_size
+        from cuzk_sim.io.units import parse_duration, parse_size
 
         parts = text.split(":")
         try:

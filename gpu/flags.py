@@ -168,7 +168,7 @@ def with_texts(flags: ProverFlags, texts: Iterable[str]) -> ProverFlags:
 
 
 def _value(name: str, type_text: Any, value: str) -> Any:
-    from cuzk_sim.units import parse_size
+    from cuzk_sim.io.units import parse_size
 
     if value.lower() == "none" and "None" in str(type_text):
         return None

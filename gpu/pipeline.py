@@ -43,7 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cuzk_sim.result import OomEvent, SimResult, Span
+from cuzk_sim.results.sim_result import OomEvent, SimResult, Span
 
 from .assembler import (
     TAIL_PROCESSES,

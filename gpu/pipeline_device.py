@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from cuzk_sim.plan import Kernel
+from cuzk_sim.plan.contract import Kernel
 
 from .backends import Backend
 from .device import Buffer, Device, DeviceOutOfMemory, NotEnoughFreeMemory

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cuzk_sim.result import SimResult, per_hour, seconds_per_proof
+from cuzk_sim.results.sim_result import SimResult, per_hour, seconds_per_proof
 
 
 @dataclass
@@ -69,7 +69,13 @@ class RunReport:
         kind, and per device the share of the run inside GPU sections (lock holds; also
         reported as compute utilization: an upper bound, kernels are not timed) and the
         time workers waited for the lock. Host-side figures are 0 (not measured)."""
-        from cuzk_sim.metrics import DeviceMetrics, KindMetrics, RunMetrics, bottleneck, percentile
+        from cuzk_sim.results.metrics import (
+            DeviceMetrics,
+            KindMetrics,
+            RunMetrics,
+            bottleneck,
+            percentile,
+        )
 
         done = {pid: at for pid, _, at in self.done_times}
         kinds = []

@@ -8,7 +8,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cuzk_sim.plan import Plan
+from cuzk_sim.plan.contract import Plan
 
 from .flags import ProverFlags
 from .prover import PartitionShape

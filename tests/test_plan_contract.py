@@ -4,7 +4,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cuzk_sim.plan import Alloc, Copy, Free, Goto, Kernel, Label, Lock, Plan, PlanError, Unlock
+from cuzk_sim.plan.contract import (
+    Alloc,
+    Copy,
+    Free,
+    Goto,
+    Kernel,
+    Label,
+    Lock,
+    Plan,
+    PlanError,
+    Unlock,
+)
 
 names = st.text("abcdefgh_", min_size=1, max_size=8)
 sizes = st.integers(min_value=0, max_value=2**40)

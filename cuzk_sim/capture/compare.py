@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cuzk_sim.plan import Alloc, Free, Plan
+from cuzk_sim.plan.contract import Alloc, Free, Plan
 
 MemoryEvent = tuple[str, int, int, str]  # (op, buffer index in allocation order, bytes, memory)
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from cuzk_sim.capture.recorder_files import read_folder
 from cuzk_sim.capture.trace import Trace
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 
 SITECUSTOMIZE = '''"""Written by cuzk-sim capture: start the CUPTI recorder in this process."""
 import os

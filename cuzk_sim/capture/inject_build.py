@@ -28,7 +28,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 
 SOURCE = Path(__file__).resolve().parent / "inject" / "cuzk_capture.c"
 LIBRARY = "libcuzk_capture.so"

@@ -19,7 +19,7 @@ from typing import Any
 from cuzk_sim.capture.context_size import context_bytes
 from cuzk_sim.capture.cupti_records import merge, records_to_trace
 from cuzk_sim.capture.trace import Trace
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 
 MAX_TRACE_FILE = 2 << 30  # bytes of one process's records
 HEADER = re.compile(r'^\{"pid": (\d+),.*"records": \[$')

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cuzk_sim.capture.trace import Trace
-from cuzk_sim.plan import Copy, Kernel, Plan
+from cuzk_sim.plan.contract import Copy, Kernel, Plan
 
 TOLERANCE = 0.05
 MIN_JUDGED_S = 2e-3

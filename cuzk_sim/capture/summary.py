@@ -10,8 +10,8 @@ from collections import defaultdict
 from typing import Any
 
 from cuzk_sim.capture.to_plan import Imported
-from cuzk_sim.plan import Alloc, Copy, Free, Kernel, Sync
-from cuzk_sim.units import format_size
+from cuzk_sim.io.units import format_size
+from cuzk_sim.plan.contract import Alloc, Copy, Free, Kernel, Sync
 
 TOP = 10  # buffers and kernels listed
 

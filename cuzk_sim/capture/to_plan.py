@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cuzk_sim.capture.trace import MemEvent, Trace, TraceError
-from cuzk_sim.plan import Alloc, Copy, Free, Kernel, Plan, Step, Sync
-from cuzk_sim.plan_json import MAX_STEPS
+from cuzk_sim.plan.contract import Alloc, Copy, Free, Kernel, Plan, Step, Sync
+from cuzk_sim.plan.schema import MAX_STEPS
 
 MAX_NAME = 200  # a kernel's demangled name can be long; the plan's names stop at 256
 CAPTURED_KIND = "captured"

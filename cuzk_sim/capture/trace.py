@@ -23,7 +23,7 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 
 MemOp = Literal["alloc", "free"]
 # device: cudaMalloc & co; host_pinned: page-locked host memory; managed: unified memory
@@ -35,7 +35,7 @@ HostMemory = Literal["pageable", "pinned"]
 SyncKind = Literal["stream", "context", "event", "stream_wait_event", "other"]
 RangeKind = Literal["range", "mark"]
 
-MAX_EVENT_BYTES = 2**50  # as plan_json.MAX_BYTES: far beyond any card, finite
+MAX_EVENT_BYTES = 2**50  # as plan.schema.MAX_BYTES: far beyond any card, finite
 
 
 class TraceError(InputError):

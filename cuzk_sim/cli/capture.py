@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 
 if TYPE_CHECKING:
     from cuzk_sim.capture.trace import Trace
@@ -82,7 +82,7 @@ def emit(
     """The shared tail of both commands: trace -> plan, summary, files (all or none)."""
     from cuzk_sim.capture.summary import facts, render
     from cuzk_sim.capture.to_plan import trace_to_plan
-    from cuzk_sim.outputs import write_all
+    from cuzk_sim.io.outputs import write_all
 
     imported = trace_to_plan(trace, pid, device, window, occurrence, name, span)
     files = {}

@@ -23,10 +23,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 
 if TYPE_CHECKING:
-    from cuzk_sim.gate import GateRow, Recorded
+    from cuzk_sim.gate.verdicts import GateRow, Recorded
 
 EXIT_FAIL = 1
 EXIT_BAD_INPUT = 2
@@ -36,7 +36,7 @@ DEFAULT_BUFFER_SIZE = "16 MiB"
 
 
 def _tolerance(text: str, option: str) -> float:
-    from cuzk_sim.gate import parse_tolerance
+    from cuzk_sim.gate.verdicts import parse_tolerance
 
     try:
         return parse_tolerance(text)
@@ -159,7 +159,7 @@ def _options(
     )
     buffer_share = _tolerance(max_buffer_growth, "--max-buffer-growth")
     try:
-        from cuzk_sim.units import parse_size
+        from cuzk_sim.io.units import parse_size
 
         buffer_size = parse_size(min_buffer_growth)
     except ValueError as e:
@@ -170,9 +170,9 @@ def _options(
 def _inputs(opts: _Options) -> tuple[list[Path], dict, dict | None]:
     """The scenario files, the baseline's entries and (for --update-baseline) its document;
     every output checked before any simulating (exit 2 on bad input)."""
-    from cuzk_sim.gate import load_baseline
-    from cuzk_sim.input_files import load_json, path_kind
-    from cuzk_sim.outputs import check_distinct, check_writable
+    from cuzk_sim.gate.verdicts import load_baseline
+    from cuzk_sim.io.inputs import load_json, path_kind
+    from cuzk_sim.io.outputs import check_distinct, check_writable
     from cuzk_sim.scenario.files import scenario_files
 
     baseline, update_baseline = opts.baseline, opts.update_baseline
@@ -206,9 +206,9 @@ def _replay(
     opts: _Options, files: list[Path], entries: dict
 ) -> tuple[list[GateRow], dict[str, Recorded], dict[str, float]]:
     """Each scenario simulated and judged: its row, what it recorded, its wall seconds."""
-    from cuzk_sim.gate import GateRow, Recorded
-    from cuzk_sim.runner import simulate
+    from cuzk_sim.gate.verdicts import GateRow, Recorded
     from cuzk_sim.scenario import load_scenario
+    from cuzk_sim.simulate.runner import simulate
 
     rows: list[GateRow] = []
     ran: dict[str, Recorded] = {}
@@ -236,9 +236,9 @@ def _replay(
 def _judge(opts: _Options, scn, result, entries: dict) -> tuple[GateRow, dict]:
     """One scenario's row against its baseline entry (this run's figures under
     --update-baseline, the diff that matters then against the old entry), and its plans."""
-    from cuzk_sim.expectations import check_expectations
-    from cuzk_sim.gate import BaselineEntry, gate_row
-    from cuzk_sim.plan_diff import buffer_lives
+    from cuzk_sim.gate.verdicts import BaselineEntry, gate_row
+    from cuzk_sim.plan.diff import buffer_lives
+    from cuzk_sim.results.expectations import check_expectations
 
     tol, update_baseline = opts.tol, opts.update_baseline
     expect = scn.spec.expect
@@ -286,9 +286,9 @@ def _write_outputs(
 ) -> tuple[list[str], list[str]]:
     """The baseline (--update-baseline, never from a partial run) and the JUnit XML,
     written all or nothing: what was written, and the baseline entries kept."""
-    from cuzk_sim.ci_output import junit_xml
-    from cuzk_sim.gate import baseline_document, baseline_text
-    from cuzk_sim.outputs import write_all
+    from cuzk_sim.gate.ci_output import junit_xml
+    from cuzk_sim.gate.verdicts import baseline_document, baseline_text
+    from cuzk_sim.io.outputs import write_all
 
     baseline, junit = opts.baseline, opts.junit
     written: list[str] = []
@@ -321,7 +321,7 @@ def _report(
     errors: bool,
 ) -> None:
     """Annotations, then the JSON or the table; exit 2 on bad input, 1 on a failure."""
-    from cuzk_sim.ci_output import github_annotations
+    from cuzk_sim.gate.ci_output import github_annotations
 
     if opts.annotate:
         for line in github_annotations(rows):
@@ -363,9 +363,9 @@ def _print_table(
     update_baseline: bool,
     errors: bool,
 ) -> None:
-    from cuzk_sim.ci_output import PLAN_DIFF_LINES
-    from cuzk_sim.plan_diff import capped
-    from cuzk_sim.report import post_mortem
+    from cuzk_sim.gate.ci_output import PLAN_DIFF_LINES
+    from cuzk_sim.plan.diff import capped
+    from cuzk_sim.results.tables import post_mortem
 
     console = Console(width=160)
     title = f"cuzk-sim gate (baseline {baseline}, tolerance {tol:.1%})"

@@ -65,7 +65,7 @@ def _flag_fields() -> list[tuple[dataclasses.Field, Any]]:
 
 
 def _bytes(f: dataclasses.Field, text: str) -> int:
-    from cuzk_sim.units import parse_size
+    from cuzk_sim.io.units import parse_size
 
     try:
         return int(text) if re.fullmatch(r"-?[0-9]+", text.strip()) else parse_size(text)

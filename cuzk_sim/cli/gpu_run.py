@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 
 from cuzk_sim.cli.simulate import EXIT_MISMATCH, _fail_input, check_output_path
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 
 
 def write_cuzk_log(path: Path, run: Any) -> None:
@@ -32,7 +32,7 @@ def write_cuzk_log(path: Path, run: Any) -> None:
     # that ran a partition; then `initializing GPU workers` states the layout
     devices, wpd = list(run.spec.devices), run.spec.workers_per_device
     workers = {f"gpu{d}-w{k}": i * wpd + k for i, d in enumerate(devices) for k in range(wpd)}
-    from cuzk_sim.outputs import atomic_file
+    from cuzk_sim.io.outputs import atomic_file
 
     with atomic_file(path) as out:  # whole or not at all, no .tmp left behind
         log = emit.LogWriter(out)
@@ -143,14 +143,14 @@ def gpu_run(
     """Run a scenario on the GPU; exit 1 on an OOM or a stall (and, with --verify, on an
     invalid proof or a lost job). --device dry-run runs the pipeline without a GPU on the model's
     allocator ledger: memory only, no timings (its output says DRY RUN)."""
-    from cuzk_sim.report import print_run
+    from cuzk_sim.results.tables import print_run
     from cuzk_sim.scenario import load_scenario
 
     try:
         for opt, p in (("--trace", trace), ("--log", log), ("--details", details)):
             if p is not None:
                 check_output_path(opt, p, inputs={"SCENARIO": scenario})
-        from cuzk_sim.outputs import check_distinct
+        from cuzk_sim.io.outputs import check_distinct
 
         check_distinct({"--trace": trace, "--log": log, "--details": details})
         if device not in ("real", "dry-run"):
@@ -175,7 +175,7 @@ def gpu_run(
             faults = FaultPlan(tuple(Fault.parse(f) for f in fault or []), fault_seed)
         except ValueError as e:
             raise InputError(str(e)) from None
-        from cuzk_sim.overrides import parse_assignment
+        from cuzk_sim.scenario.overrides import parse_assignment
 
         changes = dict(parse_assignment(a) for a in overrides or [])
         scn = load_scenario(scenario, changes or None)
@@ -241,11 +241,11 @@ def gpu_run(
         console.print(report_line(info["host"]), markup=False, soft_wrap=True)
     try:
         if trace:
-            from cuzk_sim.trace import write_chrome_trace
+            from cuzk_sim.results.run_trace import write_chrome_trace
 
             write_chrome_trace(result, str(trace))
         if details:
-            from cuzk_sim.outputs import write_text
+            from cuzk_sim.io.outputs import write_text
 
             write_text(details, json.dumps(info, indent=1))
     except OSError as e:

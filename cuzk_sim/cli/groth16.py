@@ -75,8 +75,8 @@ def prove_command(
     ] = None,
 ) -> None:
     """Prove like `snarkjs groth16 prove <zkey> <wtns> <proof.json> <public.json>`."""
-    from cuzk_sim.input_errors import InputError
-    from cuzk_sim.outputs import check_distinct, check_writable, write_all
+    from cuzk_sim.io.errors import InputError
+    from cuzk_sim.io.outputs import check_distinct, check_writable, write_all
     from cuzk_sim.reference.formats import FormatError, read_wtns, read_zkey
     from cuzk_sim.reference.formats.snarkjs_json import json_text, proof_to_json
     from cuzk_sim.reference.prove import prove as reference_prove

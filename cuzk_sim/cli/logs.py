@@ -16,8 +16,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from cuzk_sim.input_errors import InputError
-from cuzk_sim.outputs import atomic_file, write_checked
+from cuzk_sim.io.errors import InputError
+from cuzk_sim.io.outputs import atomic_file, write_checked
 
 EXIT_FINDING = 1
 EXIT_BAD_INPUT = 2
@@ -76,9 +76,9 @@ def logs(
     Exit 1 when a finding of severity error exists."""
     from cuzk_sim.cli.simulate import PLOT_SUFFIXES
     from cuzk_sim.logs.analyze import analyze_logs
+    from cuzk_sim.logs.log_trace import TraceWriter
     from cuzk_sim.logs.report import print_report, to_dict
     from cuzk_sim.logs.timeline import Analyzer
-    from cuzk_sim.logs.trace import TraceWriter
 
     writer = None
     trace_file = None
@@ -89,14 +89,14 @@ def logs(
             _out_path("--trace", trace, inputs=inputs)
         if plot:
             _out_path("--plot", plot, PLOT_SUFFIXES, inputs)
-        from cuzk_sim.outputs import check_distinct
+        from cuzk_sim.io.outputs import check_distinct
 
         check_distinct({"--trace": trace, "--plot": plot})
         model = None
         if beside is not None:
             if trace is None:
                 raise InputError("--beside needs --trace (the file both traces go into)")
-            from cuzk_sim.input_files import load_json
+            from cuzk_sim.io.inputs import load_json
 
             try:  # a regular file, bounded, nesting and numbers checked
                 model = load_json(beside, "trace JSON")
@@ -123,7 +123,7 @@ def logs(
     else:
         print_report(a, parser, lines, Console(width=160, highlight=False))
     if plot:
-        from cuzk_sim.logs.plot import write_log_plot
+        from cuzk_sim.logs.log_plot import write_log_plot
 
         try:
             write_log_plot(a, str(plot))
@@ -155,10 +155,10 @@ def calibrate(
     kind: KindOpt = None,
 ) -> None:
     """Fit the profile figures the log measures; keep the base's others, marked as such."""
-    from cuzk_sim.calibration import load_profile
     from cuzk_sim.logs.analyze import analyze_logs
     from cuzk_sim.logs.calibrate import calibrated_profile
     from cuzk_sim.logs.toml_out import dumps
+    from cuzk_sim.profiles.profile import load_profile
 
     try:
         _kind(kind)
@@ -169,7 +169,7 @@ def calibrate(
         base_profile = load_profile(base)
         a, _, _ = analyze_logs(paths, kind=kind)
         if vram is not None:
-            from cuzk_sim.units import parse_size
+            from cuzk_sim.io.units import parse_size
 
             try:
                 parse_size(vram)
@@ -265,7 +265,7 @@ def _print_calibration(
     for n in notes:
         console.print(f"note: {n}")
     if jitter is not None:
-        from cuzk_sim.jitter_table import describe, measured_jitter
+        from cuzk_sim.profiles.jitter_table import describe, measured_jitter
 
         console.print(f"[jitter]: {describe(measured_jitter(jitter, str(output)))}")
     else:
@@ -294,11 +294,11 @@ def scenario_from_log(
     kind: KindOpt = None,
 ) -> None:
     """Write the scenario the log ran (GPUs, workers, kinds, counts, arrivals, variant)."""
+    from cuzk_sim.io.units import parse_size
     from cuzk_sim.logs.analyze import analyze_logs
     from cuzk_sim.logs.scenario_out import logged_config, scenario_doc
     from cuzk_sim.logs.toml_out import dumps
     from cuzk_sim.scenario import load_scenario
-    from cuzk_sim.units import parse_size
 
     try:
         _kind(kind)
@@ -308,7 +308,7 @@ def scenario_from_log(
                 parse_size(vram)
             except ValueError as e:
                 raise InputError(f"--vram {vram}: {e}") from None
-        from cuzk_sim.calibration import load_profile
+        from cuzk_sim.profiles.profile import load_profile
 
         a, _, _ = analyze_logs(paths, kind=kind)
         cfg = logged_config(a, load_profile(profile).pce_load)
@@ -343,7 +343,7 @@ def scenario_from_log(
 
 def plan_table(scenario: Path) -> dict:
     """The [plan] table of a scenario, a plan file's path made absolute."""
-    from cuzk_sim.input_files import load_toml
+    from cuzk_sim.io.inputs import load_toml
 
     try:  # a regular file, bounded, numbers in range
         raw = load_toml(scenario, "scenario file")

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 
 profile_app = typer.Typer(
     help="Calibration profiles: what they price and where each figure is from."
@@ -29,8 +29,8 @@ def show(
     ],
 ) -> None:
     """Print a profile's card, the prover it prices and every figure with its basis."""
-    from cuzk_sim.calibration import PROVER_NAMES, load_profile
-    from cuzk_sim.units import format_size
+    from cuzk_sim.io.units import format_size
+    from cuzk_sim.profiles.profile import PROVER_NAMES, load_profile
 
     try:
         p = load_profile(name)
@@ -73,8 +73,8 @@ def show(
 @profile_app.command("list")
 def list_profiles() -> None:
     """The bundled profiles, then those derived for each card preset: name, card, prover."""
-    from cuzk_sim.calibration import BUNDLED, PROVER_NAMES, load_profile
-    from cuzk_sim.cards import derived_profiles
+    from cuzk_sim.profiles.cards import derived_profiles
+    from cuzk_sim.profiles.profile import BUNDLED, PROVER_NAMES, load_profile
 
     for name in (*BUNDLED, *derived_profiles()):
         p = load_profile(name)

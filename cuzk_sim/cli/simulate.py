@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, TaskID
 
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 
 EXIT_MISMATCH = 1
 EXIT_BAD_INPUT = 2
@@ -62,8 +62,8 @@ def check_output_path(
     option: str, path: Path, suffixes: tuple[str, ...] = (), inputs: dict | None = None
 ) -> None:
     """Refuse an output path that cannot be written (a folder, a device, a missing
-    folder) or that names an input, before any simulating is done (cuzk_sim.outputs)."""
-    from cuzk_sim.outputs import check_output
+    folder) or that names an input, before any simulating is done (cuzk_sim.io.outputs)."""
+    from cuzk_sim.io.outputs import check_output
 
     check_output(option, path, inputs, suffixes)
 
@@ -124,10 +124,10 @@ def run(
     --replicas: when any replica does). With --replicas, P(OOM) comes with its 95 %
     Wilson interval."""
     from cuzk_sim.api import describe
-    from cuzk_sim.overrides import parse_assignment
-    from cuzk_sim.recording import parse_window
-    from cuzk_sim.report import print_run
+    from cuzk_sim.results.recording import parse_window
+    from cuzk_sim.results.tables import print_run
     from cuzk_sim.scenario import load_scenario
+    from cuzk_sim.scenario.overrides import parse_assignment
 
     if replicas is not None or jitter is not None:
         _run_replicas(scenario, as_json, trace, plot, replicas, jitter, overrides, log)
@@ -153,11 +153,11 @@ def run(
 
             write_scenario_log(log_result, scn, str(log))
         if trace:
-            from cuzk_sim.trace import step_args, write_chrome_trace
+            from cuzk_sim.results.run_trace import step_args, write_chrome_trace
 
             write_chrome_trace(result, str(trace), step_args(scn.plans), detail_window)
         if plot:
-            from cuzk_sim.plot import write_plot
+            from cuzk_sim.results.run_plot import write_plot
 
             write_plot(result, str(plot), plot_window)
     except OSError as e:
@@ -170,7 +170,7 @@ def _check_run_outputs(
     scenario: Path, trace: Path | None, plot: Path | None, log: Path | None
 ) -> None:
     """Every output writable, none naming the scenario or another output (InputError)."""
-    from cuzk_sim.outputs import check_distinct
+    from cuzk_sim.io.outputs import check_distinct
 
     inputs = {"SCENARIO": scenario}
     if trace:
@@ -185,8 +185,8 @@ def _check_run_outputs(
 def _simulate_run(scn, trace, plot, log, plot_window, detail_window):
     """The run, recorded as its outputs need (a bounded recording for a trace or plot),
     and the result the daemon log is written from (every step recorded)."""
-    from cuzk_sim.recording import Timeline
-    from cuzk_sim.runner import simulate, simulate_recorded
+    from cuzk_sim.results.recording import Timeline
+    from cuzk_sim.simulate.runner import simulate, simulate_recorded
 
     bar = ProgressBar(f"simulating {scn.name}") if sys.stderr.isatty() else None
     try:
@@ -225,11 +225,11 @@ def _run_replicas(
     """`run --replicas R --jitter X%`: R jittered replicas (R = 1 and a trace or plot of
     replica 0 allowed when only --jitter is given); `--set` applies to every replica."""
     from cuzk_sim.api import describe
-    from cuzk_sim.overrides import parse_assignment
-    from cuzk_sim.replicas import parse_fraction, run_replicas
-    from cuzk_sim.report import print_run
-    from cuzk_sim.runner import simulate
+    from cuzk_sim.results.tables import print_run
     from cuzk_sim.scenario import load_scenario
+    from cuzk_sim.scenario.overrides import parse_assignment
+    from cuzk_sim.simulate.replicas import parse_fraction, run_replicas
+    from cuzk_sim.simulate.runner import simulate
 
     try:
         # None: the profile's measured [jitter] if it has one (replicas.jitter_choice)
@@ -249,8 +249,8 @@ def _run_replicas(
         scn = load_scenario(scenario, changes or None)
         if replicas is None:  # one jittered run, reported like a plain one
             if trace or plot:
-                from cuzk_sim.recording import Timeline
-                from cuzk_sim.runner import simulate_recorded
+                from cuzk_sim.results.recording import Timeline
+                from cuzk_sim.simulate.runner import simulate_recorded
 
                 result = simulate_recorded(scn, Timeline(), jitter=fraction or 0.0)
             else:
@@ -273,11 +273,11 @@ def _run_replicas(
             print_run(result, Console())
         try:
             if trace:
-                from cuzk_sim.trace import write_chrome_trace
+                from cuzk_sim.results.run_trace import write_chrome_trace
 
                 write_chrome_trace(result, str(trace))
             if plot:
-                from cuzk_sim.plot import write_plot
+                from cuzk_sim.results.run_plot import write_plot
 
                 write_plot(result, str(plot))
         except OSError as e:
@@ -301,7 +301,7 @@ def _print_replicas(name: str, report) -> None:
     def secs(v: float | None) -> str:
         return "n/a (no proof completed)" if v is None else f"{v:.3f} s"
 
-    from cuzk_sim.replicas import format_probability
+    from cuzk_sim.simulate.replicas import format_probability
 
     console = Console()
     console.print(
@@ -309,7 +309,7 @@ def _print_replicas(name: str, report) -> None:
         highlight=False,
     )
     if report.results:  # the VRAM and the profile the replicas ran with
-        from cuzk_sim.report import vram_and_profile
+        from cuzk_sim.results.tables import vram_and_profile
 
         first = report.results[0]
         first.profile, first.card = report.profile, report.card
@@ -333,7 +333,7 @@ def _print_replicas(name: str, report) -> None:
 def _print_expected_spp(scn, predicted: float | None) -> None:
     """With an [expect] s/proof range (scenario-from-log writes the observed +-5 %): the
     prediction against its midpoint."""
-    from cuzk_sim.units import parse_duration
+    from cuzk_sim.io.units import parse_duration
 
     rng = scn.spec.expect.seconds_per_proof if scn.spec.expect else None
     if rng is None or predicted is None:
@@ -354,11 +354,11 @@ def check(
 ) -> None:
     """Run every scenario that has expectations; print pass/fail; exit 1 on any mismatch,
     2 when a scenario is unusable input (after printing the table)."""
-    from cuzk_sim.expectations import Check, check_expectations
-    from cuzk_sim.report import check_table
-    from cuzk_sim.result import SimResult
-    from cuzk_sim.runner import simulate
+    from cuzk_sim.results.expectations import Check, check_expectations
+    from cuzk_sim.results.sim_result import SimResult
+    from cuzk_sim.results.tables import check_table
     from cuzk_sim.scenario import load_scenario
+    from cuzk_sim.simulate.runner import simulate
 
     try:
         from cuzk_sim.scenario.files import scenario_files
@@ -390,7 +390,7 @@ def check(
     console.print(check_table(rows))
     if skipped:
         console.print(f"not checked (no \\[expect] table): {escape(', '.join(skipped))}")
-    from cuzk_sim.report import post_mortem
+    from cuzk_sim.results.tables import post_mortem
 
     for name, result, checks, _ in rows:  # why an unexpected OOM happened
         if result is not None and result.oom and not all(c.passed for c in checks):
@@ -402,10 +402,10 @@ def check(
 
 
 def with_throughput(doc: str | None) -> str:
-    """A command's help with the throughput definition (cuzk_sim.result) appended."""
+    """A command's help with the throughput definition (cuzk_sim.results.sim_result) appended."""
     import inspect
 
-    from cuzk_sim.result import THROUGHPUT_DEFINITION
+    from cuzk_sim.results.sim_result import THROUGHPUT_DEFINITION
 
     return f"{inspect.cleandoc(doc or '')}\n\n{THROUGHPUT_DEFINITION}"
 

@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 
 EXIT_LOST = 1
 EXIT_BAD_INPUT = 2
@@ -91,7 +91,7 @@ def sweep(
     try:
         if jobs is not None and scheduler is not None:
             raise InputError("--jobs and --scheduler: give one (Dask decides its own workers)")
-        from cuzk_sim.replicas import parse_fraction
+        from cuzk_sim.simulate.replicas import parse_fraction
 
         fraction = parse_fraction(jitter)
         spec_obj = load_sweep(spec)

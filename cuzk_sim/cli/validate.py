@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from cuzk_sim.cli.simulate import EXIT_MISMATCH, _fail_input
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 
 
 def validate(
@@ -52,7 +52,7 @@ def validate(
     compare; resumable (runs already in --out are skipped)."""
     import json
 
-    from cuzk_sim.outputs import write_text
+    from cuzk_sim.io.outputs import write_text
     from cuzk_sim.validation.grid import (
         load_predictions,
         pipeline_executor,

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cuzk_sim.input_errors import InputError, LineError
-from cuzk_sim.input_files import path_kind
+from cuzk_sim.io.errors import InputError, LineError
+from cuzk_sim.io.inputs import path_kind
 from cuzk_sim.logs.parse import (
     READ_ERRORS,
     LogParser,

@@ -12,15 +12,15 @@ import tomllib
 from importlib import resources
 from pathlib import Path
 
-from cuzk_sim.calibration import BUNDLED, load_profile
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 from cuzk_sim.logs.cuzk_fit import Calibrator
 from cuzk_sim.logs.fit import Fit
 from cuzk_sim.logs.scenario_out import LoggedConfig
 from cuzk_sim.logs.timeline import Analyzer
-from cuzk_sim.plan import Plan
-from cuzk_sim.plans.circuits import SHAPES, CircuitShape
-from cuzk_sim.plans.cuzk import CuzkVariant, build_partition_plan
+from cuzk_sim.plan.builders.circuits import SHAPES, CircuitShape
+from cuzk_sim.plan.builders.cuzk import CuzkVariant, build_partition_plan
+from cuzk_sim.plan.contract import Plan
+from cuzk_sim.profiles.profile import BUNDLED, load_profile
 
 
 def log_card(a: Analyzer) -> tuple[str, str] | None:
@@ -36,7 +36,7 @@ def log_card(a: Analyzer) -> tuple[str, str] | None:
 
 def base_raw(name_or_path: str) -> tuple[dict, str]:
     """The base profile's TOML document (to copy its other figures) and its name."""
-    from cuzk_sim.calibration import derived_profile_raw
+    from cuzk_sim.profiles.profile import derived_profile_raw
 
     if name_or_path in BUNDLED:
         text = (resources.files("cuzk_sim.profiles") / f"{name_or_path}.toml").read_text()

@@ -27,14 +27,14 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from cuzk_sim.calibration import Cost, Profile
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 from cuzk_sim.logs.fit import Fit, least_squares_2
 from cuzk_sim.logs.stats import Stat
 from cuzk_sim.logs.step_fit import step_fits
 from cuzk_sim.logs.timeline import Analyzer
-from cuzk_sim.plan import Copy, Cpu, Goto, Kernel, Label, Lock, Plan, Step, Unlock
-from cuzk_sim.plans.circuits import SHAPES, CircuitShape
+from cuzk_sim.plan.builders.circuits import SHAPES, CircuitShape
+from cuzk_sim.plan.contract import Copy, Cpu, Goto, Kernel, Label, Lock, Plan, Step, Unlock
+from cuzk_sim.profiles.profile import Cost, Profile
 
 MIN_SAMPLES = 1
 

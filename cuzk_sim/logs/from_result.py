@@ -25,8 +25,8 @@ from typing import TextIO
 
 from cuzk_sim.logs import emit
 from cuzk_sim.model.allocator import NEVER
-from cuzk_sim.plans.circuits import SHAPES, CircuitShape
-from cuzk_sim.result import SimResult, Span
+from cuzk_sim.plan.builders.circuits import SHAPES, CircuitShape
+from cuzk_sim.results.sim_result import SimResult, Span
 
 PARAM_CACHE = "/var/tmp/filecoin-proof-parameters"
 CIRCUIT_IDS = {
@@ -399,7 +399,7 @@ def write_scenario_log(result: SimResult, scenario, path: str) -> int:
     aware = scenario.spec.variant.memory_aware_margin is not None
     cfg = scenario.config
     layout = (list(cfg.devices or range(cfg.gpus)), cfg.gpu_workers_per_device)
-    from cuzk_sim.outputs import atomic_file
+    from cuzk_sim.io.outputs import atomic_file
 
     under = scenario.spec.variant.prestage == "under_mutex"
     with atomic_file(path) as f:  # whole or not at all

@@ -41,7 +41,7 @@ from pathlib import Path
 from scipy import stats as sps
 from scipy.special import digamma
 
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 from cuzk_sim.model.jitter import MAX_JITTER
 
 STEP_RE = re.compile(r"CUZK_SIM_STEP: (\S+) kind=(\S+) size=(\d+) bytes=(\d+) pinned=(\d) us=(\d+)")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 
 TIMELINE_EVENTS = frozenset(
     ("SYNTH_START", "SYNTH_END", "CHAN_SEND", "GPU_QUEUE", "GPU_PICKUP", "GPU_START", "GPU_END")
@@ -499,7 +499,7 @@ def open_log(path: Path) -> BinaryIO:
 def read_log(path: str | Path, parser: LogParser | None = None) -> Iterator[Record]:
     """Records of one log file (plain or gzip), streamed; a missing or unreadable file is
     an InputError."""
-    from cuzk_sim.input_files import path_kind
+    from cuzk_sim.io.inputs import path_kind
 
     path = Path(path)
     if path_kind(path, "log") != "file":

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import math
 
-from cuzk_sim.calibration import Cost, Profile, _work
 from cuzk_sim.logs.fit import Fit, least_squares_2
 from cuzk_sim.logs.stats import Stat
+from cuzk_sim.profiles.profile import Cost, Profile, _work
 
 StepKey = tuple[str, int, int, bool]  # kind, size, bytes, pinned
 

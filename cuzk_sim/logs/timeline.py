@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable
 
-from cuzk_sim.input_errors import LineError
+from cuzk_sim.io.errors import LineError
 from cuzk_sim.logs.exclusion import Exclusion
 from cuzk_sim.logs.findings import FindingBook, end_of_log_findings
 from cuzk_sim.logs.lifecycle import Lifecycle, field_int

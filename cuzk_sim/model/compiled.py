@@ -2,7 +2,7 @@
 
 `compile_plan` is the one place a plan meets the calibration profile. Its static facts
 (locks, host touching, CPU demand, which kernels may merge) come from
-`plan_analysis.analyze`; it only prices steps and lays them out. The one fast-layer
+`plan.analysis.analyze`; it only prices steps and lays them out. The one fast-layer
 decision taken here is kernel-run merging (`merge`): a run of consecutive compute-stream
 kernels with no label between becomes one step whose time is the sum — exact, because
 a blocking kernel starts where the previous one ended and no other worker can issue in
@@ -15,11 +15,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from cuzk_sim.calibration import Profile
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 from cuzk_sim.model.jitter import Jitter
-from cuzk_sim.plan import Plan, Step
-from cuzk_sim.plan_analysis import PlanAnalysis
+from cuzk_sim.plan.analysis import PlanAnalysis
+from cuzk_sim.plan.contract import Plan, Step
+from cuzk_sim.profiles.profile import Profile
 from cuzk_sim.steps.kernel import Parts
 from cuzk_sim.steps.registry import KINDS
 

@@ -16,18 +16,18 @@ from typing import Any
 
 import simpy
 
-from cuzk_sim.calibration import Profile
 from cuzk_sim.model.config import EngineConfig
 from cuzk_sim.model.counters import Proof, RunCounters
+from cuzk_sim.model.device import SimDevice
 from cuzk_sim.model.fast import FastLayer
-from cuzk_sim.model.gpu import Device
 from cuzk_sim.model.host import PceCache
 from cuzk_sim.model.host_side import HostSide
 from cuzk_sim.model.jitter import Jitter
 from cuzk_sim.model.machine import Machine
 from cuzk_sim.model.queues import Queues
 from cuzk_sim.model.runtime import Worker
-from cuzk_sim.plans.circuits import CircuitShape
+from cuzk_sim.plan.builders.circuits import CircuitShape
+from cuzk_sim.profiles.profile import Profile
 
 
 @dataclass
@@ -38,7 +38,7 @@ class RunContext:
     profile: Profile
     plans: dict[str, Any]  # kind -> CompiledPlan (model/compiled.py)
     machine: Machine
-    devices: list[Device]
+    devices: list[SimDevice]
     workers: list[Worker]
     jitter: Jitter
     pce: PceCache

@@ -49,7 +49,7 @@ class HostCores:
     timer_reading: float = 0.0  # the work clock reading the live timer was set for
     peak_demand: float = 0.0  # threads
     samples: list[tuple[float, float]] | None = None  # (t, threads asked for) for a trace
-    work_s: float = 0.0  # thread-seconds of CPU work given to the host (metrics.py)
+    work_s: float = 0.0  # thread-seconds of CPU work given to the host (results/metrics.py)
     _ids: itertools.count = field(default_factory=itertools.count)
 
     def __post_init__(self) -> None:

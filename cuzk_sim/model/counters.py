@@ -1,5 +1,5 @@
 """The run's proofs and counters: what happened to each proof, and the tallies the
-result and the metrics are computed from (cuzk_sim/metrics.py reads only these, the
+result and the metrics are computed from (cuzk_sim/results/metrics.py reads only these, the
 devices' engine clocks and the mutexes' counters, handed to it by the engine)."""
 
 from __future__ import annotations

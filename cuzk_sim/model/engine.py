@@ -9,7 +9,7 @@ simulators are laid out:
   (model/gpu_loop.py), restarts and lost devices (model/faults.py), all sharing one
   `RunContext` (model/context.py) with the daemon's queues (model/queues.py) and the
   run's counters (model/counters.py);
-- the result, with the metrics computed from the counters handed to cuzk_sim/metrics.py.
+- the result, with the metrics computed from the counters handed to cuzk_sim/results/metrics.py.
 
 Partitions are served by devices × gpu_workers_per_device workers, each executing its
 kind's plan on the device its routing policy names.
@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from cuzk_sim.calibration import Profile
-from cuzk_sim.metrics import EngineUse, MutexUse, RunCounts, measure
+from cuzk_sim.io.units import format_size
 from cuzk_sim.model import faults, synthesis
 from cuzk_sim.model.allocator import DeviceMemory
 from cuzk_sim.model.compiled import CompiledPlan
@@ -34,8 +33,8 @@ from cuzk_sim.model.config import Arrivals, EngineConfig
 from cuzk_sim.model.context import RunContext
 from cuzk_sim.model.cores import HostCores
 from cuzk_sim.model.counters import Proof, RunCounters
+from cuzk_sim.model.device import SimDevice
 from cuzk_sim.model.fast import FastLayer, FastPaths
-from cuzk_sim.model.gpu import Device
 from cuzk_sim.model.gpu_loop import GpuLoop
 from cuzk_sim.model.host import HostMemory, PceCache
 from cuzk_sim.model.host_side import HostSide
@@ -43,17 +42,18 @@ from cuzk_sim.model.jitter import Jitter, replica_seed
 from cuzk_sim.model.machine import Machine, Recorder
 from cuzk_sim.model.queues import Queues
 from cuzk_sim.model.runtime import Worker
-from cuzk_sim.plans.circuits import CircuitShape
-from cuzk_sim.recording import Timeline
-from cuzk_sim.result import SimResult, seconds_per_proof
-from cuzk_sim.units import format_size
+from cuzk_sim.plan.builders.circuits import CircuitShape
+from cuzk_sim.profiles.profile import Profile
+from cuzk_sim.results.metrics import EngineUse, MutexUse, RunCounts, measure
+from cuzk_sim.results.recording import Timeline
+from cuzk_sim.results.sim_result import SimResult, seconds_per_proof
 
 __all__ = ["Arrivals", "EngineConfig", "Simulation", "plan_cpu_demand"]
 
 
 def plan_cpu_demand(cp: CompiledPlan) -> float:
     """The most threads one worker running this plan can ask for at once
-    (plan_analysis: unbounded when a helper-thread CPU step is never joined)."""
+    (plan.analysis: unbounded when a helper-thread CPU step is never joined)."""
     return cp.analysis.cpu_demand if cp.analysis is not None else math.inf
 
 
@@ -64,9 +64,9 @@ def _mean_prove_s(counters: RunCounters) -> float | None:
     return sum(spent) / len(spent) if spent else None
 
 
-def _devices(cfg: EngineConfig, plans: dict[str, CompiledPlan]) -> list[Device]:
+def _devices(cfg: EngineConfig, plans: dict[str, CompiledPlan]) -> list[SimDevice]:
     devices = [
-        Device(
+        SimDevice(
             i,
             DeviceMemory(
                 i,
@@ -89,7 +89,7 @@ def _devices(cfg: EngineConfig, plans: dict[str, CompiledPlan]) -> list[Device]:
     return devices
 
 
-def _workers(cfg: EngineConfig, devices: list[Device]) -> list[Worker]:
+def _workers(cfg: EngineConfig, devices: list[SimDevice]) -> list[Worker]:
     workers = []
     for d in cfg.devices or range(cfg.gpus):
         routed = devices[0 if cfg.routing == "device0" else d]
@@ -121,7 +121,7 @@ class Simulation:
     record: bool = False
     env: simpy.Environment = field(default_factory=simpy.Environment)
     jitter: Jitter = field(default_factory=Jitter)  # timing noise of this replica (model/jitter.py)
-    # a bounded recording for plots and traces on the fast path (cuzk_sim/recording.py):
+    # a bounded recording for plots and traces on the fast path (cuzk_sim/results/recording.py):
     # partition/synthesis spans and bucketed VRAM, host RAM and CPU-thread series
     timeline: Timeline | None = None
     fast: FastPaths = field(default_factory=FastPaths)  # speed-ups allowed (model/fast.py)

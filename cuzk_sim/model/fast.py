@@ -19,7 +19,7 @@ work they can prove changes nothing observable:
 3. `section_stamping` — a worker holding a critical section runs its steps at its own
    clock without waking up. Precondition (checked once per run, `FastLayer.for_run`):
    every device alloc/free of every plan, on every path, runs under a mutex and no
-   host-memory step does (plan_analysis), every plan's sections take the same one
+   host-memory step does (plan.analysis), every plan's sections take the same one
    mutex, and each device's workers are exactly the ones assigned to it. Then no other
    worker can touch this device's memory before the section ends, so nothing can act
    between the stamped steps (model/fast_state.py `FastRun.enter_section`). Exact.

@@ -104,7 +104,7 @@ class FastRun:
         self.without_process = layer.paths.helper_without_process
         self.dev = w.device
         self.rec = m.recorder
-        self.tl = m.recorder.timeline  # the bounded recording (cuzk_sim/recording.py)
+        self.tl = m.recorder.timeline  # the bounded recording (cuzk_sim/results/recording.py)
         self.shared_cores = m.cores_shared
         self.cp = self.table = None  # the last partition's plan and its handlers
         self.record = None

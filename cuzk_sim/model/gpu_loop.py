@@ -13,7 +13,7 @@ from cuzk_sim.model.context import RunContext
 from cuzk_sim.model.counters import Proof
 from cuzk_sim.model.execute import execute_plan
 from cuzk_sim.model.runtime import Worker
-from cuzk_sim.result import Span
+from cuzk_sim.results.sim_result import Span
 
 
 @dataclass
@@ -48,7 +48,7 @@ class GpuLoop:
                 get = self.waiting_get[w.name] = ctx.queues.partitions.get()
                 asked = env.now
                 item = yield get
-                if served:  # metrics.py: GPU workers waiting for synthesized partitions
+                if served:  # results/metrics.py: GPU workers waiting for synthesized partitions
                     counters.starved_s += env.now - asked
                 served = True
                 m.events += 1

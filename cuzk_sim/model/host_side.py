@@ -48,11 +48,11 @@ from dataclasses import dataclass
 
 import simpy
 
-from cuzk_sim.calibration import Profile
 from cuzk_sim.model.cores import MILLI, HostCores
 from cuzk_sim.model.host import PceCache
 from cuzk_sim.model.machine import Machine
-from cuzk_sim.plans.circuits import FR_BYTES, CircuitShape
+from cuzk_sim.plan.builders.circuits import FR_BYTES, CircuitShape
+from cuzk_sim.profiles.profile import Profile
 
 WITNESS_SHARE = 26.5 / 35.5  # cuzk-project.md Phase 5: witness generation of PCE synthesis
 

@@ -19,8 +19,8 @@ from cuzk_sim.model.cores import HostCores
 from cuzk_sim.model.host import HostMemory
 from cuzk_sim.model.jitter import Jitter
 from cuzk_sim.model.mutex import Mutex
-from cuzk_sim.recording import Timeline
-from cuzk_sim.result import OomEvent, Span
+from cuzk_sim.results.recording import Timeline
+from cuzk_sim.results.sim_result import OomEvent, Span
 
 
 @dataclass
@@ -28,14 +28,14 @@ class Recorder:
     """What a run writes down: OOM post-mortems and log lines always; with `record`, the
     timeline too (spans, VRAM samples); with a `timeline`, the bounded recording's hooks.
     Recording never changes a number the model computes. `record` may change during a
-    run (recording.py's detail window)."""
+    run (results/recording.py's detail window)."""
 
     record: bool = False
     oom_events: list[OomEvent] = field(default_factory=list)
     lines: list[tuple[float, str]] = field(default_factory=list)
     spans: list[Span] = field(default_factory=list)
     samples: list[tuple[float, int, int]] = field(default_factory=list)  # t, device, used
-    timeline: Timeline | None = None  # the bounded recording (cuzk_sim/recording.py)
+    timeline: Timeline | None = None  # the bounded recording (cuzk_sim/results/recording.py)
 
 
 @dataclass
@@ -58,7 +58,7 @@ class Machine:
     # CPU thread pools (Cpu.pool), per device: each one's queue (steps/cpu.py PoolChain)
     pools: dict[str, Any] = field(default_factory=dict)
     # seconds each pool (by its per-device key) had a job running, and the pools that ran
-    # a job over all their threads (their jobs queue behind each other: metrics.py)
+    # a job over all their threads (their jobs queue behind each other: results/metrics.py)
     pool_busy_s: dict[str, float] = field(default_factory=dict)
     pool_first_s: dict[str, float] = field(default_factory=dict)  # its first job's start
     serial_pools: set[str] = field(default_factory=set)

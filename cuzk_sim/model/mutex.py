@@ -17,7 +17,7 @@ class Mutex:
     device: int | None = None  # the GPU of a per-device mutex; None: process or global
     owner: str | None = None
     waiters: deque[tuple[str, simpy.Event]] = field(default_factory=deque)
-    # accumulators for metrics.py: seconds held, seconds waited (summed over waiters),
+    # accumulators for results/metrics.py: seconds held, seconds waited (summed over waiters),
     # acquisitions that had to wait; times are the SimPy clock at acquire and release
     held_s: float = 0.0
     wait_s: float = 0.0

@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from cuzk_sim.model.gpu import Device
+from cuzk_sim.model.device import SimDevice
 from cuzk_sim.model.machine import Machine
 from cuzk_sim.model.mutex import Mutex
-from cuzk_sim.result import Span
+from cuzk_sim.results.sim_result import Span
 
 PANIC = -1  # what a handler returns instead of the next step when the worker panicked
 
@@ -39,7 +39,7 @@ PANIC = -1  # what a handler returns instead of the next step when the worker pa
 @dataclass
 class Worker:
     name: str
-    device: Device  # where its GPU work runs (the routing policy's choice)
+    device: SimDevice  # where its GPU work runs (the routing policy's choice)
     assigned: int = 0  # the GPU the engine assigned it to: its per-device mutex
     # a separate process (engine.gpus.separate_processes): its name, which owns its
     # per-device buffers, persistent pinned buffers and mutexes; "" = the daemon's thread

@@ -20,7 +20,7 @@ import simpy
 
 from cuzk_sim.model.context import RunContext, killable
 from cuzk_sim.model.counters import Proof
-from cuzk_sim.result import Span
+from cuzk_sim.results.sim_result import Span
 
 
 def start(ctx: RunContext) -> None:
@@ -95,7 +95,7 @@ def synthesize(ctx: RunContext, index: int) -> Generator:
         yield ctx.queues.lookahead.get(1)
         asked = env.now
         yield m.ram.reserve("synthesis", proof.id, proof.partitions * shape.host_bytes)
-        counters.ram_wait_s += env.now - asked  # metrics.py: synthesizers waiting on RAM
+        counters.ram_wait_s += env.now - asked  # results/metrics.py: synthesizers waiting on RAM
         yield from ctx.host_side.load_kind(proof.kind)  # SRS, PCE resident
         rounds = math.ceil(proof.partitions / cfg.max_parallel_synthesis)
         seconds = partition_seconds(ctx, proof)
@@ -107,7 +107,7 @@ def synthesize(ctx: RunContext, index: int) -> Generator:
             scaled = ctx.jitter.scale(seconds, "cpu.synthesis")
             yield from ctx.host_side.synthesize(proof.kind, scaled, now_parts)
         m.events += 4
-        counters.synth_busy_s += env.now - t0  # metrics.py: synthesizer busy time
+        counters.synth_busy_s += env.now - t0  # results/metrics.py: synthesizer busy time
         if _recording(ctx):
             m.recorder.spans.append(Span(f"synth{index}", -1, proof.id, "synthesis", t0, env.now))
         for p in range(proof.partitions):

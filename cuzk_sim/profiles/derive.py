@@ -2,7 +2,7 @@
 
 The measured profiles are `rtx5070ti` (cuzk, from its project's published figures) and
 `h200` (our CuPy prover, calibrated on the device). For another card preset
-(cuzk_sim/cards.py) the profile of the same prover is scaled figure by figure:
+(cuzk_sim/profiles/cards.py) the profile of the same prover is scaled figure by figure:
 
 - **integer kernels** (`msm_g1`, `msm_g2`, `batch_add_g1`, `batch_add_g2`): time x
   base / target of SMs x boost clock x 32-bit integer multiply-add rate per SM. Bucket
@@ -31,8 +31,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from cuzk_sim.cards import Card
-from cuzk_sim.units import format_size, parse_bandwidth, parse_duration
+from cuzk_sim.io.units import format_size, parse_bandwidth, parse_duration
+from cuzk_sim.profiles.cards import Card
 
 INTEGER_KINDS = ("msm_g1", "msm_g2", "batch_add_g1", "batch_add_g2")
 MEMORY_KINDS = ("ntt", "pointwise")

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
+from cuzk_sim.io.units import parse_duration
 from cuzk_sim.scenario.schema import ScenarioFile
-from cuzk_sim.units import parse_duration
 
 MAX_PROOFS = 100_000
 MAX_DURATION_S = 30 * 86_400.0

@@ -1,6 +1,6 @@
 """Card and VRAM, one rule: a card sets the VRAM and the profile of a run.
 
-`hardware.card` names a preset (cuzk_sim/cards.py) whose VRAM and own profile (measured
+`hardware.card` names a preset (cuzk_sim/profiles/cards.py) whose VRAM and own profile (measured
 on it, or derived for it) the run uses. Scenarios are built in layers: the file, then
 override layers (`run --set`, a sweep's axes, `api.load(..., overrides)`). The rule:
 
@@ -9,7 +9,7 @@ override layers (`run --set`, a sweep's axes, `api.load(..., overrides)`). The r
   `profile = "rtx5070ti"` gives each card its own VRAM and its own profile);
 - where one layer sets both the card and `hardware.vram` (or `profile`), that layer's
   explicit key is a stated override: the run uses it and prints one line saying it
-  overrides the card's (cuzk_sim/calibration.py, `profile_warnings`).
+  overrides the card's (cuzk_sim/profiles/profile.py, `profile_warnings`).
 
 So a card never loses silently to a key written somewhere else, and a key written next
 to the card always says that it wins.
@@ -54,7 +54,7 @@ def profile_name(spec: Any) -> str:
     if spec.profile is not None:
         return spec.profile
     if spec.hardware.card:
-        from cuzk_sim.cards import card_profile
+        from cuzk_sim.profiles.cards import card_profile
 
         return card_profile(spec.hardware.card, plan_prover_of(spec))
     return "rtx5070ti"

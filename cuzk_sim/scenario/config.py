@@ -4,14 +4,14 @@ are impossible), the cuzk engine keys, and the workload's arrivals."""
 
 from __future__ import annotations
 
-from cuzk_sim.calibration import Profile
-from cuzk_sim.cards import card
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
+from cuzk_sim.io.units import parse_duration, parse_size
 from cuzk_sim.model.allocator import NEVER
 from cuzk_sim.model.config import Arrivals, EngineConfig
-from cuzk_sim.plans.circuits import CircuitShape
+from cuzk_sim.plan.builders.circuits import CircuitShape
+from cuzk_sim.profiles.cards import card
+from cuzk_sim.profiles.profile import Profile
 from cuzk_sim.scenario.schema import ScenarioFile
-from cuzk_sim.units import parse_duration, parse_size
 
 
 def impossible(source: str, what: str) -> InputError:

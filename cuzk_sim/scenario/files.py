@@ -13,8 +13,8 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from cuzk_sim.input_errors import InputError
-from cuzk_sim.input_files import MAX_TOML_BYTES, path_kind
+from cuzk_sim.io.errors import InputError
+from cuzk_sim.io.inputs import MAX_TOML_BYTES, path_kind
 from cuzk_sim.reference.formats.files import read_limited
 
 TomlKind = Literal["scenario", "spec", "profile"]

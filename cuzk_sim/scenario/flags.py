@@ -21,8 +21,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, StrictBool, create_model
 
-from cuzk_sim.input_errors import InputError
-from cuzk_sim.units import SizeText, parse_size
+from cuzk_sim.io.errors import InputError
+from cuzk_sim.io.units import SizeText, parse_size
 
 SIZE_SUFFIX = "_bytes"
 T = TypeVar("T")

@@ -1,5 +1,5 @@
 """Change keys of a TOML table by their path, checked against its pydantic model (the
-scenario format: cuzk_sim.overrides binds it).
+scenario format: cuzk_sim.scenario.overrides binds it).
 
 A key path is the scenario file's own key names joined by dots, with list items by
 index: `hardware.vram`, `engine.gpus.gpu_workers_per_device`, `workload[0].count`,
@@ -21,8 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from cuzk_sim.input_errors import InputError
-from cuzk_sim.input_files import parse_toml
+from cuzk_sim.io.errors import InputError
+from cuzk_sim.io.inputs import parse_toml
 
 _PART = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d{1,6}\])*)")
 MAX_KEY_PATH_CHARS = 256  # the longest real key path is about 50

@@ -18,16 +18,16 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from cuzk_sim.input_errors import InputError, key_path, validate_input
-from cuzk_sim.input_files import MAX_JSON_BYTES
-from cuzk_sim.plan import Lock, Plan, PlanError, Unlock
-from cuzk_sim.plans.circuits import SHAPES, CircuitShape
-from cuzk_sim.plans.cuzk import CuzkVariant, build_partition_plan
-from cuzk_sim.plans.gpu_prover import gpu_prover_plan
+from cuzk_sim.io.errors import InputError, key_path, validate_input
+from cuzk_sim.io.inputs import MAX_JSON_BYTES
+from cuzk_sim.io.units import parse_duration, parse_size
+from cuzk_sim.plan.builders.circuits import SHAPES, CircuitShape
+from cuzk_sim.plan.builders.cuzk import CuzkVariant, build_partition_plan
+from cuzk_sim.plan.builders.gpu_prover import gpu_prover_plan
+from cuzk_sim.plan.contract import Lock, Plan, PlanError, Unlock
 from cuzk_sim.reference.formats.files import read_limited
 from cuzk_sim.scenario.flags import build_flags, flags_model
 from cuzk_sim.scenario.schema import GpuProverShape, PlanHost, PlanSource, ScenarioFile
-from cuzk_sim.units import parse_duration, parse_size
 
 
 @dataclasses.dataclass(frozen=True)

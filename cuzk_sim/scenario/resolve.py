@@ -10,14 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cuzk_sim.calibration import Profile, load_profile
-from cuzk_sim.cards import pricing_kind
-from cuzk_sim.input_errors import InputError, validate_input
-from cuzk_sim.input_files import load_toml
+from cuzk_sim.io.errors import InputError, validate_input
+from cuzk_sim.io.inputs import load_toml
 from cuzk_sim.model.config import EngineConfig
-from cuzk_sim.plan import Plan
-from cuzk_sim.plans.circuits import CircuitShape
-from cuzk_sim.plans.cuzk import CuzkVariant
+from cuzk_sim.plan.builders.circuits import CircuitShape
+from cuzk_sim.plan.builders.cuzk import CuzkVariant
+from cuzk_sim.plan.contract import Plan
+from cuzk_sim.profiles.cards import pricing_kind
+from cuzk_sim.profiles.profile import Profile, load_profile
 from cuzk_sim.scenario import card_rule, config, key_paths
 from cuzk_sim.scenario.bounds import check_run_bounds
 from cuzk_sim.scenario.flags import build_flags
@@ -46,7 +46,7 @@ class Scenario:
 
 def load_scenario(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Scenario:
     """Read, validate and resolve one scenario file; `overrides` (key path -> value, see
-    cuzk_sim.overrides) change keys of the file before validation."""
+    cuzk_sim.scenario.overrides) change keys of the file before validation."""
     path = Path(path)
     source = str(path)
     raw = load_toml(path, "scenario file")  # a regular file, bounded, numbers in range

@@ -22,14 +22,14 @@ from pydantic import (
     model_validator,
 )
 
-from cuzk_sim.cards import card
-from cuzk_sim.plans.cuzk import CuzkVariant
+from cuzk_sim.io.units import DurationText, SizeText, parse_duration, parse_size
+from cuzk_sim.plan.builders.cuzk import CuzkVariant
+from cuzk_sim.profiles.cards import card
 from cuzk_sim.scenario.flags import flags_model
-from cuzk_sim.units import DurationText, SizeText, parse_duration, parse_size
 
 ProofKind = Literal["porep", "snapdeals", "window_post", "winning_post"]
 
-# Upper limits on counts (sizes and durations are bounded in units.py): far above any real
+# Upper limits on counts (sizes and durations are bounded in io/units.py): far above any real
 # engine, finite so a typo (2147483648 synthesizers) is one line, not gigabytes of processes
 MAX_CONCURRENCY = 1024  # synthesizers, lookahead, parallel syntheses
 MAX_THREADS = 65_536  # as hardware.host_cores
@@ -59,7 +59,9 @@ def _known_card(v: str | None) -> str | None:
 
 class Hardware(_Strict):
     gpus: int = Field(1, ge=1, le=64)
-    card: str | None = None  # a preset of cuzk_sim/cards.py: sets vram and profile (card_rule.py)
+    card: str | None = (
+        None  # a preset of cuzk_sim/profiles/cards.py: sets vram and profile (card_rule.py)
+    )
     vram: SizeText | None = None  # default: the card's, else the profile's card
     context_overhead: SizeText | None = None  # default: the profile's constant
     host_ram: SizeText = "512 GiB"

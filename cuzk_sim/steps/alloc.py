@@ -12,12 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from cuzk_sim.io.units import format_size
 from cuzk_sim.model.fast_state import MEET, FastRun, at_instant, plain_adapter
 from cuzk_sim.model.machine import Machine
 from cuzk_sim.model.runtime import PANIC, Worker, meet, settle
-from cuzk_sim.result import OomEvent
+from cuzk_sim.results.sim_result import OomEvent
 from cuzk_sim.steps.base import Allocator, Bytes, Memory, Name, StepIn, StepKind, Text
-from cuzk_sim.units import format_size
 
 PROCESS_OWNER = "(process)"  # the owner of persistent pinned host buffers (alloc_host)
 FALLBACK_LEDGERS = 16  # fallback OOM events that keep a copy of the ledger (see alloc_failed)

@@ -100,7 +100,7 @@ class StepKind:
     # (step, profile, live sync buffers' bytes) -> host seconds of its driver call
     # (cudaMalloc / cudaFree of a `sync` device buffer), paid before it acts
     driver: Callable[[Any, Any, dict[str, int]], float] = _no_driver
-    # static facts (plan_analysis.py), each of one step
+    # static facts (plan/analysis.py), each of one step
     defines_label: Callable[[Any], str | None] = _none
     jump: Callable[[Any], str | None] = _none  # the label it may jump to
     falls_through: bool = True  # False: it always jumps (`goto`)
@@ -110,7 +110,7 @@ class StepKind:
     takes: Callable[[Any], str | None] = _none  # the mutex it takes
     gives: Callable[[Any], str | None] = _none  # the mutex it releases
     section: Callable[[Any], tuple[str, bool] | None] = _none  # (mutex, per device) guarded
-    touches_host: Callable[[Any], bool] = _false  # may meet the host (see plan_analysis)
+    touches_host: Callable[[Any], bool] = _false  # may meet the host (see plan.analysis)
     threads: Callable[[Any], int] = _zero  # CPU threads it occupies
     helper_stream: Callable[[Any], str | None] = _none  # a helper thread's stream it runs on
     joins: Callable[[Any], str | None] = _none  # the stream it waits for

@@ -10,7 +10,7 @@ import simpy
 from cuzk_sim.model.fast_state import FastRun
 from cuzk_sim.model.machine import Machine
 from cuzk_sim.model.runtime import Worker, join, meet
-from cuzk_sim.result import Span
+from cuzk_sim.results.sim_result import Span
 from cuzk_sim.steps.base import Bytes, Direction, Name, Seconds, StepIn, StepKind
 from cuzk_sim.steps.kernel import LAUNCH_S, already_filled, queues_in_order
 

@@ -19,7 +19,7 @@ from pydantic import StringConstraints
 from cuzk_sim.model.fast_state import FastRun, then
 from cuzk_sim.model.machine import Machine
 from cuzk_sim.model.runtime import Worker
-from cuzk_sim.result import Span
+from cuzk_sim.results.sim_result import Span
 from cuzk_sim.steps.base import Name, StepIn, StepKind, Threads, WorkSize
 
 
@@ -78,7 +78,7 @@ class PoolChain:
 
 
 def _busy(m: Machine, w: Worker, s: Cpu, chain: PoolChain, start: float, end: float) -> None:
-    """The pool's busy time (the union of its jobs' intervals, metrics.py); a pool that
+    """The pool's busy time (the union of its jobs' intervals, results/metrics.py); a pool that
     ran a whole-pool job is `serial`: its jobs queue behind each other."""
     key = _pool(w, s)
     m.pool_busy_s[key] = m.pool_busy_s.get(key, 0.0) + max(end - max(start, chain.covered_to), 0)
@@ -127,7 +127,7 @@ def cpu(m: Machine, w: Worker, s: Cpu, seconds: float, parts: Any = None) -> Non
         if chain is not None:
             _busy(m, w, s, chain, start, end)
             chain.issued(s, end)
-    m.cores.work_s += seconds * s.threads  # host-core utilization (metrics.py)
+    m.cores.work_s += seconds * s.threads  # host-core utilization (results/metrics.py)
     if m.recorder.record:
         m.recorder.spans.append(Span(w.name, -1, s.name, "cpu", start, end))
 

@@ -20,11 +20,11 @@ from typing import Any, Literal
 
 import simpy
 
+from cuzk_sim.model.device import SimDevice
 from cuzk_sim.model.fast_state import FastRun
-from cuzk_sim.model.gpu import Device
 from cuzk_sim.model.machine import Machine
 from cuzk_sim.model.runtime import Worker, join, meet
-from cuzk_sim.result import Span
+from cuzk_sim.results.sim_result import Span
 from cuzk_sim.steps.base import Name, Seconds, StepIn, StepKind, WorkSize
 
 ISSUE_S = {"msm_g1": 3.0e-4, "msm_g2": 3.0e-4}
@@ -69,7 +69,7 @@ def price(s: Kernel, profile: Any, where: str) -> float:
     return profile.kernel_seconds(s.kind, s.size, where)
 
 
-def queues_in_order(dev: Device, s: Any) -> bool:
+def queues_in_order(dev: SimDevice, s: Any) -> bool:
     """Whether step `s` goes into `dev`'s one in-order queue (the worker meets the others
     first, so that the queue sees the workers' work in the order it was issued)."""
     if not dev.shared_stream:
@@ -147,7 +147,7 @@ def _inline(x: FastRun, pc: int) -> int:
     w, dev, t = x.w, x.dev, x.seconds[pc]
     start = w.t_ready if w.t_ready > dev.compute_free_at else dev.compute_free_at
     w.t_ready = dev.compute_free_at = start + t
-    dev.compute_busy_s += t  # utilization (metrics.py), as Device.run_compute
+    dev.compute_busy_s += t  # utilization (results/metrics.py), as SimDevice.run_compute
     return pc + 1
 
 

@@ -11,7 +11,7 @@ import simpy
 from cuzk_sim.model.fast_state import FastRun, at_instant
 from cuzk_sim.model.machine import Machine
 from cuzk_sim.model.runtime import Worker, meet, settle
-from cuzk_sim.result import Span
+from cuzk_sim.results.sim_result import Span
 from cuzk_sim.steps.base import EXCLUSIVE_SCOPES, MutexScope, Name, StepIn, StepKind
 
 

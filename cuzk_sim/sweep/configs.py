@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from cuzk_sim.overrides import apply_overrides
+from cuzk_sim.scenario.overrides import apply_overrides
 from cuzk_sim.sweep.spec import SweepSpec
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 
 # Columns of a row after the axis columns, in output order.
 METRIC_COLUMNS = (
@@ -85,7 +85,7 @@ def load_task_scenario(task: Task):
 
 def simulate_task(task: Task):
     """(scenario, result) of the unperturbed run: what `cuzk-sim run --json` gives."""
-    from cuzk_sim.runner import simulate
+    from cuzk_sim.simulate.runner import simulate
 
     scenario = load_task_scenario(task)
     return scenario, simulate(scenario)
@@ -119,8 +119,8 @@ def evaluate(task: Task) -> dict[str, Any]:
         card=_card_name(task.raw),
         priced_by=scenario.profile.name,
     )
-    from cuzk_sim.calibration import load_profile
-    from cuzk_sim.cards import pricing_note
+    from cuzk_sim.profiles.cards import pricing_note
+    from cuzk_sim.profiles.profile import load_profile
 
     try:  # the profile by its name, as a row names it
         row["pricing"] = pricing_note(row["card"], load_profile(scenario.profile.name))
@@ -176,6 +176,6 @@ def _card_name(raw: dict[str, Any]) -> str | None:
 
 
 def _replicas(scenario, task: Task):
-    from cuzk_sim.replicas import run_replicas
+    from cuzk_sim.simulate.replicas import run_replicas
 
     return run_replicas(scenario, task.replicas, task.jitter)

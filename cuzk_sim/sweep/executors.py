@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any
 
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 
 OnResult = Callable[[int, Any], None]
 

@@ -26,7 +26,7 @@ EMPTY_RGB = (1.0, 1.0, 1.0)
 
 
 def _save(fig, path: Path) -> None:
-    from cuzk_sim.outputs import save_figure
+    from cuzk_sim.io.outputs import save_figure
 
     save_figure(fig, path, dpi=110, bbox_inches="tight")
 

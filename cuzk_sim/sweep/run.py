@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cuzk_sim.input_errors import InputError
-from cuzk_sim.overrides import apply_overrides
+from cuzk_sim.io.errors import InputError
+from cuzk_sim.io.units import parse_size
+from cuzk_sim.scenario.overrides import apply_overrides
 from cuzk_sim.sweep.configs import Configuration, config_key, expand
 from cuzk_sim.sweep.evaluate import METRIC_COLUMNS, Task, evaluate
 from cuzk_sim.sweep.executors import make_executor
@@ -24,7 +25,6 @@ from cuzk_sim.sweep.fingerprint import code_fingerprint
 from cuzk_sim.sweep.search import SearchTask, run_search
 from cuzk_sim.sweep.spec import CARD_KEY, VRAM_KEY, WORKERS_KEY, SweepSpec
 from cuzk_sim.sweep.store import RowStore, prepare_out
-from cuzk_sim.units import parse_size
 
 Progress = Callable[[int, int], None]  # (done, total)
 
@@ -48,7 +48,7 @@ def columns(spec: SweepSpec) -> list[str]:
 
 def check_replicas(replicas: int, jitter: float) -> None:
     from cuzk_sim.model.jitter import MAX_JITTER
-    from cuzk_sim.replicas import MAX_REPLICAS
+    from cuzk_sim.simulate.replicas import MAX_REPLICAS
 
     if isinstance(replicas, bool) or not 1 <= replicas <= MAX_REPLICAS:
         raise InputError(f"--replicas {replicas}: expected 1 to {MAX_REPLICAS}")

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cuzk_sim.overrides import apply_overrides
+from cuzk_sim.scenario.overrides import apply_overrides
 from cuzk_sim.sweep.evaluate import Task, evaluate
 from cuzk_sim.sweep.spec import VRAM_KEY, WORKERS_KEY
 

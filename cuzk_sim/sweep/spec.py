@@ -2,7 +2,7 @@
 boundary searches and plot axes.
 
 Everything is checked before anything runs: the spec's own keys (pydantic, unknown keys
-refused), every axis key path (`cuzk_sim.overrides.check_key_path`: the scenario format
+refused), every axis key path (`cuzk_sim.scenario.overrides.check_key_path`: the scenario format
 must have it) and every axis value on its own (the base scenario with that one value must
 pass the scenario schema). A value that is only unusable in combination with others
 (VRAM below the CUDA context of another axis's profile, say) is a row with an `error`,
@@ -19,9 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from cuzk_sim.input_errors import InputError, key_path, validate_input, validate_strict
-from cuzk_sim.input_files import load_toml
-from cuzk_sim.units import SizeText, parse_size
+from cuzk_sim.io.errors import InputError, key_path, validate_input, validate_strict
+from cuzk_sim.io.inputs import load_toml
+from cuzk_sim.io.units import SizeText, parse_size
 
 WORKERS_KEY = "engine.gpus.gpu_workers_per_device"
 VRAM_KEY = "hardware.vram"
@@ -175,7 +175,7 @@ def _shown(v: Any) -> str:
 def _axis(source: str, path: str, values: Any) -> Axis:
     """The axis's values (a range expanded), bounded and without repeats; each value is
     checked against the scenario schema later (`_check_value`)."""
-    from cuzk_sim.overrides import check_key_path
+    from cuzk_sim.scenario.overrides import check_key_path
 
     where = f'{source}: axes."{path}"'
     try:
@@ -209,8 +209,8 @@ def _axis(source: str, path: str, values: Any) -> Axis:
 
 def _check_value(where: str, path: str, value: Any, base_raw: dict) -> None:
     """The base scenario with this one value must pass the scenario schema."""
-    from cuzk_sim.overrides import apply_overrides
     from cuzk_sim.scenario import ScenarioFile
+    from cuzk_sim.scenario.overrides import apply_overrides
 
     try:
         raw = apply_overrides(base_raw, {path: value})

@@ -1,6 +1,6 @@
 """The output folder: rows written as they finish, read back to resume.
 
-Every write goes through `cuzk_sim.outputs` (a temporary beside the file, fsynced,
+Every write goes through `cuzk_sim.io.outputs` (a temporary beside the file, fsynced,
 renamed once whole), so an interrupted or killed sweep leaves the last complete
 results.json, never half a file. Rows are rewritten at most every `every_s` seconds while
 a sweep runs, and once at the end.
@@ -26,15 +26,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cuzk_sim.input_errors import InputError
-from cuzk_sim.outputs import write_text
+from cuzk_sim.io.errors import InputError
+from cuzk_sim.io.outputs import write_text
 
 FORMAT = "cuzk-sim-sweep/1"
 IDENTITY = ("sweep", "axis_paths", "replicas", "jitter")  # what one folder holds one of
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Whole or not at all (cuzk_sim.outputs)."""
+    """Whole or not at all (cuzk_sim.io.outputs)."""
     write_text(path, text)
 
 
@@ -78,7 +78,7 @@ def rows_json(header: dict[str, Any], rows: list[dict[str, Any]]) -> str:
 
 
 def prepare_out(out: Path) -> None:
-    from cuzk_sim.input_files import path_kind
+    from cuzk_sim.io.inputs import path_kind
 
     kind = path_kind(out, "--out")
     if kind in ("file", "special"):
@@ -147,7 +147,7 @@ class RowStore:
     def _read(self) -> dict[str, dict[str, Any]]:
         if self.json_path is None or not self.json_path.exists():
             return {}
-        from cuzk_sim.input_files import MAX_JSON_BYTES, load_json
+        from cuzk_sim.io.inputs import MAX_JSON_BYTES, load_json
 
         try:
             doc = load_json(self.json_path, "sweep results", MAX_JSON_BYTES)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from cuzk_sim.result import per_hour
+from cuzk_sim.results.sim_result import per_hour
 from cuzk_sim.sweep.spec import CARD_KEY, VRAM_KEY, WORKERS_KEY, SweepSpec
 
 
@@ -155,7 +155,7 @@ def frontier(spec: SweepSpec, rows: list[dict], column: str) -> list[dict[str, A
 def replica_bound(rows: list[dict]) -> dict[str, Any] | None:
     """With replicas: how many per configuration, and the 95 % Wilson upper bound on
     P(OOM) of a configuration that had no OOM in any of them (what "safe" can claim)."""
-    from cuzk_sim.replicas import wilson_interval
+    from cuzk_sim.simulate.replicas import wilson_interval
 
     counts = {r["replicas"] for r in rows if r.get("replicas")}
     if not counts or max(counts) < 2:

@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cuzk_sim.result import per_hour
-from cuzk_sim.units import format_size
+from cuzk_sim.io.units import format_size
+from cuzk_sim.results.sim_result import per_hour
 
 Tables = list[tuple[str, list[str], list[list[str]]]]  # (title, columns, rows)
 
@@ -118,7 +118,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
             )
             lines.append(f"frontier, throughput against {what}: {pts}")
     lines += [f"timings: {p}" for p in summary["pricing"]]
-    from cuzk_sim.result import THROUGHPUT_DEFINITION
+    from cuzk_sim.results.sim_result import THROUGHPUT_DEFINITION
 
     lines.append(THROUGHPUT_DEFINITION)
     return lines

@@ -13,9 +13,9 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cuzk_sim.result import SimResult
-from cuzk_sim.runner import simulate
+from cuzk_sim.results.sim_result import SimResult
 from cuzk_sim.scenario import Scenario
+from cuzk_sim.simulate.runner import simulate
 
 MIB = 1 << 20
 

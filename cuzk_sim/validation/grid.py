@@ -7,7 +7,7 @@ Files in the output folder:
   real.jsonl        one line per real execution (repeats included), as it ends
   report.md         the comparison tables; summary.json the figures and criteria
 
-Every file but real.jsonl is written whole or not at all (cuzk_sim.outputs); real.jsonl
+Every file but real.jsonl is written whole or not at all (cuzk_sim.io.outputs); real.jsonl
 gets one fsynced line per run. On resume nothing is trusted blindly: a predictions.json
 that does not read as predictions is reported and predicted again; a line of real.jsonl
 that is not a whole record (torn, edited, not JSON) is reported and dropped, a
@@ -27,9 +27,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cuzk_sim.input_errors import InputError
-from cuzk_sim.runner import simulate
+from cuzk_sim.io.errors import InputError
 from cuzk_sim.scenario import Scenario
+from cuzk_sim.simulate.runner import simulate
 from cuzk_sim.validation.boundary import at_vram, caps_around, vram_boundary
 from cuzk_sim.validation.compare import (
     PEAK_TOLERANCE,
@@ -158,7 +158,7 @@ def _is_real(rec: Any) -> bool:
 def scan_reals(path: Path) -> tuple[list[dict], int, int]:
     """(records, damaged lines, duplicated lines) of real.jsonl; a record repeated
     (same key and repeat) is kept once, the first."""
-    from cuzk_sim.input_files import MAX_JSON_BYTES, read_text
+    from cuzk_sim.io.inputs import MAX_JSON_BYTES, read_text
     from cuzk_sim.reference.formats.files import json_depth_exceeds
 
     if not path.exists():
@@ -205,7 +205,7 @@ def _race_ok(run: dict) -> bool:
 
 def load_predictions(path: Path) -> dict:
     """predictions.json, checked to be predictions (InputError naming what is wrong)."""
-    from cuzk_sim.input_files import load_json
+    from cuzk_sim.io.inputs import load_json
 
     doc = load_json(path, "predictions file")
     if not isinstance(doc, dict) or not isinstance(doc.get("spec"), str):
@@ -234,7 +234,7 @@ def load_predictions(path: Path) -> dict:
 def _rebuild_reals(path: Path, predictions: dict, say: Callable[[str], None]) -> None:
     """Keep the whole records of runs the predictions still hold; rewrite the file (whole
     or not at all) when any line was damaged, duplicated, torn or of another prediction."""
-    from cuzk_sim.outputs import write_text
+    from cuzk_sim.io.outputs import write_text
 
     if not path.exists():
         return
@@ -290,7 +290,7 @@ def run_grid(
     say: Callable[[str], None] = print,
     fresh: bool = False,
 ) -> tuple[list, dict]:
-    from cuzk_sim.outputs import write_text
+    from cuzk_sim.io.outputs import write_text
 
     out.mkdir(parents=True, exist_ok=True)
     pred_path, real_path = out / "predictions.json", out / "real.jsonl"
@@ -425,7 +425,7 @@ def write_report(out: Path, predictions: dict) -> tuple[list, dict]:
         if races:
             race_plot(races, out / "race.png")
             text += "\n![model P(OOM) against the real OOM frequency](race.png)\n"
-    from cuzk_sim.outputs import write_all
+    from cuzk_sim.io.outputs import write_all
 
     write_all(  # both or neither
         {

@@ -20,9 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cuzk_sim.outputs import save_figure
-from cuzk_sim.replicas import run_replicas, wilson_interval
-from cuzk_sim.runner import simulate
+from cuzk_sim.io.outputs import save_figure
+from cuzk_sim.simulate.replicas import run_replicas, wilson_interval
+from cuzk_sim.simulate.runner import simulate
 from cuzk_sim.validation.boundary import Boundary, at_vram
 from cuzk_sim.validation.spec import MIN_RACE_REPEATS, Configuration, ValidationSpec
 
@@ -197,6 +197,6 @@ def race_plot(rows: list[dict[str, Any]], png: Path) -> None:
         ax.legend(fontsize=7)
     fig.tight_layout()
     try:
-        save_figure(fig, png, dpi=100)  # whole or not at all (outputs.py)
+        save_figure(fig, png, dpi=100)  # whole or not at all (io/outputs.py)
     finally:
         plt.close(fig)

@@ -38,10 +38,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from cuzk_sim.input_errors import InputError, validate_input
-from cuzk_sim.input_files import load_toml
-from cuzk_sim.overrides import apply_overrides
+from cuzk_sim.io.errors import InputError, validate_input
+from cuzk_sim.io.inputs import load_toml
 from cuzk_sim.scenario import Scenario, scenario_from_dict
+from cuzk_sim.scenario.overrides import apply_overrides
 
 DEFAULT_CAPS = (-10.0, -3.0, -1.0, 1.0, 3.0, 10.0)
 RACE_CAPS = (-5.0, -2.5, -1.0, 0.0, 1.0, 2.5, 5.0)
@@ -167,7 +167,7 @@ def load_spec(path: str | Path, profile: str | None = None) -> ValidationSpec:
     except InputError as e:
         raise InputError(f"{source}: base: {e}") from None
     if profile is not None:
-        from cuzk_sim.calibration import BUNDLED
+        from cuzk_sim.profiles.profile import BUNDLED
 
         base_raw["profile"] = profile if profile in BUNDLED else str(Path(profile).resolve())
     names = [c.name for c in spec.config]

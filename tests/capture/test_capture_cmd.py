@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from cuzk_sim.capture import cupti_run
 from cuzk_sim.cli import app
-from cuzk_sim.input_errors import InputError
-from cuzk_sim.plan import Plan
+from cuzk_sim.io.errors import InputError
+from cuzk_sim.plan.contract import Plan
 
 FAKE = Path(__file__).parent / "fake_cupti"
 

@@ -9,7 +9,7 @@ from cuzk_sim.gpu.prover import PartitionShape, dry_run_plan
 
 from cuzk_sim.capture.compare import compare_plans
 from cuzk_sim.capture.to_plan import size_tag
-from cuzk_sim.plan import Alloc, Free, Plan
+from cuzk_sim.plan.contract import Alloc, Free, Plan
 
 
 def reference() -> Plan:

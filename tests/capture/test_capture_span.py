@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from cuzk_sim.capture.to_plan import busy_spans, trace_to_plan
 from cuzk_sim.capture.trace import KernelEvent, MemEvent, Trace, TraceError
 from cuzk_sim.cli import app
-from cuzk_sim.plan import Alloc, Free, Kernel, Plan
+from cuzk_sim.plan.contract import Alloc, Free, Kernel, Plan
 
 
 def mem(t, op, addr, n=0, memory="device"):

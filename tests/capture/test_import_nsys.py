@@ -25,7 +25,7 @@ from cuzk_sim.capture.nsys import read_nsys
 from cuzk_sim.capture.to_plan import trace_to_plan
 from cuzk_sim.capture.trace import TraceError
 from cuzk_sim.cli import app
-from cuzk_sim.plan import Alloc, Copy, Free, Kernel, Plan, Sync
+from cuzk_sim.plan.contract import Alloc, Copy, Free, Kernel, Plan, Sync
 
 MiB = 1 << 20
 

@@ -32,8 +32,8 @@ from typer.testing import CliRunner
 from cuzk_sim.capture import cupti_run, inject_build
 from cuzk_sim.capture.to_plan import trace_to_plan
 from cuzk_sim.cli import app
-from cuzk_sim.input_errors import InputError
-from cuzk_sim.plan import Alloc
+from cuzk_sim.io.errors import InputError
+from cuzk_sim.plan.contract import Alloc
 
 MiB = 1 << 20
 HARNESS = Path(__file__).parent / "inject" / "harness.c"

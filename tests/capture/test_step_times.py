@@ -9,7 +9,7 @@ import pytest
 
 from cuzk_sim.capture.step_times import GroupTime, group_times, stream_ops
 from cuzk_sim.capture.trace import CopyEvent, KernelEvent, MemsetEvent, Process, Trace
-from cuzk_sim.plan import Copy, Kernel, Plan
+from cuzk_sim.plan.contract import Copy, Kernel, Plan
 
 MiB = 1 << 20
 US = 1000  # ns

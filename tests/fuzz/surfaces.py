@@ -55,9 +55,9 @@ class Case:
 def refused_kinds() -> tuple[type[BaseException], ...]:
     from cuzk_sim.reference.formats import FormatError
 
-    from cuzk_sim.input_errors import InputError
-    from cuzk_sim.plan import PlanError
-    from cuzk_sim.units import UnitError
+    from cuzk_sim.io.errors import InputError
+    from cuzk_sim.io.units import UnitError
+    from cuzk_sim.plan.contract import PlanError
 
     return (InputError, PlanError, FormatError, UnitError)
 
@@ -169,8 +169,8 @@ def write(folder: Path, name: str, data: str | bytes) -> Path:
 
 
 def _scenario(rng: random.Random, seed: int) -> Case:
-    from cuzk_sim.runner import simulate
     from cuzk_sim.scenario import load_scenario
+    from cuzk_sim.simulate.runner import simulate
 
     doc = tomllib.loads(SCENARIO.read_text())
     oracle = None
@@ -204,8 +204,8 @@ def _scenario(rng: random.Random, seed: int) -> Case:
 
 
 def _set(rng: random.Random, seed: int) -> Case:
-    from cuzk_sim.overrides import parse_assignment
     from cuzk_sim.scenario import load_scenario
+    from cuzk_sim.scenario.overrides import parse_assignment
 
     keys = ["workload[0].count", "hardware.vram", "hardware.gpus", "seed", "expect.oom",
             "engine.gpus.gpu_workers_per_device", "variant.prestage", "workload[7].count",
@@ -336,8 +336,8 @@ def _json_doc(surface: str, rng: random.Random, seed: int) -> Case:
     """Plan JSON, a gate baseline, snarkjs proof / public / verification key."""
     from cuzk_sim.reference.formats import read_proof, read_public, read_verification_key
 
-    from cuzk_sim.gate import load_baseline
-    from cuzk_sim.plan import Plan
+    from cuzk_sim.gate.verdicts import load_baseline
+    from cuzk_sim.plan.contract import Plan
 
     if surface == "plan":
         text = (SCENARIOS / "plans" / "ours-porep-partition.json").read_text()
@@ -369,7 +369,7 @@ def _json_doc(surface: str, rng: random.Random, seed: int) -> Case:
             return "refused"
         path = write(d, f"{surface}.json", text)
         if surface == "plan":  # a plan file is read through load_json (bounded, depth)
-            from cuzk_sim.input_files import load_json
+            from cuzk_sim.io.inputs import load_json
 
             return outcome(lambda: (load_json(path, "plan file"), read(path)))
         return outcome(lambda: read(path))
@@ -380,11 +380,11 @@ def _json_doc(surface: str, rng: random.Random, seed: int) -> Case:
 def _calibrate(rng: random.Random, seed: int) -> Case:
     """`calibrate`: a fixture log against a mutated base profile (a kernel whose time is
     its fixed cost among the mutations: nothing to scale, once a division by zero)."""
-    from cuzk_sim.calibration import load_profile
     from cuzk_sim.logs.analyze import analyze_logs
     from cuzk_sim.logs.calibrate import calibrated_profile, cuzk_plans
     from cuzk_sim.logs.scenario_out import logged_config
     from cuzk_sim.logs.toml_out import dumps
+    from cuzk_sim.profiles.profile import load_profile
 
     base_text = (ROOT / "cuzk_sim" / "profiles" / "rtx5070ti.toml").read_text()
     doc = tomllib.loads(base_text)
@@ -551,9 +551,9 @@ PREDICTIONS = {
 
 def _options(rng: random.Random, seed: int) -> Case:
     """Option values: --window, --jitter, quantities."""
-    from cuzk_sim.recording import parse_window
-    from cuzk_sim.replicas import parse_fraction
-    from cuzk_sim.units import parse_bandwidth, parse_duration, parse_size
+    from cuzk_sim.io.units import parse_bandwidth, parse_duration, parse_size
+    from cuzk_sim.results.recording import parse_window
+    from cuzk_sim.simulate.replicas import parse_fraction
 
     text = mutate_text(rng.choice(["2h..3h", "5%", "0.05", "16 GiB", "690 ms", "24 GiB/s"]), rng)
     fn = rng.choice(

@@ -225,7 +225,7 @@ def test_a_full_disk_leaves_the_previous_output_whole(tmp_path, file_size_limit,
 
 def test_a_full_disk_during_a_sweep_keeps_the_last_whole_results(tmp_path, file_size_limit):
     from cuzk_sim import api
-    from cuzk_sim.input_errors import InputError
+    from cuzk_sim.io.errors import InputError
 
     spec = write_spec(tmp_path)
     out = tmp_path / "out"
@@ -271,8 +271,8 @@ def unprivileged(fn: Callable[[], None]) -> None:
 
 
 def test_a_read_only_folder_keeps_its_files_and_gets_no_temporary(tmp_path) -> None:
-    from cuzk_sim.input_errors import InputError
-    from cuzk_sim.outputs import OutputError, write_text
+    from cuzk_sim.io.errors import InputError
+    from cuzk_sim.io.outputs import OutputError, write_text
     from cuzk_sim.sweep.store import RowStore, prepare_out
 
     folder = tmp_path / "ro"
@@ -393,7 +393,7 @@ def test_two_sweeps_into_one_folder_at_once_the_second_is_refused(tmp_path, clea
 
 def test_a_sweep_of_another_spec_into_a_folder_is_refused(tmp_path) -> None:
     from cuzk_sim import api
-    from cuzk_sim.input_errors import InputError
+    from cuzk_sim.io.errors import InputError
 
     out = tmp_path / "out"
     api.sweep(write_spec(tmp_path), out, jobs=1, plots=False)
@@ -488,7 +488,7 @@ def test_a_damaged_predictions_json_is_reported_and_predicted_again(grid) -> Non
 
 
 def test_an_interrupted_writer_leaves_the_previous_file(tmp_path) -> None:
-    from cuzk_sim.outputs import atomic_file
+    from cuzk_sim.io.outputs import atomic_file
 
     out = tmp_path / "out.log"
     out.write_bytes(OLD)
@@ -500,8 +500,8 @@ def test_an_interrupted_writer_leaves_the_previous_file(tmp_path) -> None:
 
 
 def test_a_staged_file_that_fails_its_check_replaces_nothing(tmp_path) -> None:
-    from cuzk_sim.input_errors import InputError
-    from cuzk_sim.outputs import write_checked
+    from cuzk_sim.io.errors import InputError
+    from cuzk_sim.io.outputs import write_checked
 
     out = tmp_path / "p.toml"
     out.write_bytes(OLD)
@@ -519,8 +519,8 @@ def test_a_staged_file_that_fails_its_check_replaces_nothing(tmp_path) -> None:
 
 
 def test_an_output_that_is_an_input_by_another_name_is_found(tmp_path) -> None:
-    from cuzk_sim.input_errors import InputError
-    from cuzk_sim.outputs import check_distinct
+    from cuzk_sim.io.errors import InputError
+    from cuzk_sim.io.outputs import check_distinct
 
     src = tmp_path / "s.toml"
     src.write_bytes(OLD)

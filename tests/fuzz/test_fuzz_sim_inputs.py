@@ -23,13 +23,10 @@ from hypothesis import given
 from typer.testing import CliRunner
 
 from cuzk_sim.cli import app
-from cuzk_sim.gate import load_baseline
-from cuzk_sim.input_errors import InputError
-from cuzk_sim.input_files import check_numbers, parse_json, parse_toml
-from cuzk_sim.plan import Plan, PlanError
-from cuzk_sim.runner import simulate
-from cuzk_sim.scenario import scenario_from_dict
-from cuzk_sim.units import (
+from cuzk_sim.gate.verdicts import load_baseline
+from cuzk_sim.io.errors import InputError
+from cuzk_sim.io.inputs import check_numbers, parse_json, parse_toml
+from cuzk_sim.io.units import (
     MAX_BANDWIDTH,
     MAX_DURATION_S,
     MAX_SIZE_BYTES,
@@ -38,6 +35,9 @@ from cuzk_sim.units import (
     parse_duration,
     parse_size,
 )
+from cuzk_sim.plan.contract import Plan, PlanError
+from cuzk_sim.scenario import scenario_from_dict
+from cuzk_sim.simulate.runner import simulate
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"

@@ -14,7 +14,7 @@ from cubic_files import cubic_files
 from typer.testing import CliRunner
 
 from cuzk_sim.cli import app
-from cuzk_sim.plan import Plan, PlanError
+from cuzk_sim.plan.contract import Plan, PlanError
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"

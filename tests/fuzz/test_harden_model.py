@@ -15,8 +15,8 @@ import pytest
 import simpy
 
 from cuzk_sim.model.cores import HostCores
-from cuzk_sim.runner import simulate
 from cuzk_sim.scenario import load_scenario
+from cuzk_sim.simulate.runner import simulate
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 

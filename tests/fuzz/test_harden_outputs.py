@@ -51,7 +51,7 @@ def test_one_path_for_both_outputs_is_refused_before_proving(files, tmp_path) ->
 def test_an_unwritable_public_json_leaves_the_old_proof(files, tmp_path, monkeypatch) -> None:
     """Before: proof.json was replaced although the command exited 2 (it was written
     first, then public.json failed)."""
-    import cuzk_sim.outputs as outputs
+    import cuzk_sim.io.outputs as outputs
 
     proof, public = tmp_path / "proof.out.json", tmp_path / "public.out.json"
     proof.write_text(OLD_PROOF)

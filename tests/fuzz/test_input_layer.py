@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cuzk_sim.cli import app
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 
 ROOT = Path(__file__).parents[2]
 SCENARIO = ROOT / "scenarios" / "phase9-single-worker.toml"
@@ -175,7 +175,7 @@ def test_validation_specs_are_bounded_and_typed(tmp_path, text: str, key: str) -
 def test_a_12_mib_string_in_a_baseline_costs_memory_in_proportion(tmp_path) -> None:
     """The depth check's regex held memory per character of a long string (> 1 GiB for
     12 MiB); now the whole load stays within a few copies of the text."""
-    from cuzk_sim.gate import load_baseline
+    from cuzk_sim.gate.verdicts import load_baseline
 
     path = tmp_path / "baseline.json"
     path.write_text(json.dumps({"format": "x", "note": "a" * (12 << 20)}))
@@ -310,7 +310,7 @@ def test_the_text_report_prints_huge_values_without_the_highlighter(tmp_path) ->
 
 
 def test_a_path_with_a_nul_byte_is_one_line(tmp_path) -> None:
-    from cuzk_sim.input_files import load_toml
+    from cuzk_sim.io.inputs import load_toml
 
     with pytest.raises(InputError, match="not a usable path"):
         load_toml(Path(f"{tmp_path}/a\0b.toml"), "scenario file")
@@ -318,7 +318,7 @@ def test_a_path_with_a_nul_byte_is_one_line(tmp_path) -> None:
 
 def test_the_readers_refuse_before_parsing_not_after(tmp_path) -> None:
     """A size limit is checked on the open descriptor: a file over it is not read."""
-    from cuzk_sim.input_files import load_toml
+    from cuzk_sim.io.inputs import load_toml
 
     path = tmp_path / "big.toml"
     with open(path, "wb") as f:

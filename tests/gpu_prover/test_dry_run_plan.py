@@ -15,7 +15,7 @@ from cuzk_sim.gpu.prover import MAX_DRY_RUN_CHUNKS, PartitionShape, dry_run_plan
 from typer.testing import CliRunner
 
 from cuzk_sim.cli import app
-from cuzk_sim.plan import Alloc, Copy, Free, Kernel, Lock, Plan, Unlock
+from cuzk_sim.plan.contract import Alloc, Copy, Free, Kernel, Lock, Plan, Unlock
 
 
 def _peak(plan: Plan) -> int:
@@ -207,7 +207,7 @@ def _path(plan: Plan, refused: set[str]) -> list:
     that is not live) dropped, the `fallback` field cleared. A plain walk by hand."""
     import dataclasses
 
-    from cuzk_sim.plan import Goto, Label
+    from cuzk_sim.plan.contract import Goto, Label
 
     at = {s.name: i for i, s in enumerate(plan.steps) if isinstance(s, Label)}
     out, live, i = [], set(), 0

@@ -302,7 +302,7 @@ def test_memory_aware_prestage_falls_back_when_margin_exceeds_free():
     from cuzk_sim.gpu.flags import ProverFlags
     from cuzk_sim.gpu.prover import prove_partition
 
-    from cuzk_sim.plan import Alloc, Lock
+    from cuzk_sim.plan.contract import Alloc, Lock
 
     cp = _cp()
     free = int(cp.cuda.runtime.memGetInfo()[0])

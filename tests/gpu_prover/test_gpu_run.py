@@ -82,7 +82,7 @@ def test_fits_and_pools_return_to_their_start(tmp_path):
 def _tight_card() -> str:
     """The h200 profile's CUDA context + 5.2 MiB (+ < 2 MiB of ballast rounding): a 2^16
     partition needs more (its MSM buckets alone are 12 MiB)."""
-    from cuzk_sim.calibration import load_profile
+    from cuzk_sim.profiles.profile import load_profile
 
     return f"{load_profile('h200').context_overhead / 2**20 + 5.2:.1f} MiB"
 
@@ -157,10 +157,10 @@ def test_log_steps_time_every_gpu_step_and_calibrate_fits_them(tmp_path):
     the assembly); calibrate fits the kernel kinds, the copy rate and the assembly."""
     from typer.testing import CliRunner
 
-    from cuzk_sim.calibration import load_profile
     from cuzk_sim.cli import app
     from cuzk_sim.logs.parse import read_log
-    from cuzk_sim.plan import Copy, Kernel
+    from cuzk_sim.plan.contract import Copy, Kernel
+    from cuzk_sim.profiles.profile import load_profile
     from cuzk_sim.scenario import load_scenario
 
     path = _scenario(tmp_path, "140 GiB", 12, 2, "continue", 2, 2)

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from cuzk_sim.api import load_scenario, simulate
 from cuzk_sim.cli import app
-from cuzk_sim.input_errors import InputError
-from cuzk_sim.plan import Alloc, Copy, Kernel
+from cuzk_sim.io.errors import InputError
+from cuzk_sim.plan.contract import Alloc, Copy, Kernel
 
 GIB = 2**30
 STAGES = ("msm_h", "msm_a", "msm_b_g1", "msm_b_g2", "msm_l")

@@ -16,9 +16,9 @@ from cuzk_sim.gpu.flags import ProverFlags
 from cuzk_sim.gpu.prover import PartitionShape, dry_run_plan
 
 from cuzk_sim.api import load_scenario, simulate
-from cuzk_sim.calibration import load_profile
 from cuzk_sim.model.compiled import compile_plan
-from cuzk_sim.plan import Alloc, Copy
+from cuzk_sim.plan.contract import Alloc, Copy
+from cuzk_sim.profiles.profile import load_profile
 
 GIB = 2**30
 KEY_COPIES = [f"upload_{s}_points" for s in ("msm_h", "msm_a", "msm_b_g1", "msm_b_g2", "msm_l")]

@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from cuzk_sim.calibration import profile_from_raw
 from cuzk_sim.logs.calibrate import base_raw
 from cuzk_sim.logs.jitter_fit import decompose, fit_jitter, jitter_table, read_timings
+from cuzk_sim.profiles.profile import profile_from_raw
 
 STEPS = [
     ("intt_a", "ntt", 2**20, 800.0),

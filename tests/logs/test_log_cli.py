@@ -134,8 +134,8 @@ def test_the_incident_scenarios_replay_from_their_own_logs(tmp_path, scenario, v
     """Model run -> cuzk log -> scenario-from-log -> the same variant and verdict."""
     import tomllib
 
-    from cuzk_sim.runner import simulate
     from cuzk_sim.scenario import load_scenario
+    from cuzk_sim.simulate.runner import simulate
 
     log, out = tmp_path / "m.log", tmp_path / "s.toml"
     runner.invoke(app, ["run", str(ROOT / "scenarios" / scenario), "--log", str(log)])

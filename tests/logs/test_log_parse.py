@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 from cuzk_sim.logs.parse import LogParser, parse_lines, read_log
 
 FIXTURES = Path(__file__).parent / "fixtures"

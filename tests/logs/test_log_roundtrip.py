@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cuzk_sim.calibration import load_profile
 from cuzk_sim.cli import app
 from cuzk_sim.logs.from_result import write_scenario_log
 from cuzk_sim.logs.toml_out import dumps
-from cuzk_sim.runner import simulate
+from cuzk_sim.profiles.profile import load_profile
 from cuzk_sim.scenario import load_scenario
+from cuzk_sim.simulate.runner import simulate
 
 runner = CliRunner()
 KNOWN = {  # figure -> (time at the profile's size, size) of the known profile

@@ -264,8 +264,8 @@ def test_a_two_worker_incident_without_startup_lines_still_replays_its_oom(tmp_p
     assert back["engine"]["gpus"]["gpu_workers_per_device"] == 2
     assert back["variant"]["mutex_scope"] == "none"
     assert "assumed: engine.gpus.gpu_workers_per_device" in r.stdout
-    from cuzk_sim.runner import simulate
     from cuzk_sim.scenario import load_scenario
+    from cuzk_sim.simulate.runner import simulate
 
     assert simulate(load_scenario(out)).oom
 

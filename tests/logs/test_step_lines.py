@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cuzk_sim.calibration import load_profile
 from cuzk_sim.cli import app
 from cuzk_sim.logs import emit
 from cuzk_sim.logs.parse import parse_lines
+from cuzk_sim.profiles.profile import load_profile
 
 runner = CliRunner()
 MIB = 1 << 20

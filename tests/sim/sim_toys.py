@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from cuzk_sim.calibration import Cost, Profile
 from cuzk_sim.model.compiled import compile_plan
 from cuzk_sim.model.engine import Arrivals, EngineConfig, Simulation
 from cuzk_sim.model.fast import FastPaths
-from cuzk_sim.plan import CPU_KINDS, KERNEL_KINDS, Plan
-from cuzk_sim.plans.circuits import CircuitShape
+from cuzk_sim.plan.builders.circuits import CircuitShape
+from cuzk_sim.plan.contract import CPU_KINDS, KERNEL_KINDS, Plan
+from cuzk_sim.profiles.profile import Cost, Profile
 
 MIB = 2**20
 

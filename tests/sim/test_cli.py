@@ -89,9 +89,9 @@ def test_scenario_paths_are_relative_to_the_scenario(tmp_path):
 def test_bundled_scenarios_fast_and_traced_agree():
     from test_properties import assert_same_run
 
-    from cuzk_sim.runner import simulate
     from cuzk_sim.scenario import load_scenario
     from cuzk_sim.scenario.files import scenario_files
+    from cuzk_sim.simulate.runner import simulate
 
     for path in scenario_files([SCENARIOS]):  # gate/ too; not the sweep specs in sweeps/
         scn = load_scenario(path)
@@ -138,12 +138,12 @@ def test_check_explains_an_unexpected_oom(tmp_path):
 
 
 def test_bad_output_options_exit_2_before_simulating(tmp_path, monkeypatch):
-    import cuzk_sim.runner
+    import cuzk_sim.simulate.runner
 
     def no_simulating(*args, **kwargs):
         raise AssertionError("simulated before checking the output options")
 
-    monkeypatch.setattr(cuzk_sim.runner, "simulate", no_simulating)
+    monkeypatch.setattr(cuzk_sim.simulate.runner, "simulate", no_simulating)
     path = str(SCENARIOS / "phase9-single-worker.toml")
     cases = [
         (["--plot", str(tmp_path / "p.txt")], "--plot", "must end in one of .png, .pdf, .svg"),

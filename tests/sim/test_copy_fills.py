@@ -8,7 +8,7 @@ import pytest
 from sim_toys import MIB, run_plan
 
 from cuzk_sim.model.fast import FastPaths
-from cuzk_sim.plan import Alloc, Copy, Kernel, Lock, Plan, PlanError, Unlock
+from cuzk_sim.plan.contract import Alloc, Copy, Kernel, Lock, Plan, PlanError, Unlock
 
 FAST = [FastPaths(), FastPaths.none()]
 

@@ -5,10 +5,10 @@ import math
 
 import pytest
 
-from cuzk_sim.calibration import load_profile
-from cuzk_sim.plan import Plan
-from cuzk_sim.plans.circuits import SHAPES
-from cuzk_sim.plans.cuzk import CuzkVariant, build_partition_plan, msm_window_bits
+from cuzk_sim.plan.builders.circuits import SHAPES
+from cuzk_sim.plan.builders.cuzk import CuzkVariant, build_partition_plan, msm_window_bits
+from cuzk_sim.plan.contract import Plan
+from cuzk_sim.profiles.profile import load_profile
 
 GIB = 2**30
 POREP = SHAPES["porep"]

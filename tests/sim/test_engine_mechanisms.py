@@ -4,8 +4,8 @@ from sim_toys import run_plan, toy_profile
 
 from cuzk_sim.model.compiled import compile_plan
 from cuzk_sim.model.engine import Arrivals, EngineConfig, Simulation
-from cuzk_sim.plan import Alloc, Free, Kernel, Lock, Plan, Unlock
-from cuzk_sim.plans.circuits import CircuitShape
+from cuzk_sim.plan.builders.circuits import CircuitShape
+from cuzk_sim.plan.contract import Alloc, Free, Kernel, Lock, Plan, Unlock
 
 MIB = 2**20
 SIMPLE = Plan(
@@ -62,9 +62,9 @@ def test_a_leaked_buffer_makes_the_nth_partition_fail():
 
 
 def test_winning_post_overtakes_queued_porep():
-    from cuzk_sim.calibration import load_profile
-    from cuzk_sim.plans.circuits import SHAPES
-    from cuzk_sim.plans.cuzk import CuzkVariant, build_partition_plan
+    from cuzk_sim.plan.builders.circuits import SHAPES
+    from cuzk_sim.plan.builders.cuzk import CuzkVariant, build_partition_plan
+    from cuzk_sim.profiles.profile import load_profile
 
     profile = load_profile("rtx5070ti")
     plans = {

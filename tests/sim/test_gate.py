@@ -15,8 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cuzk_sim.cli import app
-from cuzk_sim.gate import parse_tolerance
-from cuzk_sim.plan import Alloc, Free, Kernel, Lock, Plan, Unlock
+from cuzk_sim.gate.verdicts import parse_tolerance
+from cuzk_sim.plan.contract import Alloc, Free, Kernel, Lock, Plan, Unlock
 
 runner = CliRunner()
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"

@@ -18,7 +18,7 @@ from pathlib import Path
 from test_gate import GIB
 from test_gate_ci import _record, _replay
 
-from cuzk_sim.plan import Alloc, Free, Kernel, Lock, Plan, Unlock
+from cuzk_sim.plan.contract import Alloc, Free, Kernel, Lock, Plan, Unlock
 
 MIB = 2**20
 DOUBLED = "porep: buffer scratch grew 72.00 MiB -> 144.00 MiB"  # 144 / 72 - 1 = +100 %

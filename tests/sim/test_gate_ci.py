@@ -18,7 +18,7 @@ import pytest
 from test_gate import GIB, SCENARIOS, gate, one_kernel_plan, runner, setup
 
 from cuzk_sim.cli import app
-from cuzk_sim.plan import Alloc, Free, Kernel, Lock, Plan, Unlock
+from cuzk_sim.plan.contract import Alloc, Free, Kernel, Lock, Plan, Unlock
 
 
 def _record(tmp_path: Path, plan: Plan) -> dict:

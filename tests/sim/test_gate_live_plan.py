@@ -13,12 +13,12 @@ import cuzk_sim.gpu.prover as prover
 import pytest
 from typer.testing import CliRunner
 
-from cuzk_sim.calibration import load_profile
 from cuzk_sim.cli import app
-from cuzk_sim.input_errors import InputError
-from cuzk_sim.plan import Alloc, Cpu, Free, Lock, Plan
-from cuzk_sim.runner import simulate
+from cuzk_sim.io.errors import InputError
+from cuzk_sim.plan.contract import Alloc, Cpu, Free, Lock, Plan
+from cuzk_sim.profiles.profile import load_profile
 from cuzk_sim.scenario import load_scenario
+from cuzk_sim.simulate.runner import simulate
 
 runner = CliRunner()
 GATE = Path(__file__).resolve().parents[2] / "scenarios" / "gate"
@@ -216,7 +216,7 @@ def test_the_replayed_memory_aware_plan_is_one_dry_run_with_both_branches(tmp_pa
     """The prover runs once (no second run spliced in): its margin allocations fall back to
     the declined branch, which frees them and allocates inside the lock, and the branches
     join before the rest of the partition."""
-    from cuzk_sim.plan import Goto, Label
+    from cuzk_sim.plan.contract import Goto, Label
 
     calls = []
     real = prover.dry_run_plan

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cuzk_sim.plan import Alloc, Free
+from cuzk_sim.plan.contract import Alloc, Free
 from cuzk_sim.scenario import load_scenario
 
 GATE = Path(__file__).resolve().parents[2] / "scenarios" / "gate"

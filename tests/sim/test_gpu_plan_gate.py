@@ -7,9 +7,9 @@ import textwrap
 import cuzk_sim.gpu.prover as prover  # no CuPy needed: the dry run is plain Python
 import pytest
 
-from cuzk_sim.plan import Alloc, Free, Plan
-from cuzk_sim.runner import simulate
+from cuzk_sim.plan.contract import Alloc, Free, Plan
 from cuzk_sim.scenario import load_scenario
+from cuzk_sim.simulate.runner import simulate
 
 GIB = 2**30
 

@@ -21,7 +21,7 @@ two measurements it was not fitted to, copied here by hand:
 
 import pytest
 
-from cuzk_sim.calibration import load_profile
+from cuzk_sim.profiles.profile import load_profile
 
 BENCH_MS = [  # kind, size, quiet-GPU kernel benchmark (ms)
     ("ntt", 2**20, 0.40),
@@ -62,8 +62,8 @@ def test_the_priced_plan_reproduces_the_measured_partition(log2):
     import cuzk_sim.gpu.prover as prover  # no CuPy needed for the dry run
     from cuzk_sim.gpu.flags import ProverFlags
 
-    from cuzk_sim.plan import Copy, Cpu, Kernel
-    from cuzk_sim.plans.gpu_prover import engine_partition_plan
+    from cuzk_sim.plan.builders.gpu_prover import engine_partition_plan
+    from cuzk_sim.plan.contract import Copy, Cpu, Kernel
 
     profile = load_profile("h200")
     flags = ProverFlags(key_pinned=True)  # as the calibration runs

@@ -17,13 +17,24 @@ from hypothesis import strategies as st
 from sim_toys import run_plan, toy_profile
 from test_properties import assert_same_run
 
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 from cuzk_sim.model.cores import HostCores
 from cuzk_sim.model.fast import FastPaths
 from cuzk_sim.model.host import HostMemory
-from cuzk_sim.plan import Alloc, Cpu, Free, Kernel, Label, Lock, Plan, PlanError, Sync, Unlock
-from cuzk_sim.runner import simulate
+from cuzk_sim.plan.contract import (
+    Alloc,
+    Cpu,
+    Free,
+    Kernel,
+    Label,
+    Lock,
+    Plan,
+    PlanError,
+    Sync,
+    Unlock,
+)
 from cuzk_sim.scenario import load_scenario, scenario_from_dict
+from cuzk_sim.simulate.runner import simulate
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 QUIET = dataclasses.replace(toy_profile(), synthesis_threads=0.001)
@@ -343,7 +354,7 @@ def test_pinned_alloc_round_trips_through_json():
     ],
 )
 def test_profile_host_keys_are_validated(tmp_path, edit, key):
-    from cuzk_sim.calibration import load_profile
+    from cuzk_sim.profiles.profile import load_profile
 
     text = (Path(__file__).resolve().parents[2] / "cuzk_sim/profiles/rtx5070ti.toml").read_text()
     assert edit[0] in text
@@ -353,7 +364,7 @@ def test_profile_host_keys_are_validated(tmp_path, edit, key):
 
 
 def test_trace_carries_host_counters_and_the_host_oom():
-    from cuzk_sim.trace import HOST_PID, chrome_trace
+    from cuzk_sim.results.run_trace import HOST_PID, chrome_trace
 
     scn = load_scenario(SCENARIOS / "host-pinned-prestage-two-workers-small-ram.toml")
     events = chrome_trace(simulate(scn, record=True))["traceEvents"]
@@ -377,7 +388,7 @@ def test_an_unjoined_helper_thread_makes_the_engine_count_cores():
 
 
 def test_host_post_mortem_names_the_host_budget_and_the_holders():
-    from cuzk_sim.report import post_mortem
+    from cuzk_sim.results.tables import post_mortem
 
     scn = load_scenario(SCENARIOS / "host-pinned-prestage-two-workers-small-ram.toml")
     text = post_mortem(simulate(scn).fatal_ooms[0])

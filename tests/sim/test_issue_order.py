@@ -14,7 +14,7 @@ import pytest
 from sim_toys import MIB, run_plan, toy_profile
 
 from cuzk_sim.model.fast import FastPaths
-from cuzk_sim.plan import Alloc, Copy, Free, Kernel, Plan
+from cuzk_sim.plan.contract import Alloc, Copy, Free, Kernel, Plan
 from cuzk_sim.steps.kernel import ISSUE_S, LAUNCH_S
 
 FAST = [FastPaths(), FastPaths.none()]

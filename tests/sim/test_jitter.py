@@ -5,11 +5,11 @@ import json
 import pytest
 from sim_toys import MIB, toy_scenario
 
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 from cuzk_sim.model.jitter import Jitter
-from cuzk_sim.plan import Alloc, Cpu, Free, Lock, Plan, Unlock
-from cuzk_sim.replicas import parse_fraction, percentile, run_replicas
-from cuzk_sim.runner import simulate
+from cuzk_sim.plan.contract import Alloc, Cpu, Free, Lock, Plan, Unlock
+from cuzk_sim.simulate.replicas import parse_fraction, percentile, run_replicas
+from cuzk_sim.simulate.runner import simulate
 
 # Two workers, each handed one partition at the same instant (both partitions of one
 # proof come out of one synthesis round). Each does 100 s of host work (toy profile: a
@@ -128,8 +128,8 @@ def test_run_replicas_applies_set_to_every_replica(tmp_path):
 
     from typer.testing import CliRunner
 
-    from cuzk_sim.calibration import load_profile
     from cuzk_sim.cli import app
+    from cuzk_sim.profiles.profile import load_profile
 
     base = Path(__file__).resolve().parents[2] / "scenarios/validation/base.toml"
     ctx_mib = load_profile("h200").context_overhead / 2**20

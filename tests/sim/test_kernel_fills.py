@@ -12,7 +12,7 @@ from cuzk_sim.gpu.prover import PartitionShape, dry_run_plan
 from sim_toys import MIB, run_plan
 
 from cuzk_sim.model.fast import FastPaths
-from cuzk_sim.plan import Alloc, Copy, Kernel, Lock, Plan, PlanError, Unlock
+from cuzk_sim.plan.contract import Alloc, Copy, Kernel, Lock, Plan, PlanError, Unlock
 
 FAST = [FastPaths(), FastPaths.none()]
 

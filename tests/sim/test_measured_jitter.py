@@ -11,12 +11,12 @@ from sim_toys import toy_scenario
 from test_jitter import RACE
 from typer.testing import CliRunner
 
-from cuzk_sim.calibration import load_profile
 from cuzk_sim.cli import app
-from cuzk_sim.input_errors import InputError
-from cuzk_sim.jitter_table import measured_jitter
+from cuzk_sim.io.errors import InputError
 from cuzk_sim.model.jitter import Component, Jitter, MeasuredJitter, draw
-from cuzk_sim.replicas import run_replicas
+from cuzk_sim.profiles.jitter_table import measured_jitter
+from cuzk_sim.profiles.profile import load_profile
+from cuzk_sim.simulate.replicas import run_replicas
 
 RACE_TOML = "scenarios/race-two-workers-prestage-at-once.toml"
 

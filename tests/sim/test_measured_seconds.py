@@ -3,10 +3,10 @@ overrides the profile's price; without it the profile prices the step as before.
 
 import pytest
 
-from cuzk_sim.calibration import load_profile
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 from cuzk_sim.model.compiled import compile_plan
-from cuzk_sim.plan import Copy, Kernel, Plan, PlanError
+from cuzk_sim.plan.contract import Copy, Kernel, Plan, PlanError
+from cuzk_sim.profiles.profile import load_profile
 
 
 def test_measured_seconds_override_the_profile():

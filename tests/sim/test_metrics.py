@@ -15,12 +15,12 @@ from typer.testing import CliRunner
 
 from cuzk_sim import api
 from cuzk_sim.cli import app
-from cuzk_sim.metrics import bottleneck, percentile
 from cuzk_sim.model.compiled import compile_plan
 from cuzk_sim.model.engine import Arrivals, EngineConfig, Simulation
-from cuzk_sim.plan import Alloc, Copy, Cpu, Free, Kernel, Lock, Plan, Unlock
-from cuzk_sim.plans.circuits import CircuitShape
-from cuzk_sim.runner import simulate
+from cuzk_sim.plan.builders.circuits import CircuitShape
+from cuzk_sim.plan.contract import Alloc, Copy, Cpu, Free, Kernel, Lock, Plan, Unlock
+from cuzk_sim.results.metrics import bottleneck, percentile
+from cuzk_sim.simulate.runner import simulate
 from tests.sim.sim_toys import MIB, run_plan, toy_profile
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
@@ -161,7 +161,7 @@ def test_json_carries_the_metrics_and_fallbacks_taken():
 
 def test_run_table_shows_failures_next_to_seconds_per_proof():
     # proofs done at 11, 21, 31 (synthesis-paced): 10 s per proof; then failures added
-    from cuzk_sim.report import _spp
+    from cuzk_sim.results.tables import _spp
 
     _, r = run_plan(Plan("p", (Alloc("b", 60 * MIB, "sync"), Free("b"))), proofs=3)
     assert _spp(r) == "10.0"

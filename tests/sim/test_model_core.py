@@ -17,14 +17,26 @@ from sim_toys import MIB, run_plan, toy_profile
 from cuzk_sim.model.allocator import ALLOCATORS, DeviceMemory
 from cuzk_sim.model.compiled import compile_plan
 from cuzk_sim.model.cores import HostCores
+from cuzk_sim.model.device import SimDevice
 from cuzk_sim.model.fast import FastPaths
-from cuzk_sim.model.gpu import Device
 from cuzk_sim.model.host import HostMemory
 from cuzk_sim.model.interpreter import run_plain
 from cuzk_sim.model.machine import Machine, Recorder
 from cuzk_sim.model.runtime import Worker
-from cuzk_sim.plan import Alloc, Copy, Cpu, Free, Goto, Kernel, Label, Lock, Plan, Sync, Unlock
-from cuzk_sim.plan_analysis import analyze
+from cuzk_sim.plan.analysis import analyze
+from cuzk_sim.plan.contract import (
+    Alloc,
+    Copy,
+    Cpu,
+    Free,
+    Goto,
+    Kernel,
+    Label,
+    Lock,
+    Plan,
+    Sync,
+    Unlock,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -93,7 +105,7 @@ def test_analysis_problems_are_the_validator_messages():
 def bare_machine(record=True, vram=100 * MIB):
     env = simpy.Environment()
     machine = Machine(env, HostMemory(env, 10**6), HostCores(env, 4), Recorder(record))
-    return machine, Device(0, DeviceMemory(0, vram))
+    return machine, SimDevice(0, DeviceMemory(0, vram))
 
 
 def test_a_worker_runs_a_plan_on_a_bare_machine():
@@ -286,9 +298,9 @@ BUNDLED = sorted(
 @pytest.mark.slow
 @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: Path(p).stem)
 def test_fast_layer_equals_the_plain_interpreter_on_every_bundled_scenario(path):
-    from cuzk_sim.recording import Timeline
-    from cuzk_sim.runner import simulate, simulate_recorded
+    from cuzk_sim.results.recording import Timeline
     from cuzk_sim.scenario import load_scenario
+    from cuzk_sim.simulate.runner import simulate, simulate_recorded
 
     scn = load_scenario(path)
     fast = simulate(scn).to_dict()
@@ -302,7 +314,7 @@ def test_fast_layer_equals_the_plain_interpreter_on_every_bundled_scenario(path)
 def test_a_thousand_fallbacks_keep_a_bounded_number_of_ledger_copies():
     """Issue 15: 1,000 fallback allocations in one plan reached 8 GiB (each fallback event
     kept a copy of the ledger). The first FALLBACK_LEDGERS keep one, later ones `{}`."""
-    from cuzk_sim.plan import Label
+    from cuzk_sim.plan.contract import Label
     from cuzk_sim.steps.alloc import FALLBACK_LEDGERS
 
     steps = [Alloc(f"live{i}", 2 * MIB) for i in range(20)]  # 20 live buffers, 40 MiB

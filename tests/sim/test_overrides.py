@@ -7,9 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from cuzk_sim.input_errors import InputError
-from cuzk_sim.overrides import apply_overrides, check_key_path, parse_assignment, parse_key_path
+from cuzk_sim.io.errors import InputError
 from cuzk_sim.scenario import load_scenario
+from cuzk_sim.scenario.overrides import (
+    apply_overrides,
+    check_key_path,
+    parse_assignment,
+    parse_key_path,
+)
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 THREE_PART_FIX = SCENARIOS / "phase9-dual-worker-three-part-fix.toml"

@@ -7,10 +7,10 @@ permits; a permit is held through the send into a channel of max(lookahead, N)).
 import pytest
 from sim_toys import toy_scenario
 
-from cuzk_sim.input_errors import InputError
-from cuzk_sim.plan import Cpu, Kernel, Plan
-from cuzk_sim.runner import simulate
+from cuzk_sim.io.errors import InputError
+from cuzk_sim.plan.contract import Cpu, Kernel, Plan
 from cuzk_sim.scenario import scenario_from_dict
+from cuzk_sim.simulate.runner import simulate
 
 FAST_GPU = Plan("fast", (Cpu("prove", "assemble", 1),))  # 1 s per partition, no engine
 SLOW_GPU = Plan("slow", (Kernel("prove", "ntt", 30),))  # 30 s per partition on the GPU

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from cuzk_sim.input_errors import InputError
-from cuzk_sim.plans.circuits import SHAPES
-from cuzk_sim.runner import simulate
+from cuzk_sim.io.errors import InputError
+from cuzk_sim.plan.builders.circuits import SHAPES
 from cuzk_sim.scenario import load_scenario
+from cuzk_sim.simulate.runner import simulate
 
 GIB = 2**30
 POREP_CONSTRAINTS, POREP_HOST = 130_278_541, 14 * GIB
@@ -147,7 +147,7 @@ def test_variant_mutex_scope_reaches_our_provers_replayed_plan(tmp_path):
     """`run` replays our prover's plan with the lock gpu-run takes for variant.mutex_scope
     (gpu/pipeline.py: one lock per GPU, one for all, or none), so both executors of one
     scenario lock alike."""
-    from cuzk_sim.plan import Lock, Unlock
+    from cuzk_sim.plan.contract import Lock, Unlock
     from cuzk_sim.scenario import scenario_from_dict
 
     raw = {

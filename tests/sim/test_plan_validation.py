@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from cuzk_sim.plan import Plan, PlanError
+from cuzk_sim.plan.contract import Plan, PlanError
 
 
 def plan_error(steps: list[dict]) -> str:

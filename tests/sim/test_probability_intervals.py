@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cuzk_sim.cli import app
-from cuzk_sim.replicas import format_probability, wilson_interval
+from cuzk_sim.simulate.replicas import format_probability, wilson_interval
 
 ROOT = Path(__file__).resolve().parents[2]
 RACE = ROOT / "scenarios" / "race-two-workers-prestage-at-once.toml"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cuzk_sim.calibration import BUNDLED, load_profile, plan_prover, profile_warnings
 from cuzk_sim.cli import app
+from cuzk_sim.profiles.profile import BUNDLED, load_profile, plan_prover, profile_warnings
 from cuzk_sim.scenario import load_scenario
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cuzk_sim.runner import simulate
 from cuzk_sim.scenario import load_scenario
+from cuzk_sim.simulate.runner import simulate
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 

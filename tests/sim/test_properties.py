@@ -9,7 +9,7 @@ from sim_toys import run_plan
 
 from cuzk_sim.model.allocator import CUDA_GRANULE, CUDA_MALLOC_HEADROOM
 from cuzk_sim.model.fast import FastPaths
-from cuzk_sim.plan import Alloc, Free, Kernel, Lock, Plan, Unlock
+from cuzk_sim.plan.contract import Alloc, Free, Kernel, Lock, Plan, Unlock
 
 MIB = 2**20
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from cuzk_sim import api
-from cuzk_sim.calibration import load_profile
-from cuzk_sim.cards import CARDS, card_profile, pricing_kind
-from cuzk_sim.expectations import check_expectations
-from cuzk_sim.input_errors import InputError
-from cuzk_sim.runner import simulate
+from cuzk_sim.io.errors import InputError
+from cuzk_sim.profiles.cards import CARDS, card_profile, pricing_kind
+from cuzk_sim.profiles.profile import load_profile
+from cuzk_sim.results.expectations import check_expectations
+from cuzk_sim.simulate.runner import simulate
 
 GiB = 2**30
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,7 +88,7 @@ def test_card_sweep_gives_each_card_its_vram_and_profile() -> None:
 
 
 def test_same_layer_vram_is_a_stated_override() -> None:
-    from cuzk_sim.calibration import profile_warnings
+    from cuzk_sim.profiles.profile import profile_warnings
 
     base = ROOT / "scenarios" / "phase8-baseline.toml"
     scn = api.load(base, {"hardware.card": "rtx5090", "hardware.vram": "20 GiB"})
@@ -175,7 +175,7 @@ def test_calibrate_drops_the_contention_law_it_cannot_separate(tmp_path: Path) -
 
 
 def test_a_known_miss_masks_only_its_figures_and_fails_once_reached() -> None:
-    from cuzk_sim.expectations import Check, _known_miss
+    from cuzk_sim.results.expectations import Check, _known_miss
 
     spp = Check("seconds_per_proof", "[1, 2] s", "3 s", False)
     oom = Check("oom", "False", "True", False)

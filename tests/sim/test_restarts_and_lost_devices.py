@@ -4,9 +4,9 @@ toy profile: PCE load 1 s, synthesis 10 s per proof, a kernel of size s takes s 
 import pytest
 from sim_toys import MIB, run_plan
 
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 from cuzk_sim.model.engine import Arrivals
-from cuzk_sim.plan import Alloc, Free, Kernel, Lock, Plan, Unlock
+from cuzk_sim.plan.contract import Alloc, Free, Kernel, Lock, Plan, Unlock
 from cuzk_sim.scenario import scenario_from_dict
 
 SLOW = Plan(

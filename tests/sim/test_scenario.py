@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 from cuzk_sim.scenario import load_scenario, scenario_from_dict
 
 BASE = """
@@ -121,7 +121,7 @@ def test_bad_plan_file_names_step(tmp_path):
 
 
 def test_unpriced_kernel_kind_names_step_and_profile(tmp_path):
-    from cuzk_sim.runner import simulate
+    from cuzk_sim.simulate.runner import simulate
 
     (tmp_path / "p.json").write_text(
         '{"name": "mine", "steps": [{"op": "kernel", "name": "fft", "kind": "fft", "size": 8}]}'
@@ -141,7 +141,7 @@ def test_unknown_profile(tmp_path):
 
 
 def test_window_post_partitions_follow_the_sector_count(tmp_path):
-    from cuzk_sim.runner import simulate
+    from cuzk_sim.simulate.runner import simulate
 
     text = BASE.replace('kind = "porep"', 'kind = "window_post"\npartitions = 3')
     text += '[engine.pce]\ncached = ["window_post"]\n[variant]\npool_release_threshold = "0 B"\n'
@@ -270,8 +270,8 @@ def test_variant_keys_are_cuzk_variants_fields_with_its_defaults(tmp_path, monke
     one takes CuzkVariant's default as it is when the scenario is loaded."""
     import dataclasses
 
-    from cuzk_sim.plan import Alloc
-    from cuzk_sim.plans.cuzk import CuzkVariant
+    from cuzk_sim.plan.builders.cuzk import CuzkVariant
+    from cuzk_sim.plan.contract import Alloc
     from cuzk_sim.scenario import resolve
 
     def d_a(text: str) -> Alloc:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from cuzk_sim.expectations import check_expectations
 from cuzk_sim.model.compiled import compile_plan
 from cuzk_sim.model.engine import Arrivals, EngineConfig, Simulation
-from cuzk_sim.plan import Kernel, Lock, Plan, Unlock
-from cuzk_sim.plans.circuits import CircuitShape
+from cuzk_sim.plan.builders.circuits import CircuitShape
+from cuzk_sim.plan.contract import Kernel, Lock, Plan, Unlock
+from cuzk_sim.results.expectations import check_expectations
 from cuzk_sim.scenario import Expect
 from tests.sim.sim_toys import run_plan, toy_profile
 
@@ -84,7 +84,7 @@ def test_a_run_that_finishes_is_not_a_stall():
 def test_the_run_table_shows_the_stall():
     from rich.console import Console
 
-    from cuzk_sim.report import print_run
+    from cuzk_sim.results.tables import print_run
 
     console = Console(record=True, width=200)
     print_run(abba_deadlock(), console)

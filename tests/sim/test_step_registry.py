@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from cuzk_sim.model.interpreter import STEPS
-from cuzk_sim.plan import STEP_TYPES, Step
+from cuzk_sim.plan.contract import STEP_TYPES, Step
 from cuzk_sim.steps.base import StepIn, StepKind
 from cuzk_sim.steps.registry import KINDS
 

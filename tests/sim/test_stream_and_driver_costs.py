@@ -9,9 +9,9 @@ import dataclasses
 import pytest
 from sim_toys import MIB, run_plan, toy_profile
 
-from cuzk_sim.calibration import Cost
 from cuzk_sim.model.fast import FastPaths
-from cuzk_sim.plan import Alloc, Copy, Free, Kernel, Lock, Plan, Unlock
+from cuzk_sim.plan.contract import Alloc, Copy, Free, Kernel, Lock, Plan, Unlock
+from cuzk_sim.profiles.profile import Cost
 
 FAST = [FastPaths(), FastPaths.none()]
 COPY_THEN_KERNEL = (Copy("up", 3, "HtoD"), Kernel("k", "ntt", 5))
@@ -44,7 +44,7 @@ def test_one_legacy_stream_serialises_every_workers_copies_and_kernels(fast):
 def test_a_stream_named_after_the_legacy_one_overlaps_it_and_the_rest_queue(fast):
     """gpu_stream = "legacy_default+key_upload": copies on `key_upload` run on the copy
     engine beside the queue; every other copy and kernel of every worker stays in it."""
-    from cuzk_sim.plan import Sync
+    from cuzk_sim.plan.contract import Sync
 
     steps = (
         Copy("up", 3, "HtoD"),  # the legacy queue
@@ -120,7 +120,7 @@ def test_our_provers_plan_says_it_uses_the_legacy_default_stream():
 
 
 def test_the_h200_profile_prices_the_sync_allocator_from_its_measurement():
-    from cuzk_sim.calibration import load_profile
+    from cuzk_sim.profiles.profile import load_profile
 
     p = load_profile("h200")
     # benchmarks/allocator_timing.py on the H200: cudaMalloc 0.041 ms (2 MiB) .. 0.0695 ms

@@ -49,7 +49,7 @@ def test_run_json_proofs_per_hour_is_3600_over_seconds_per_proof():
 
 @pytest.mark.parametrize("command", ["run", "gpu-run", "sweep"])
 def test_help_states_the_definition(command):
-    from cuzk_sim.result import THROUGHPUT_DEFINITION
+    from cuzk_sim.results.sim_result import THROUGHPUT_DEFINITION
 
     out = runner.invoke(app, [command, "--help"], terminal_width=200).stdout
     assert _flat(THROUGHPUT_DEFINITION) in _flat(out)
@@ -57,7 +57,7 @@ def test_help_states_the_definition(command):
 
 
 def test_docs_state_the_definition():
-    from cuzk_sim.result import THROUGHPUT_DEFINITION
+    from cuzk_sim.results.sim_result import THROUGHPUT_DEFINITION
 
     docs = (ROOT / "docs" / "simulator.md").read_text()
     assert _flat(THROUGHPUT_DEFINITION) in _flat(docs)

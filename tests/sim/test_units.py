@@ -2,7 +2,7 @@
 
 import pytest
 
-from cuzk_sim.units import UnitError, parse_bandwidth, parse_duration, parse_size
+from cuzk_sim.io.units import UnitError, parse_bandwidth, parse_duration, parse_size
 
 
 @pytest.mark.parametrize(

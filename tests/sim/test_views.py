@@ -10,11 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from cuzk_sim.cli import app
-from cuzk_sim.plot import MARKERS, lanes_of, markers
-from cuzk_sim.recording import Buckets, Timeline, parse_window
-from cuzk_sim.runner import simulate, simulate_recorded
+from cuzk_sim.results.recording import Buckets, Timeline, parse_window
+from cuzk_sim.results.run_plot import MARKERS, lanes_of, markers
+from cuzk_sim.results.run_trace import chrome_trace, step_args
 from cuzk_sim.scenario import load_scenario
-from cuzk_sim.trace import chrome_trace, step_args
+from cuzk_sim.simulate.runner import simulate, simulate_recorded
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 GIB = 2**30
@@ -48,7 +48,7 @@ def test_every_worker_has_a_lane_even_without_a_partition_span(host_oom):
 
 def test_the_plot_file_is_written(host_oom, tmp_path):
     _, r = host_oom
-    from cuzk_sim.plot import write_plot
+    from cuzk_sim.results.run_plot import write_plot
 
     write_plot(r, str(tmp_path / "p.png"))
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

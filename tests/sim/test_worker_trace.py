@@ -6,7 +6,7 @@ a copy of b bytes takes b seconds; synthesis of the toy circuit takes 10 s, the 
 from sim_toys import run_plan
 
 from cuzk_sim.model.fast import FastPaths
-from cuzk_sim.plan import Alloc, Copy, Cpu, Free, Kernel, Lock, Plan, Unlock
+from cuzk_sim.plan.contract import Alloc, Copy, Cpu, Free, Kernel, Lock, Plan, Unlock
 
 MIB = 2**20
 

@@ -7,7 +7,7 @@ import pytest
 from sweep_fixtures import REPO, SCENARIOS
 
 from cuzk_sim import api
-from cuzk_sim.units import format_size
+from cuzk_sim.io.units import format_size
 
 DOC = (REPO / "docs" / "capacity-planning.md").read_text()
 SWEEPS = SCENARIOS / "sweeps"
@@ -105,7 +105,7 @@ def test_the_incident_scenario_holds_its_expectation(rtx4000ada):
 def test_cards_sweep_prices_each_card_by_its_own_profile():
     """Every preset gets its own VRAM and profile (the card rule), the row says which
     profile and whether measured or derived, and the doc's table is the sweep's."""
-    from cuzk_sim.cards import CARDS, card_profile
+    from cuzk_sim.profiles.cards import CARDS, card_profile
 
     out = api.sweep(SWEEPS / "cards-porep-sweep.toml", jobs=1, plots=False)
     rows = {(r["hardware.card"], r["variant.prestage"]): r for r in out.rows}
@@ -140,7 +140,7 @@ def test_gpu_bound_cards_sweep_gives_each_card_its_own_figure():
     card with more of every scaled resource is faster. With the B_G2 MSM on the CPU the
     pool's chain binds: 10 partitions x (1.6 + 1.0) s = 26 s/proof at least, for every
     card. The doc's table is the sweep's."""
-    from cuzk_sim.cards import CARDS, card_profile
+    from cuzk_sim.profiles.cards import CARDS, card_profile
 
     out = api.sweep(SWEEPS / "cards-porep-gpu-bound-sweep.toml", jobs=1, plots=False)
     rows = {(r["hardware.card"], r["variant.b_g2_msm"]): r for r in out.rows}

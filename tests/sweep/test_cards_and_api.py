@@ -6,16 +6,16 @@ import pytest
 from sweep_fixtures import BASE
 
 from cuzk_sim import api
-from cuzk_sim.calibration import load_profile
-from cuzk_sim.cards import CARDS, card, pricing_note
-from cuzk_sim.input_errors import InputError
-from cuzk_sim.runner import simulate
+from cuzk_sim.io.errors import InputError
+from cuzk_sim.profiles.cards import CARDS, card, pricing_note
+from cuzk_sim.profiles.profile import load_profile
 from cuzk_sim.scenario import load_scenario
+from cuzk_sim.simulate.runner import simulate
 
 GiB = 2**30
 
 # The vendors' datasheet figures ("GB" of GPU memory are binary GiB), typed in here from
-# the product pages cited in cuzk_sim/cards.py.
+# the product pages cited in cuzk_sim/profiles/cards.py.
 VENDOR_GB = {
     "rtx4000ada": 20,
     "rtx4090": 24,
@@ -38,7 +38,7 @@ def test_presets_hold_the_vendor_figures():
 
 
 def test_only_measured_cards_name_a_profile():
-    from cuzk_sim.calibration import BUNDLED
+    from cuzk_sim.profiles.profile import BUNDLED
 
     assert {n: c.profile for n, c in CARDS.items() if c.profile} == {
         "rtx5070ti": "rtx5070ti",

@@ -6,8 +6,8 @@ import pytest
 from sweep_fixtures import BASE, SCENARIOS, write_spec
 
 from cuzk_sim import api
-from cuzk_sim.input_errors import InputError
-from cuzk_sim.replicas import run_replicas
+from cuzk_sim.io.errors import InputError
+from cuzk_sim.simulate.replicas import run_replicas
 
 GiB = 2**30
 

@@ -117,7 +117,7 @@ def test_changed_model_code_reruns(tmp_path, small_spec_path, counting, monkeypa
 def test_a_worker_with_other_code_stops_the_sweep(small_spec_path):
     from dataclasses import replace
 
-    from cuzk_sim.input_errors import InputError
+    from cuzk_sim.io.errors import InputError
     from cuzk_sim.sweep.evaluate import evaluate
     from cuzk_sim.sweep.run import _task, expand
 

@@ -10,7 +10,7 @@ from sweep_fixtures import BASE, SMALL_SPEC, write_spec
 from typer.testing import CliRunner
 
 from cuzk_sim.cli import app
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 from cuzk_sim.sweep.configs import expand, values_at
 from cuzk_sim.sweep.spec import load_sweep
 

@@ -14,9 +14,9 @@ from cuzk_sim.gpu.run_spec import RunSpec
 from typer.testing import CliRunner
 from validation_fixtures import DATA
 
-from cuzk_sim.calibration import load_profile
 from cuzk_sim.cli import app
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
+from cuzk_sim.profiles.profile import load_profile
 from cuzk_sim.scenario import load_scenario
 
 runner = CliRunner()
@@ -207,7 +207,7 @@ def test_gpu_run_log_carries_the_mutex_lines(scenario_file, tmp_path):
 
 
 def test_validate_profile_prices_every_configuration_and_guards_the_resume(tmp_path, scenario_file):
-    from cuzk_sim.calibration import load_profile
+    from cuzk_sim.profiles.profile import load_profile
     from cuzk_sim.validation.grid import pipeline_executor, run_grid
     from cuzk_sim.validation.spec import load_spec
 
@@ -255,7 +255,7 @@ def test_step_marks_become_spans_stats_and_log_events(scenario_file, monkeypatch
 
     from cuzk_sim.gpu.pipeline_device import PipelineDevice
 
-    from cuzk_sim.plan import Copy, Kernel
+    from cuzk_sim.plan.contract import Copy, Kernel
 
     class Ev:
         def __init__(self, t: float) -> None:

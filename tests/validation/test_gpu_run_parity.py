@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from validation_fixtures import ROOT
 
 from cuzk_sim.cli import app
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 from cuzk_sim.scenario import load_scenario
 
 runner = CliRunner()

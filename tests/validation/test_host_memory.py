@@ -17,8 +17,8 @@ from cuzk_sim.gpu.pipeline import RealRun
 from cuzk_sim.gpu.run_spec import RunSpec
 from typer.testing import CliRunner
 
-from cuzk_sim.calibration import load_profile
 from cuzk_sim.cli import app
+from cuzk_sim.profiles.profile import load_profile
 from cuzk_sim.scenario import load_scenario
 
 GIB = 1 << 30

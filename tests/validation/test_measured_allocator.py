@@ -31,7 +31,7 @@ def test_a_segment_that_fits_only_without_its_granule_fails():
 
 
 def test_h200_profile_context_is_the_measured_one():
-    from cuzk_sim.calibration import load_profile
+    from cuzk_sim.profiles.profile import load_profile
 
     # the mean of the deb8e14 calibration logs' CUZK_SIM_CONTEXT lines (seven at 1446.8 MiB,
     # the 2^24 one at 1470.8 MiB; docs/validation/h200-2026-12-01-deb8e14/calib/)

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cuzk_sim.cli import app
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 from cuzk_sim.validation.boundary import vram_boundary
 from cuzk_sim.validation.grid import load_predictions, predict, write_report
 from cuzk_sim.validation.race import race_predictions

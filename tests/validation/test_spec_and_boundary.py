@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from validation_fixtures import DATA, VALIDATION
 
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 from cuzk_sim.scenario import load_scenario
 from cuzk_sim.scenario.plan_sources import with_lock_scope
 from cuzk_sim.validation.boundary import Boundary, caps_around, vram_boundary

@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from cuzk_sim.input_errors import InputError, from_validation
+from cuzk_sim.io.errors import InputError, from_validation
 from cuzk_sim.model.jitter import MAX_JITTER, Component, MeasuredJitter
 
 

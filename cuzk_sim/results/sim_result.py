@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from cuzk_sim.metrics import RunMetrics
-from cuzk_sim.recording import Timeline
-from cuzk_sim.throughput import per_hour as per_hour
-from cuzk_sim.throughput import seconds_per_proof as seconds_per_proof
+from cuzk_sim.results.metrics import RunMetrics
+from cuzk_sim.results.recording import Timeline
+from cuzk_sim.results.throughput import per_hour as per_hour
+from cuzk_sim.results.throughput import seconds_per_proof as seconds_per_proof
 
 # The one throughput of a run, printed by `run --help`, `gpu-run --help`, `sweep --help`
 # and in docs/simulator.md: seconds per proof and proofs per hour are the same quantity
@@ -116,10 +116,10 @@ class SimResult:
     vram_samples: list[tuple[float, int, int]] = field(default_factory=list)  # t, dev, used
     host_samples: list[tuple[float, int, int]] = field(default_factory=list)  # t, used, pinned
     core_samples: list[tuple[float, float]] = field(default_factory=list)  # t, threads
-    # throughput, utilization and the bottleneck (cuzk_sim/metrics.py); None only for a
+    # throughput, utilization and the bottleneck (cuzk_sim/results/metrics.py); None only for a
     # result built by hand
     metrics: RunMetrics | None = None
-    # the bounded recording for plots and traces (cuzk_sim/recording.py), when asked for
+    # the bounded recording for plots and traces (cuzk_sim/results/recording.py), when asked for
     timeline: Timeline | None = None
     # one line each: the profile does not price this card or this plan's prover
     warnings: list[str] = field(default_factory=list)

@@ -17,7 +17,7 @@ held, and records what the validator, the compiler and the model's fast layer as
   no label between).
 
 It reads each step through the static facts its kind registers (cuzk_sim/steps/), so
-`plan.py` can use it for `validate` and a new kind needs no edit here.
+`plan/contract.py` can use it for `validate` and a new kind needs no edit here.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class PlanAnalysis:
 
 
 def analyze(plan: Any) -> PlanAnalysis:
-    """plan: a cuzk_sim.plan.Plan (its steps)."""
+    """plan: a cuzk_sim.plan.contract.Plan (its steps)."""
     steps = plan.steps
     labels: dict[str, int] = {}
     problems: list[str] = []

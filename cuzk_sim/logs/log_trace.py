@@ -1,6 +1,6 @@
 """Chrome trace-event JSON of a log, with the model's process and track names.
 
-Processes and tracks are named as `cuzk_sim.trace` names the model's (process `GPU <n>`
+Processes and tracks are named as `cuzk_sim.results.run_trace` names the model's (process `GPU <n>`
 per GPU, `host` for synthesis; a worker's partitions on track `gpu<g>-w<k>`, its mutex
 wait and hold on `gpu<g>-w<k> lock`, its GPU phases on `gpu<g>-w<k> kernel`), so a log's
 trace and the model's trace of the same configuration read alike; `--beside` puts both

@@ -5,7 +5,7 @@ holds; counters of VRAM in use and VRAM by buffer), one "host" process for synth
 CPU threads, with counters of the host RAM budget (reserved, pinned) and of the CPU
 threads asked for; OOMs, fallbacks and skips are instant events carrying the ledger.
 
-Bounded for long runs: it reads a bounded recording (cuzk_sim/recording.py), so counters
+Bounded for long runs: it reads a bounded recording (cuzk_sim/results/recording.py), so counters
 come one point per bucket (the bucket's peak), detail slices (kernels, copies, CPU steps,
 locks) only inside the recording's detail window and budget, and `window` cuts everything
 to an interval. Slices carry args: the partition, and the step's figures from the plan
@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cuzk_sim.plan import Plan
-from cuzk_sim.result import SimResult, Span
+from cuzk_sim.plan.contract import Plan
+from cuzk_sim.results.sim_result import SimResult, Span
 
 HOST_PID = 1000
 US = 1e6
@@ -281,7 +281,7 @@ def write_chrome_trace(
     window: tuple[float, float] | None = None,
 ) -> None:
     """Written to a temporary file in the same folder, renamed into place when complete."""
-    from cuzk_sim.outputs import write_text
+    from cuzk_sim.io.outputs import write_text
 
     trace = chrome_trace(result, args, window)
     write_text(path, json.dumps(trace, separators=(",", ":")))  # the C encoder: fast

@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from cuzk_sim.input_errors import InputError
-from cuzk_sim.input_files import path_kind
+from cuzk_sim.io.errors import InputError
+from cuzk_sim.io.inputs import path_kind
 from cuzk_sim.reference.formats.files import stage
 
 __all__ = [

@@ -18,20 +18,20 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from cuzk_sim.expectations import Check
-from cuzk_sim.input_errors import InputError, from_validation
-from cuzk_sim.input_files import load_json, path_kind
-from cuzk_sim.plan import Plan
-from cuzk_sim.plan_diff import (
+from cuzk_sim.io.errors import InputError, from_validation
+from cuzk_sim.io.inputs import load_json, path_kind
+from cuzk_sim.io.units import MAX_DURATION_S, MAX_SIZE_BYTES, format_size
+from cuzk_sim.plan.contract import Plan
+from cuzk_sim.plan.diff import (
     BufferFinding,
     BufferLife,
     buffer_findings,
     grouped_lines,
     plan_changes,
 )
-from cuzk_sim.report import post_mortem
-from cuzk_sim.result import SimResult
-from cuzk_sim.units import MAX_DURATION_S, MAX_SIZE_BYTES, format_size
+from cuzk_sim.results.expectations import Check
+from cuzk_sim.results.sim_result import SimResult
+from cuzk_sim.results.tables import post_mortem
 
 BASELINE_NOTE = (
     "Model figures of the current prover for regression detection (cuzk-sim gate); "
@@ -137,7 +137,7 @@ def baseline_document(
     the previous one; a failing run (an unexpected OOM, a broken expectation, a stall)
     never replaces a recorded entry — its figures are not a state anyone accepted — so the
     last good seconds_per_proof survives. Entries of scenarios not run are kept."""
-    from cuzk_sim.plan_diff import plan_record
+    from cuzk_sim.plan.diff import plan_record
 
     scenarios = dict((previous or {}).get("scenarios", {}))
     kept: list[str] = []

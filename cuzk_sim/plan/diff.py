@@ -15,8 +15,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from cuzk_sim.plan import Alloc, Copy, Cpu, Free, Kernel, Lock, Plan, Unlock
-from cuzk_sim.units import format_size
+from cuzk_sim.io.units import format_size
+from cuzk_sim.plan.contract import Alloc, Copy, Cpu, Free, Kernel, Lock, Plan, Unlock
 
 START = "(start)"  # allocated or freed before any work step
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuzk_sim.input_errors import InputError
-from cuzk_sim.plan import Cpu, Plan, PlanError
+from cuzk_sim.io.errors import InputError
+from cuzk_sim.plan.contract import Cpu, Plan, PlanError
 
 
 def gpu_prover_plan(shape: Any, flags: Any, assume: int | None, key: str) -> Plan:

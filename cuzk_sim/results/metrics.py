@@ -7,7 +7,7 @@ copy-engine utilization and the mutex; the host's cores; and a bottleneck verdic
 the figures it rests on.
 
 Definitions (T = simulated time of the run, `sim_time_s`):
-- throughput (per kind as for the run, cuzk_sim.result.THROUGHPUT_DEFINITION): seconds
+- throughput (per kind as for the run, cuzk_sim.results.sim_result.THROUGHPUT_DEFINITION): seconds
   per proof = the mean gap between completed proofs; proofs per hour = 3600 / that. One
   quantity in two units; failed proofs are not counted (a failing configuration cannot
   look fast), their number is reported beside it.
@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from cuzk_sim.model.counters import Proof, RunCounters
-from cuzk_sim.throughput import per_hour, seconds_per_proof
+from cuzk_sim.results.throughput import per_hour, seconds_per_proof
 
 Bottleneck = Literal["synthesis", "gpu", "copy", "mutex", "host-ram", "cpu-pool", "none"]
 

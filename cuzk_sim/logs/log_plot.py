@@ -1,5 +1,5 @@
 """A PNG (or PDF/SVG) of a log: each worker's GPU sections and mutex waits over time,
-and synthesis, like the model's Gantt chart (cuzk_sim/plot.py)."""
+and synthesis, like the model's Gantt chart (cuzk_sim/results/run_plot.py)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def write_log_plot(a: Analyzer, path: str) -> None:
         "mutex wait), synthesis (green)"
     )
     fig.tight_layout()
-    from cuzk_sim.outputs import save_figure
+    from cuzk_sim.io.outputs import save_figure
 
     try:
         save_figure(fig, path, dpi=110)  # whole or not at all

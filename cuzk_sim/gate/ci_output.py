@@ -16,8 +16,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from cuzk_sim.gate import GateRow
-from cuzk_sim.plan_diff import capped
+from cuzk_sim.gate.verdicts import GateRow
+from cuzk_sim.plan.diff import capped
 
 SUITE = "cuzk-sim gate"
 PLAN_DIFF_LINES = 20  # of the grouped plan diff, in the table, JUnit and annotations

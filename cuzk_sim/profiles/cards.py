@@ -63,7 +63,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 
 GiB = 2**30
 IMAD_PER_SM_CLOCK = 64  # 32-bit integer multiply-add results per clock per SM (see above)

@@ -15,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
 from cuzk_sim.model.jitter import MAX_JITTER, MeasuredJitter
-from cuzk_sim.result import SimResult
-from cuzk_sim.runner import simulate
+from cuzk_sim.results.sim_result import SimResult
 from cuzk_sim.scenario import Scenario
+from cuzk_sim.simulate.runner import simulate
 
 MAX_REPLICAS = 100_000
 Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile: a two-sided 95 % interval
@@ -179,7 +179,7 @@ def run_replicas(
         raise InputError(
             f"--jitter must be between 0 % and {MAX_JITTER:.0%}, got {jitter * 100:g} %"
         )
-    from cuzk_sim.calibration import profile_warnings
+    from cuzk_sim.profiles.profile import profile_warnings
 
     fraction, measured, used = jitter_choice(scenario, jitter)
     results = []

@@ -11,10 +11,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cuzk_sim.expectations import Check
-from cuzk_sim.metrics import RunMetrics
-from cuzk_sim.result import DRY_RUN_NOTE, OomEvent, SimResult
-from cuzk_sim.units import format_size
+from cuzk_sim.io.units import format_size
+from cuzk_sim.results.expectations import Check
+from cuzk_sim.results.metrics import RunMetrics
+from cuzk_sim.results.sim_result import DRY_RUN_NOTE, OomEvent, SimResult
 
 BOTTLENECK_NAMES = {
     "synthesis": "synthesis-bound",

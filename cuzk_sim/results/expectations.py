@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cuzk_sim.result import SimResult
+from cuzk_sim.io.units import format_size, parse_duration, parse_size
+from cuzk_sim.results.sim_result import SimResult
 from cuzk_sim.scenario import Expect
-from cuzk_sim.units import format_size, parse_duration, parse_size
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 stacked by buffer; the host RAM budget (reservations, pinned); one lane per worker and
 synthesizer; OOM, fallback and skip markers drawn so that none hides another.
 
-It reads a bounded recording (cuzk_sim/recording.py): the VRAM and host series are
+It reads a bounded recording (cuzk_sim/results/recording.py): the VRAM and host series are
 bucketed (each bucket shows its peak and what made it up), lanes merge bars closer than a
 pixel, so a 24 h farm draws as fast as a one-minute run.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cuzk_sim.recording import RESIDUAL
-from cuzk_sim.result import OomEvent, SimResult
+from cuzk_sim.results.recording import RESIDUAL
+from cuzk_sim.results.sim_result import OomEvent, SimResult
 
 GIB = 2**30
 TOP_BUFFERS = 9  # buffers drawn in their own colour; the rest as "other buffers"
@@ -140,7 +140,7 @@ def write_plot(result: SimResult, path: str, window: tuple[float, float] | None 
     _legend_and_title(fig, result, devices, layers, colours)
     height = sum(heights) + 1.2
     fig.tight_layout(rect=(0, 0.8 / height, 1, 1 - 0.45 / height))  # legend and title room
-    from cuzk_sim.outputs import save_figure
+    from cuzk_sim.io.outputs import save_figure
 
     try:
         save_figure(fig, path, dpi=100)  # whole or not at all

@@ -16,14 +16,14 @@ from cuzk_sim.model.allocator import DeviceMemory
 
 
 @dataclass
-class Device:
+class SimDevice:
     index: int
     memory: DeviceMemory
     compute_free_at: float = 0.0
     copy_free_at: dict[str, float] = field(
         default_factory=lambda: {"HtoD": 0.0, "DtoH": 0.0, "DtoD": 0.0}
     )
-    # busy-time accumulators for utilization (cuzk_sim/metrics.py): seconds of work issued
+    # busy-time accumulators for utilization (cuzk_sim/results/metrics.py): seconds of work issued
     # to each engine. The worker's inlined compute hot path adds to compute_busy_s too.
     compute_busy_s: float = 0.0
     copy_busy_s: dict[str, float] = field(

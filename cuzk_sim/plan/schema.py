@@ -17,8 +17,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from cuzk_sim.input_errors import InputError, key_path
-from cuzk_sim.input_files import parse_json
+from cuzk_sim.io.errors import InputError, key_path
+from cuzk_sim.io.inputs import parse_json
 from cuzk_sim.steps.base import (
     MAX_BYTES,
     MAX_STEP_SECONDS,

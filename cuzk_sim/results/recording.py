@@ -26,9 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cuzk_sim.input_errors import InputError
+from cuzk_sim.io.errors import InputError
+from cuzk_sim.io.units import UnitError, parse_duration
 from cuzk_sim.model.allocator import DeviceMemory
-from cuzk_sim.units import UnitError, parse_duration
 
 RESIDUAL = "(context + idle pools)"
 

@@ -1,7 +1,7 @@
 """Seconds per proof and proofs per hour: the one throughput of a run (the definition a
-user reads is cuzk_sim.result.THROUGHPUT_DEFINITION), for a whole run (result.py) and per
-proof kind (metrics.py) alike. Its own module so that metrics.py need not import
-result.py, which holds the metrics."""
+user reads is cuzk_sim.results.sim_result.THROUGHPUT_DEFINITION), for a whole run
+(results/sim_result.py) and per proof kind (results/metrics.py) alike. Its own module so that
+results/metrics.py need not import results/sim_result.py, which holds the metrics."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ def seconds_per_proof(completions: list[float], first_submitted: float) -> float
     """The steady-state seconds per proof of a run, the same for the model and the real
     pipeline: the mean gap between proof completions (times in seconds); with one proof,
     its latency from the first submission; None when no proof completed. See
-    cuzk_sim.result.THROUGHPUT_DEFINITION; `per_hour` gives the same figure in proofs per hour."""
+    cuzk_sim.results.sim_result.THROUGHPUT_DEFINITION; `per_hour` gives the same figure in proofs
+    per hour."""
     times = sorted(completions)
     if len(times) >= 2:
         return (times[-1] - times[0]) / (len(times) - 1)

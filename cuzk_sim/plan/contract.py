@@ -1,7 +1,7 @@
 """The plan: the ordered steps one GPU worker performs for one partition.
 
 This is the contract between provers and the simulator. A prover (the documented cuzk
-engine in `cuzk_sim.plans`, or our own `cuzk_sim.gpu` prover by dry run or trace) emits a
+engine in `cuzk_sim.plan.builders`, or our own `cuzk_sim.gpu` prover by dry run or trace) emits a
 `Plan`; the SimPy model executes any plan generically. Sizes are plain integers (bytes,
 elements, points) computed from the circuit shape by the plan builder.
 
@@ -16,8 +16,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from cuzk_sim.plan_analysis import PlanAnalysis, analyze
-from cuzk_sim.plan_json import parse_plan_json, plan_parts_from_dict
+from cuzk_sim.plan.analysis import PlanAnalysis, analyze
+from cuzk_sim.plan.schema import parse_plan_json, plan_parts_from_dict
 
 # The step kinds, one module each (cuzk_sim/steps/, registered in steps/registry.py)
 from cuzk_sim.steps.alloc import Alloc
@@ -88,7 +88,7 @@ class Plan:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "<plan>") -> Plan:
-        """Validated by the plan file schema (cuzk_sim.plan_json), then statically
+        """Validated by the plan file schema (cuzk_sim.plan.schema), then statically
         (labels, jumps, balanced locks: `validate`): PlanError names the step and field."""
         name, steps, meta = plan_parts_from_dict(data, source)
         plan = cls(name=name, steps=steps, meta=meta)
@@ -104,7 +104,7 @@ class Plan:
         and lies after the jump (so every plan terminates: a worker cannot loop forever),
         and on every path (each fallback taken or not) an unlock releases a held mutex, a
         lock never waits on the worker itself and nothing is held at the end (else workers
-        would deadlock). Raises the first problem `plan_analysis.analyze` finds.
+        would deadlock). Raises the first problem `plan.analysis.analyze` finds.
         (Allocating a live buffer again is allowed: the simulator models it as a leak.)"""
         problems = self.analysis().problems
         if problems:

@@ -1,5 +1,5 @@
 """Run a validated scenario through the SimPy model: one run, optionally with jitter,
-optionally with a bounded recording (cuzk_sim/recording.py's Timeline)."""
+optionally with a bounded recording (cuzk_sim/results/recording.py's Timeline)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from cuzk_sim.model.compiled import compile_plan
 from cuzk_sim.model.engine import Simulation
 from cuzk_sim.model.fast import FastPaths
 from cuzk_sim.model.jitter import Jitter, MeasuredJitter
-from cuzk_sim.recording import Timeline
-from cuzk_sim.result import SimResult
+from cuzk_sim.results.recording import Timeline
+from cuzk_sim.results.sim_result import SimResult
 from cuzk_sim.scenario import Scenario
 
 

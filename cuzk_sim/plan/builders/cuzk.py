@@ -35,7 +35,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from cuzk_sim.plan import (
+from cuzk_sim.plan.builders.circuits import FR_BYTES, G1_AFFINE_BYTES, G2_AFFINE_BYTES, CircuitShape
+from cuzk_sim.plan.contract import (
     Alloc,
     Copy,
     Cpu,
@@ -50,7 +51,6 @@ from cuzk_sim.plan import (
     Sync,
     Unlock,
 )
-from cuzk_sim.plans.circuits import FR_BYTES, G1_AFFINE_BYTES, G2_AFFINE_BYTES, CircuitShape
 
 GIB = 2**30
 SCALAR_BITS = 255  # BLS12-381 Fr
@@ -311,7 +311,11 @@ def build_partition_plan(shape: CircuitShape, variant: CuzkVariant, vram_bytes: 
     plan = Plan(
         name=f"cuzk-{shape.kind}",
         steps=tuple(steps),
-        meta={"builder": "cuzk_sim.plans.cuzk", "kind": shape.kind, "variant": repr(variant)},
+        meta={
+            "builder": "cuzk_sim.plan.builders.cuzk",
+            "kind": shape.kind,
+            "variant": repr(variant),
+        },
     )
     plan.validate(plan.name)
     return plan

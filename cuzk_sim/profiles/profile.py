@@ -26,12 +26,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from cuzk_sim.input_errors import InputError, validate_input
-from cuzk_sim.input_files import MAX_TOML_BYTES, parse_toml, path_kind, read_text
-from cuzk_sim.jitter_table import figure_rows, measured_jitter
-from cuzk_sim.model.jitter import MeasuredJitter
-from cuzk_sim.plan import CPU_KINDS, KERNEL_KINDS
-from cuzk_sim.units import (
+from cuzk_sim.io.errors import InputError, validate_input
+from cuzk_sim.io.inputs import MAX_TOML_BYTES, parse_toml, path_kind, read_text
+from cuzk_sim.io.units import (
     BandwidthText,
     DurationText,
     SizeText,
@@ -40,6 +37,9 @@ from cuzk_sim.units import (
     parse_duration,
     parse_size,
 )
+from cuzk_sim.model.jitter import MeasuredJitter
+from cuzk_sim.plan.contract import CPU_KINDS, KERNEL_KINDS
+from cuzk_sim.profiles.jitter_table import figure_rows, measured_jitter
 
 Scaling = Literal["linear", "n_log_n"]
 Basis = Literal["measured", "fitted", "derived", "assumed"]
@@ -226,7 +226,7 @@ class _ProfileIn(_Strict):
     pce: _PceIn
     host: _HostIn = _HostIn()
     allocator: _AllocatorIn = _AllocatorIn()
-    jitter: dict | None = None  # measured timing noise (cuzk_sim/jitter_table.py)
+    jitter: dict | None = None  # measured timing noise (cuzk_sim/profiles/jitter_table.py)
 
 
 @dataclass(frozen=True)
@@ -338,7 +338,7 @@ class Profile:
     # preset it was derived for and the measured profile it was scaled from; None: not derived
     derived_for: str | None = None
     derived_from: str | None = None
-    # measured timing noise per step kind ([jitter], cuzk_sim/jitter_table.py); None: none
+    # measured timing noise per step kind ([jitter], cuzk_sim/profiles/jitter_table.py); None: none
     jitter: MeasuredJitter | None = None
 
     def driver_seconds(self, op: str, nbytes: int) -> float:
@@ -380,9 +380,9 @@ BUNDLED = ("rtx5070ti", "h200")
 
 def load_profile(name_or_path: str, base: Path | None = None) -> Profile:
     """A bundled profile by name (`rtx5070ti`), a profile derived for a card preset
-    (`rtx4090`, `rtx4090+ours`: cuzk_sim/cards.py, profiles/derive.py) or a TOML file
+    (`rtx4090`, `rtx4090+ours`: cuzk_sim/profiles/cards.py, profiles/derive.py) or a TOML file
     path (relative to `base`)."""
-    from cuzk_sim.cards import derived_profiles
+    from cuzk_sim.profiles.cards import derived_profiles
 
     derived = derived_profiles()
     if name_or_path in BUNDLED:
@@ -406,7 +406,7 @@ def load_profile(name_or_path: str, base: Path | None = None) -> Profile:
 
 def derived_profile_raw(name: str) -> dict | None:
     """The TOML table of the profile derived for a card (`rtx4090`), None for another name."""
-    from cuzk_sim.cards import CARDS, DERIVE_BASE, derived_profiles
+    from cuzk_sim.profiles.cards import CARDS, DERIVE_BASE, derived_profiles
     from cuzk_sim.profiles.derive import derive_raw
 
     if name not in (derived := derived_profiles()):
@@ -422,7 +422,7 @@ def derived_profile_raw(name: str) -> dict | None:
 def _derived_profile(name: str, card_name: str, prover: str) -> Profile:
     from dataclasses import replace
 
-    from cuzk_sim.cards import DERIVE_BASE
+    from cuzk_sim.profiles.cards import DERIVE_BASE
 
     raw = derived_profile_raw(name)
     assert raw is not None  # name is a derived profile's (load_profile checked)
@@ -516,10 +516,10 @@ def profile_warnings(scenario: Any) -> list[str]:
     prof: Profile = scenario.profile
     hw = scenario.spec.hardware
     out: list[str] = []
-    card = getattr(hw, "card", None)  # hardware.card: a preset of cuzk_sim/cards.py
+    card = getattr(hw, "card", None)  # hardware.card: a preset of cuzk_sim/profiles/cards.py
     where = f"profile {prof.name} ({prof.source})"
     if card:
-        from cuzk_sim.cards import card as preset
+        from cuzk_sim.profiles.cards import card as preset
 
         c = preset(str(card))
         if c.profile != prof.name and _card_key(c.model) != _card_key(prof.gpu_model):
@@ -528,8 +528,8 @@ def profile_warnings(scenario: Any) -> list[str]:
                 f"{prof.gpu_model}: its timings are that card's"
             )
     if card and hw.vram is not None:
-        from cuzk_sim.cards import card as preset
-        from cuzk_sim.units import format_size
+        from cuzk_sim.io.units import format_size
+        from cuzk_sim.profiles.cards import card as preset
 
         out.append(
             f"hardware.vram = {hw.vram} overrides the VRAM of hardware.card = {card!r} "
@@ -537,7 +537,7 @@ def profile_warnings(scenario: Any) -> list[str]:
             "(cuzk_sim/scenario/card_rule.py)"
         )
     if hw.vram is not None and abs(parse_size(hw.vram) - prof.vram) > VRAM_SAME * prof.vram:
-        from cuzk_sim.units import format_size
+        from cuzk_sim.io.units import format_size
 
         out.append(
             f"hardware.vram = {hw.vram} but {where} was measured on {prof.gpu_model} "

@@ -21,7 +21,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from cuzk_sim.input_errors import InputError, key_path
+from cuzk_sim.io.errors import InputError, key_path
 from cuzk_sim.reference.formats.files import MAX_JSON_DEPTH, json_depth_exceeds, read_limited
 
 MAX_TOML_BYTES = 16 << 20  # a scenario or profile is a few KiB

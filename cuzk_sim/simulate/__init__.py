@@ -1,0 +1,2 @@
+"""A scenario through the model: one run (runner), R jittered replicas
+(replicas)."""
