@@ -20,7 +20,6 @@ FUNCTION_TREES = ("cuzk_sim", "gpu", "reference", "tests")  # all but benchmarks
 # "path" (module) or "path:function" -> who splits it (issue 29)
 ALLOWED = {
     "cuzk_sim/cli/gpu_run.py:gpu_run": "issue 29, helper s24 (gpu_run split)",
-    "cuzk_sim/plan/builders/cuzk.py:build_partition_plan": "issue 29, helper s26 (plans/cuzk split)",
     "cuzk_sim/validation/grid.py:run_grid": "issue 29, helper s27 (validation/grid split)",
 }
 
