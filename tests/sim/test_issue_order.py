@@ -13,6 +13,7 @@ import dataclasses
 import pytest
 from sim_toys import MIB, run_plan, toy_profile
 
+from cuzk_sim.model.engine import Arrivals
 from cuzk_sim.model.fast import FastPaths
 from cuzk_sim.plan import Alloc, Copy, Free, Kernel, Plan
 from cuzk_sim.steps.kernel import ISSUE_S, LAUNCH_S
@@ -97,6 +98,36 @@ def test_the_process_key_is_pinned_in_the_setup_phase_before_the_first_proof(fas
     assert ends(r) == pytest.approx([22.0, 23.0])
     assert r.setup_s == pytest.approx(2.0 + 4 / 1e12)
     assert r.to_dict()["setup_s"] == pytest.approx(2.0 + 4 / 1e12)
+
+
+@pytest.mark.parametrize("fast", FAST, ids=["fast", "plain"])
+def test_after_a_restart_the_new_process_pins_the_key_in_the_run_and_a_second_worker_waits(
+    fast,
+):
+    # proof 1 at 0 (partitions from 11, key pinned in setup: ends 22 and 23, as above);
+    # the daemon restarts at 25 (its pinned memory gone); proof 2 at 30, partitions from
+    # 41. The new process pins the key inside the run: w0 pins it 41-43 (pin_fixed 2 s),
+    # w1 finds it live at 41 but can use it only at 43; both issue their MSM at 43: 43-48
+    # and 48-53, results in phase: ends 54 and 55 -- each 2 s after the same run with an
+    # instant pin (52 and 53). Had w1 not waited, its MSM would have run 41-46.
+    steps = (Alloc("key", 4, memory="host_pinned", persistent=True), *MSM_THEN_RESULT)
+    arrivals = (Arrivals("toy", 1), Arrivals("toy", 1, start_s=30.0))
+    got = {}
+    for fixed in (2.0, 0.0):
+        profile = dataclasses.replace(toy_profile(), pin_rate=1e12, pin_fixed=fixed)
+        _, got[fixed] = run_plan(
+            Plan("p", steps, meta=LEGACY),
+            workers=2,
+            partitions=2,
+            record=True,
+            fast=fast,
+            profile=profile,
+            arrivals=arrivals,
+            restarts_s=(25.0,),
+        )
+    assert ends(got[2.0]) == pytest.approx([22.0, 23.0, 54.0, 55.0])
+    assert ends(got[0.0]) == pytest.approx([22.0, 23.0, 52.0, 53.0])
+    assert got[2.0].setup_s == pytest.approx(2.0)  # the first process's setup only
 
 
 def test_a_key_the_host_budget_cannot_hold_is_not_pinned_in_setup_its_step_fails():
