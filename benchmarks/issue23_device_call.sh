@@ -21,7 +21,7 @@ stamp "split tests rc=$?"; tail -3 "$OUT/split-tests.log"
 stamp "production bench"
 timeout "${BENCH_TIMEOUT:-200}" python3 benchmarks/production_bench.py --json "$OUT/production.json" \
   ${BENCH_ARGS:-} > "$OUT/production.log" 2>&1
-stamp "production bench rc=$?"; tail -20 "$OUT/production.log"
+stamp "production bench rc=$?"; tail -32 "$OUT/production.log"
 MORE=${MORE_TESTS:-tests/gpu_prover/test_pinned_key_gpu.py tests/gpu_prover/test_key_resident_gpu.py}
 if [ "$MORE" != "-" ]; then
   stamp "more tests: $MORE"

@@ -222,15 +222,172 @@ def _breakdown(dev) -> dict[str, float]:
     return {k: round(v, 2) for k, v in sorted(out.items())}
 
 
+class _Chunk:
+    def __init__(self, size: int) -> None:
+        self.size, self.prev, self.next, self.free = size, None, None, False
+
+
+def replay_pool(plan, partitions: int, limit: int | None) -> int:
+    """The high-water of CuPy's caching pool over `partitions` runs of a plan's device
+    allocs and frees, replayed on a model of its SingleDeviceMemoryPool (best fit among
+    the free chunks, a larger one split, a freed one merged with its free neighbours;
+    over `limit`, the unsplit free chunks given back, then a MemoryError). CuPy's own
+    temporaries (the counting sort's cumsum) are not in the plan: the slack covers them."""
+    import bisect
+
+    free: list[tuple[int, int, _Chunk]] = []
+    total = high = 0
+
+    def insert(c: _Chunk) -> None:
+        c.free = True
+        bisect.insort(free, (c.size, id(c), c))
+
+    def remove(c: _Chunk) -> None:
+        free.remove((c.size, id(c), c))
+        c.free = False
+
+    def malloc(size: int) -> _Chunk:
+        nonlocal total, high, free
+        size = -(-size // 512) * 512
+        i = bisect.bisect_left(free, (size, -1))
+        if i < len(free):
+            c = free.pop(i)[2]
+            c.free = False
+            if c.size > size:  # split: the rest stays free, linked to c
+                rest = _Chunk(c.size - size)
+                rest.prev, rest.next = c, c.next
+                if c.next:
+                    c.next.prev = rest
+                c.next, c.size = rest, size
+                insert(rest)
+            return c
+        if limit is not None and total + size > limit:
+            total -= sum(t[0] for t in free if t[2].prev is None and t[2].next is None)
+            free = [t for t in free if t[2].prev is not None or t[2].next is not None]
+            if total + size > limit:
+                raise MemoryError(f"{size} bytes over the pool limit {limit} ({total} held)")
+        total += size
+        high = max(high, total)
+        return _Chunk(size)
+
+    def release(c: _Chunk) -> None:
+        while c.next is not None and c.next.free:
+            n = c.next
+            remove(n)
+            c.size, c.next = c.size + n.size, n.next
+            if n.next:
+                n.next.prev = c
+        while c.prev is not None and c.prev.free:
+            p = c.prev
+            remove(p)
+            p.size, p.next = p.size + c.size, c.next
+            if c.next:
+                c.next.prev = p
+            c = p
+        insert(c)
+
+    live: dict[str, _Chunk] = {}
+    for _ in range(partitions):
+        for st in plan.steps:
+            if st.op == "alloc" and st.memory == "device" and not st.persistent:
+                live[st.buffer] = malloc(max(st.bytes, 4))
+            elif st.op == "free" and st.buffer in live:
+                release(live.pop(st.buffer))
+    return high
+
+
+class PoolWatch:
+    """The caching pool's high-water mark (`total_bytes` only grows inside a malloc: read
+    after each of the prover's allocations) and the device's used bytes (cudaMemGetInfo:
+    the context and everything else the process holds) at the same moments."""
+
+    def __init__(self) -> None:
+        self.pool = self.used = 0
+
+    def __enter__(self) -> PoolWatch:
+        import cupy as cp
+        from cuzk_sim.gpu.device import Device
+
+        pool, before = cp.get_default_memory_pool(), Device._malloc
+
+        def watched(dev, nbytes):
+            mem = before(dev, nbytes)
+            self.pool = max(self.pool, pool.total_bytes())
+            free, total = cp.cuda.runtime.memGetInfo()
+            self.used = max(self.used, total - free)
+            return mem
+
+        self._restore = before
+        Device._malloc = watched
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from cuzk_sim.gpu.device import Device
+
+        Device._malloc = self._restore
+
+
+def _runs(shape, flags, data, reps: int, name: str, limit: int | None):
+    """reps + 1 partitions and a traced one, the pool limited to `limit`: (walls, traced
+    Device, PoolWatch, None) or, when the pool's limit made an allocation fail, (.., the
+    failure's line)."""
+    from cuzk_sim.gpu.device import DeviceOutOfMemory
+    from cuzk_sim.gpu.streaming import pool_limited
+
+    walls = []
+    with PoolWatch() as watch, pool_limited(limit):
+        try:
+            for i in range(reps + 1):
+                gpu_s, tails_s, _ = _run(shape, flags, data)
+                print(f"{name} partition {i}: gpu {gpu_s:.3f} s, tails {tails_s:.3f} s", flush=True)
+                walls.append((gpu_s, tails_s))
+            _, _, traced = _run(shape, flags, data, "traced")
+        except DeviceOutOfMemory as e:
+            return walls, None, watch, f"{name}: OOM under the pool limit {limit}: {e}"
+    return walls, traced, watch, None
+
+
+def _split_lines(row: dict, link_gib_s: float | None) -> None:
+    """The split of one partition: uploads (bytes, rate against the link), the NTT phase,
+    each MSM, the kernels' sum, and the idle gaps derived from them and the wall."""
+    t, wall = row["traced_ms"], 1e3 * row["gpu_s"]
+    up = t.get("uploads", 0.0)
+    kernels = sum(v for k, v in t.items() if k not in ("uploads", "downloads"))
+    gib = row["plan_htod_bytes"] / GIB
+    rate = gib / (up / 1e3) if up else 0.0
+    link = (
+        f" (link {link_gib_s:.1f} GiB/s: floor {1e3 * gib / link_gib_s:.0f} ms)"
+        if link_gib_s
+        else ""
+    )
+    msms = ", ".join(f"{k} {v:.1f}" for k, v in t.items() if k.startswith("msm_"))
+    print(f"  {row['config']}: wall {wall:.0f} ms; uploads {up:.0f} ms for {gib:.1f} GiB = "
+          f"{rate:.1f} GiB/s{link}; NTT phase {t.get('ntt_phase', 0):.0f} ms; MSMs ms: {msms}; "
+          f"downloads {t.get('downloads', 0):.1f} ms", flush=True)  # fmt: skip
+    print(f"  {row['config']}: kernels {kernels:.0f} ms, compute idle {wall - kernels:.0f} ms "
+          f"(waiting for copies), copy engine idle {wall - up:.0f} ms; ring {row['ring_depth']} "
+          f"slots of chunk {row['msm_chunk']}", flush=True)  # fmt: skip
+    limit = row["pool_limit_bytes"] / GIB if row["pool_limit_bytes"] else 0.0
+    used = row["device_used_high_water_bytes"] / GIB
+    print(f"  {row['config']}: pool high-water {row['pool_high_water_bytes'] / GIB:.2f} GiB "
+          f"(limit {limit:.2f}) against the plan's peak {row['plan_peak_bytes'] / GIB:.2f} "
+          f"GiB; device used {used:.2f} GiB (context included)", flush=True)  # fmt: skip
+
+
 def bench_partition(
-    log2: int, witness: str, budget: int, reps: int, flag_texts: tuple[str, ...] = ()
+    log2: int,
+    witness: str,
+    budget: int,
+    reps: int,
+    flag_texts: tuple[str, ...] = (),
+    link_gib_s: float | None = None,
 ) -> list[dict]:
     import cupy as cp
     from cuzk_sim.gpu.device import release_resident
     from cuzk_sim.gpu.flags import ProverFlags, with_texts
     from cuzk_sim.gpu.prover import PartitionShape, dry_run_plan
     from cuzk_sim.gpu.schedule import overlap
-    from cuzk_sim.gpu.streaming import plan_peak, resolve_budget
+    from cuzk_sim.gpu.streaming import plan_peak, pool_limit, resolve_budget, stream_depth
 
     shape = PartitionShape.synthetic(log2, witness=witness)
     t0 = time.perf_counter()
@@ -250,36 +407,50 @@ def bench_partition(
     for name, flags in configs.items():
         plan = dry_run_plan(shape, flags)
         resolved = resolve_budget(shape, flags)
+        depth = stream_depth(shape, resolved) if resolved.msm_chunk else 0
         htod = sum(s.bytes for s in plan.steps if s.op == "copy" and s.direction == "HtoD")
         o = overlap(plan)
-        walls = []
-        for i in range(reps + 1):
-            gpu_s, tails_s, _ = _run(shape, flags, data)
-            print(f"{name} partition {i}: gpu {gpu_s:.3f} s, tails {tails_s:.3f} s", flush=True)
-            walls.append((gpu_s, tails_s))
-        _, _, traced = _run(shape, flags, data, "traced")
+        peak = plan_peak(plan)
+        # the budgeted run's pool held to the plan's peak and the stated slack
+        limit = pool_limit([peak]) if flags.vram_budget_bytes is not None else None
+        if limit is not None:
+            try:
+                replayed = f"{replay_pool(plan, reps + 2, limit) / GIB:.3f} GiB"
+            except MemoryError as e:
+                replayed = f"over the limit: {e}"
+            print(f"{name}: pool high-water predicted (the plan's allocs through a model of "
+                  f"CuPy's pool, {reps + 2} partitions): {replayed}", flush=True)  # fmt: skip
+        cp.get_default_memory_pool().free_all_blocks()
+        walls, traced, watch, failed = _runs(shape, flags, data, reps, name, limit)
+        if failed:  # say so, then measure without the limit
+            print(failed, flush=True)
+            cp.get_default_memory_pool().free_all_blocks()
+            walls, traced, watch, _ = _runs(shape, flags, data, reps, name + " unlimited", None)
         split = _breakdown(traced)
         steady = walls[1:]
-        gpu = statistics.median(g for g, _ in steady)
-        tails = statistics.median(t for _, t in steady)
         row = {
             "what": "partition",
             "config": name,
             "log2": log2,
             "witness": witness,
             "msm_chunk": resolved.msm_chunk,
-            "plan_peak_bytes": plan_peak(plan),
+            "ring_depth": depth,
+            "plan_peak_bytes": peak,
             "plan_htod_bytes": htod,
             "overlapped_bytes": o.overlapped_bytes,
-            "gpu_s": gpu,
-            "tails_s": tails,
+            "gpu_s": statistics.median(g for g, _ in steady),
+            "tails_s": statistics.median(t for _, t in steady),
             "first_gpu_s": walls[0][0],
             "traced_ms": split,
             "traced_total_ms": round(sum(split.values()), 1),
-            "device_peak_bytes": cp.get_default_memory_pool().total_bytes(),
+            "pool_limit_bytes": limit,
+            "pool_limit_failed": failed,
+            "pool_high_water_bytes": watch.pool,
+            "device_used_high_water_bytes": watch.used,
         }
         rows.append(row)
         print(json.dumps(row), flush=True)
+        _split_lines(row, link_gib_s)
         release_resident()
         cp.get_default_memory_pool().free_all_blocks()
     return rows
@@ -312,15 +483,17 @@ def main() -> None:
         ap.error(str(e))
     only = set(args.only.split(","))
     rows: list[dict] = []
+    link = None
     if "link" in only:
         rows.append(bench_link(5))
+        link = rows[-1]["gib_s"]
     if "micro" in only:
         rows += bench_micro(7)
     if "split" in only:
         rows += bench_split(5, args.witness)
     if "partition" in only:
         rows += bench_partition(
-            args.log2, args.witness, parse_size(args.budget), args.reps, tuple(args.flag)
+            args.log2, args.witness, parse_size(args.budget), args.reps, tuple(args.flag), link
         )
     if args.json:
         with open(args.json, "w") as f:

@@ -164,6 +164,7 @@ class Device:
     _resident: dict[str, Resident] = field(default_factory=dict)  # `resident` buffers used
     _filling: set[str] = field(default_factory=set)  # the `resident` buffers this one filled
     _in_flight: dict[str, list[Any]] = field(default_factory=dict)  # their host arrays
+    _copied: dict[str, Any] = field(default_factory=dict)  # stream -> event after its copies
     # buffer name -> "file:line" of the prover line that first allocated it (plan.meta)
     alloc_sites: dict[str, str] = field(default_factory=dict)
 
@@ -426,13 +427,17 @@ class Device:
         if not concurrent:
             self._timed(name, lambda: dst.array[: flat.size].set(flat))
             return
-        side = self._side_streams.get(stream)
+        # "key_upload.k" (a streamed slot) goes on the CUDA stream of "key_upload": one
+        # in-order queue, as the model's one HtoD copy engine; sync waits for its event
+        base = stream.split(".")[0]
+        side = self._side_streams.get(base)
         if side is None:
-            side = self._side_streams[stream] = cupy.cuda.Stream(non_blocking=True)
+            side = self._side_streams[base] = cupy.cuda.Stream(non_blocking=True)
         side.wait_event(cupy.cuda.get_current_stream().record())
         self._in_flight.setdefault(stream, []).append(flat)  # alive until sync(stream)
         with side:
             self._timed(name, lambda: dst.array[: flat.size].set(flat, stream=side))
+        self._copied[stream] = side.record()
 
     def pin_host(self, name: str, nbytes: int, note: str = "") -> None:
         """Record a persistent page-locked host buffer that the caller holds across
@@ -469,18 +474,19 @@ class Device:
         return out
 
     def sync(self, stream: str = "compute") -> None:
-        """Wait for `stream`: its own CUDA stream if a concurrent copy made one, else the
-        current stream (where a run issues everything else)."""
+        """Wait for `stream`: its concurrent copies issued so far (the event after the last
+        of them), else the current stream (where a run issues everything else)."""
         self.steps.append(Sync(stream))
         if self.runs:
             import cupy
 
-            side = self._side_streams.get(stream)
-            if side is not None:
-                side.synchronize()
+            done = self._copied.pop(stream, None)
+            if done is not None:  # its concurrent copies: those issued on `stream` so far
+                done.synchronize()
                 self._in_flight.pop(stream, None)
-            else:
+            elif stream.split(".")[0] not in self._side_streams:  # no concurrent copy ever
                 cupy.cuda.get_current_stream().synchronize()
+            # else: every concurrent copy on `stream` was waited for already
 
     def mutex_lock(self) -> threading.Lock | None:
         """The lock `lock()` takes: in a run, this GPU's (shared by all workers of the

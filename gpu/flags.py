@@ -86,7 +86,7 @@ class ProverFlags:
     vram_budget_bytes: int | None = _flag(
         None,
         "Device bytes one partition may use: the MSM chunk follows (with --key-pinned "
-        "--overlap-uploads: streamed, double-buffered).",
+        "--overlap-uploads: streamed through a ring of slots as deep as it allows).",
     )
 
     def __post_init__(self) -> None:

@@ -1,10 +1,13 @@
 """The five MSMs of a partition (msm_h, msm_a, msm_b_g1, msm_b_g2, msm_l) and how the key's
 points reach them: whole, in chunks through one buffer, ahead on the upload stream, resident,
 or streamed (ProverFlags.msm_chunk with overlap_uploads): chunks of every stage in one
-sequence (msm_h's spread among the others': `interleaved`) through two buffers, chunk
-i + 1 uploaded on the `key_upload` stream while chunk i's MSM runs (double buffering: the
-copy into a buffer is queued after the MSM that last read it, and each MSM waits for its
-chunk with `sync key_upload`).
+sequence (msm_h's spread among the others': `interleaved`; G2's chunks half the points of
+G1's, so every chunk's points take the same bytes) through a ring of `depth` slots (2 at
+least; more as the VRAM budget allows: gpu/streaming.py `stream_depth`), chunks i + 1 ..
+i + depth - 1 on their way on the upload streams while chunk i's MSM runs: the copy into
+a slot is queued after the MSM that last read it, slot k's copies go on stream
+`key_upload.k` and each MSM waits for its own slot with `sync key_upload.k` (in a run the
+slots' streams share one CUDA stream, in order, as the model's one HtoD copy engine).
 """
 
 from __future__ import annotations
@@ -21,10 +24,10 @@ from .msm import POINT_WORDS, SignedShape, WindowSums, msm
 from .msm_split import msm_split
 from .msm_tables import build_table
 from .scalars import Scalars
+from .schedule import slot_stream
+from .streaming import stream_depth
 
 SPLIT_STAGES = ("msm_a", "msm_b_g1", "msm_b_g2", "msm_l")  # witness scalars; H's are not
-STREAM_BUFFERS = ("key_chunk.0", "key_chunk.1")
-SCALAR_BUFFERS = ("scalar_chunk.0", "scalar_chunk.1")
 FR_BYTES = 32
 
 
@@ -51,11 +54,15 @@ def interleaved(seq: list[Chunk]) -> list[Chunk]:
     return out
 
 
-def chunks(shape: Any, chunk: int | None) -> list[Chunk]:
-    """Every stage's chunks in order (one chunk of all its points without `chunk`)."""
+def chunks(shape: Any, chunk: int | None, by_bytes: bool = False) -> list[Chunk]:
+    """Every stage's chunks in order (one chunk of all its points without `chunk`);
+    `by_bytes`: G2's chunks of chunk / 2 points, the bytes of `chunk` G1 points."""
     out = []
     for stage, (group, count) in shape.msm_sizes().items():
-        step = min(count, chunk) if chunk else count
+        step = chunk
+        if chunk and by_bytes:
+            step = max(1, chunk * POINT_WORDS["g1"] // POINT_WORDS[group])
+        step = min(count, step) if step else count
         for start in range(0, count, step) if count else [0]:
             out.append(Chunk(stage, group, start, min(step, count - start)))
     return out
@@ -140,7 +147,7 @@ def run_msms(
 
 
 def streams(flags: Any) -> bool:
-    """Whether the MSMs stream the key in double-buffered chunks (`run_streamed`)."""
+    """Whether the MSMs stream the key in chunks through a ring of slots (`run_streamed`)."""
     return bool(flags.msm_chunk and flags.overlap_uploads)
 
 
@@ -166,52 +173,57 @@ def _streamed(
     tails: Executor | None,
     scale: Mapping[str, int] | None,
 ) -> dict[str, list[Any]]:
-    """Chunks of every stage through two buffers, each next chunk's points and witness
-    scalars uploaded on the `key_upload` stream beside the MSM before it (module
-    docstring); no whole witness on the device, and d_a (H's scalars) freed after msm_h."""
-    seq = interleaved(chunks(shape, flags.msm_chunk))
+    """Chunks of every stage through a ring of `stream_depth` slots, the next depth - 1
+    chunks' points and witness scalars on their way on the slots' upload streams while
+    one MSM runs (module docstring); no whole witness on the device, and d_a (H's
+    scalars) freed after msm_h."""
+    seq = interleaved(chunks(shape, flags.msm_chunk, by_bytes=True))
+    depth = stream_depth(shape, flags)
     size = max(4 * POINT_WORDS[c.group] * c.count for c in seq)
-    bufs = [dev.alloc(name, size) for name in STREAM_BUFFERS]
+    bufs = [dev.alloc(f"key_chunk.{k}", size) for k in range(depth)]
     most = max(c.count for c in seq if c.stage != "msm_h") if len(shape.msm_sizes()) > 1 else 1
-    sbufs = [dev.alloc(name, FR_BYTES * max(1, most)) for name in SCALAR_BUFFERS]
+    sbufs = [dev.alloc(f"scalar_chunk.{k}", FR_BYTES * max(1, most)) for k in range(depth)]
     results: dict[str, list[Any]] = {stage: [] for stage in shape.msm_sizes()}
 
     def upload(i: int) -> None:
-        c = seq[i]
+        c, k = seq[i], i % depth
         host = data.key_points[c.stage][c.start : c.start + c.count] if data else None
         dev.copy_htod(
             f"upload_{c.stage}_points",
-            bufs[i % 2],
+            bufs[k],
             host,
             4 * POINT_WORDS[c.group] * c.count,
             pinned=flags.key_pinned,
-            stream="key_upload",
+            stream=slot_stream(k),
             concurrent=True,
         )
         if c.stage == "msm_h":
             return
         dev.copy_htod(
             f"upload_{c.stage}_scalars",
-            sbufs[i % 2],
+            sbufs[k],
             _host_scalars(shape, data, c) if data else None,
             FR_BYTES * c.count,
             pinned=flags.pinned,
-            stream="key_upload",
+            stream=slot_stream(k),
             concurrent=True,
         )
 
-    upload(0)
+    for i in range(min(depth - 1, len(seq))):
+        upload(i)
     for i, c in enumerate(seq):
-        dev.sync("key_upload")  # chunk i is on the device
-        if i + 1 < len(seq):
-            upload(i + 1)  # into the other buffers, after the MSM that last read them
-        buf, offset = (d_a, 8 * c.start) if c.stage == "msm_h" else (sbufs[i % 2], 0)
-        parts = _chunk_msm(dev, shape, flags, c, bufs[i % 2], buf, offset, None)
+        if i + depth - 1 < len(seq):  # into the slot MSM i - 1 read, queued after it
+            upload(i + depth - 1)
+        dev.sync(slot_stream(i % depth))  # chunk i is on the device
+        buf, offset = (d_a, 8 * c.start) if c.stage == "msm_h" else (sbufs[i % depth], 0)
+        parts = _chunk_msm(dev, shape, flags, c, bufs[i % depth], buf, offset, None)
         results[c.stage] += _collect(parts, c.stage, tails, scale)
         if c.stage == "msm_h" and all(later.stage != "msm_h" for later in seq[i + 1 :]):
             dev.free("d_a")  # H's scalars: no later MSM reads them
-    for name in (*reversed(SCALAR_BUFFERS), *reversed(STREAM_BUFFERS)):
-        dev.free(name)
+    for k in reversed(range(depth)):
+        dev.free(f"scalar_chunk.{k}")
+    for k in reversed(range(depth)):
+        dev.free(f"key_chunk.{k}")
     return results
 
 

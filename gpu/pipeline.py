@@ -34,6 +34,7 @@ details).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import queue
 import threading
@@ -72,6 +73,7 @@ from .pipeline_device import PipelineDevice, RunStopped
 from .prover import PartitionShape, partition
 from .run_report import Job, ProofState, RunReport
 from .run_spec import RunSpec
+from .streaming import plan_peak, pool_limit, pool_limited
 
 KEEP_SYNTHETIC_BYTES = 12 << 30  # synthetic data of other shapes kept across runs, at most
 
@@ -449,6 +451,24 @@ class RealRun(CardSetup, RunReport, Dispatch):
                 self.log(f"proof {proof.id} done")
                 self.event("proof_done", job=proof.id, total_s=t - proof.submitted_s)
 
+    def pool_limits(self) -> dict[int, int]:
+        """GPU -> the caching pool's limit for the run (gpu/streaming.py `pool_limit`): the
+        plan peak of each worker's partitions on it, when every kind runs within a VRAM
+        budget on the caching allocator of the real device; else none."""
+        work = list(self.spec.work.values())
+        if self.backend.kind != "real" or not all(
+            w.flags.vram_budget_bytes is not None and w.flags.allocator == "caching" for w in work
+        ):
+            return {}
+        from .prover import dry_run_plan
+
+        peak = max(plan_peak(dry_run_plan(w.shape, w.flags)) for w in work)
+        on_gpu: dict[int, int] = {}
+        for d in self.spec.devices:
+            gpu = 0 if self.spec.routing == "device0" else d
+            on_gpu[gpu] = on_gpu.get(gpu, 0) + self.spec.workers_per_device
+        return {g: pool_limit([peak] * n) for g, n in on_gpu.items()}
+
     def execute(self, on_start: Callable[[], None] | None = None) -> SimResult:
         spec = self.spec
         self.assemblers = None
@@ -496,6 +516,9 @@ class RealRun(CardSetup, RunReport, Dispatch):
         if on_start is not None:
             on_start()
         self.alive = len(threads)
+        limits = contextlib.ExitStack()
+        for g, limit in self.pool_limits().items():
+            limits.enter_context(pool_limited(limit, g))
         for t in threads:
             t.start()
         try:
@@ -508,6 +531,7 @@ class RealRun(CardSetup, RunReport, Dispatch):
             self.stopped.set()
             done.set()
             wall = self.now()
+            limits.close()
             self.leaks = self._teardown()
         self._stranded(q)
         return self._result(wall)

@@ -33,7 +33,8 @@ from .msm_results import msm_results, scaled_points, tail_pool
 from .msm_stages import run_msms, run_streamed, streams
 from .ntt import tables_bytes
 from .scalars import Scalars
-from .streaming import resolve_budget
+from .schedule import gpu_streams
+from .streaming import resolve_budget, stream_depth
 from .witness_shape import WitnessShape, witness_shape
 
 FR_BYTES = 32
@@ -429,26 +430,40 @@ def dry_run_plan(
         # every kernel and copy goes to the calling thread's current CuPy stream, which
         # is CUDA's legacy default stream: the workers of one GPU share one queue; with
         # overlap_uploads the key's uploads run on a stream of their own beside it
-        # (`key_upload`: the model runs its copies on the copy engines, the rest queued)
-        gpu_stream="legacy_default+key_upload" if flags.overlap_uploads else "legacy_default",
+        # (`key_upload`; streamed: one per slot of the ring, `key_upload.k`: the model
+        # runs their copies on the copy engines, the rest queued)
+        gpu_stream=gpu_streams(flags.overlap_uploads, _depth(shape, flags)),
     )
 
 
-def _chunk_count(shape: PartitionShape, chunk: int) -> int:
-    return sum(-(-count // chunk) for _, count in shape.msm_sizes().values())
+def _depth(shape: PartitionShape, flags: ProverFlags) -> int:
+    """The streamed ring's slots (0: the plan does not stream)."""
+    resolved = resolve_budget(shape, flags)
+    return stream_depth(shape, resolved) if streams(resolved) else 0
+
+
+def _chunk_count(shape: PartitionShape, chunk: int, by_bytes: bool = False) -> int:
+    """The MSM chunks of a plan (`by_bytes`: streamed, G2's chunks of half the points)."""
+    total = 0
+    for group, count in shape.msm_sizes().values():
+        step = max(1, chunk * POINT_WORDS["g1"] // POINT_WORDS[group]) if by_bytes else chunk
+        total += -(-count // step)
+    return total
 
 
 def _check_chunk_count(shape: PartitionShape, flags: ProverFlags) -> None:
     """Refuse (ValueError) an msm_chunk whose plan would exceed MAX_DRY_RUN_CHUNKS chunks,
     naming the smallest chunk that fits, rather than build that plan for hours."""
-    if not flags.msm_chunk or _chunk_count(shape, flags.msm_chunk) <= MAX_DRY_RUN_CHUNKS:
+    by_bytes = streams(flags)
+    if not flags.msm_chunk or _chunk_count(shape, flags.msm_chunk, by_bytes) <= MAX_DRY_RUN_CHUNKS:
         return
     lo, hi = flags.msm_chunk, max(count for _, count in shape.msm_sizes().values())
     while lo + 1 < hi:  # the count falls as the chunk grows: bisect the smallest that fits
         mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if _chunk_count(shape, mid) > MAX_DRY_RUN_CHUNKS else (lo, mid)
+        fits = _chunk_count(shape, mid, by_bytes) <= MAX_DRY_RUN_CHUNKS
+        lo, hi = (lo, mid) if fits else (mid, hi)
     raise ValueError(
         f"ProverFlags.msm_chunk={flags.msm_chunk} splits the MSMs of a 2^{shape.log_n} "
-        f"domain into {_chunk_count(shape, flags.msm_chunk)} chunks; a dry-run plan holds "
-        f"at most {MAX_DRY_RUN_CHUNKS}: use an msm_chunk of at least {hi}"
+        f"domain into {_chunk_count(shape, flags.msm_chunk, by_bytes)} chunks; a dry-run plan "
+        f"holds at most {MAX_DRY_RUN_CHUNKS}: use an msm_chunk of at least {hi}"
     )

@@ -22,6 +22,9 @@ FLAG_SETS = [
     {"key_pinned": True, "overlap_uploads": True, "msm_chunk": 3, "split_msm": True},
     {"key_pinned": True, "overlap_uploads": True, "msm_chunk": 7, "split_msm": True,
      "pinned": True, "allocator": "sync"},
+    # a budget far above these circuits' bytes: the deepest ring, 8 slots, wrapped round
+    {"key_pinned": True, "overlap_uploads": True, "msm_chunk": 2, "split_msm": True,
+     "vram_budget_bytes": 1 << 30},
 ]  # fmt: skip
 
 

@@ -23,21 +23,30 @@ def _names(plan, op):
 
 
 def test_each_chunk_goes_up_beside_the_msm_before_it_into_the_other_buffer():
-    shape = PartitionShape.synthetic(11)  # 2048: every stage in 3 chunks (1000, 1000, 48)
+    """2^11, 1000-point chunks, no budget: the least ring, 2 slots. Every stage in 3 chunks
+    (1000, 1000, 48) but B_G2 in 5 (500 x 4, 48): a G2 point takes 192 bytes, twice G1's
+    96, so its chunks hold half the points and every slot 96 x 1000 bytes of points."""
+    shape = PartitionShape.synthetic(11)
     plan = dry_run_plan(shape, STREAM)
-    assert plan.meta["gpu_stream"] == "legacy_default+key_upload"
-    copies = [(i, s) for i, s in _names(plan, "copy") if s.stream == "key_upload"]
+    assert plan.meta["gpu_stream"] == "legacy_default+key_upload+key_upload.0+key_upload.1"
+    copies = [(i, s) for i, s in _names(plan, "copy") if s.stream.startswith("key_upload")]
     points = [(i, s) for i, s in copies if s.name.endswith("_points")]
-    assert len(points) == 15  # 5 stages x 3 chunks, and no whole-stage upload
+    assert len(points) == 17  # 4 stages x 3 chunks + 5, and no whole-stage upload
     kernels = _names(plan, "kernel")
     msm_at = [i for i, s in kernels if s.name.startswith("msm_") and "." not in s.name]
-    assert len(msm_at) == 15
-    # chunk k + 1's upload is issued after chunk k - 1's MSM and before chunk k's
-    for k in range(14):
-        assert msm_at[k - 1] < points[k + 1][0] < msm_at[k] if k else points[1][0] < msm_at[0]
-    # the double buffer: the points alternate between key_chunk.0 and key_chunk.1
+    assert len(msm_at) == 17
+    syncs = [(i, s.stream) for i, s in _names(plan, "sync")]
+    for k in range(17):
+        # chunk k goes to slot k % 2 on its stream, and its MSM waits for that stream only
+        assert points[k][1].stream == f"key_upload.{k % 2}"
+        waits = [j for j, name in syncs if name == f"key_upload.{k % 2}" and j < msm_at[k]]
+        assert waits and points[k][0] < waits[-1]
+        # chunk k + 1's upload is issued after chunk k - 1's MSM and before chunk k's
+        if k + 1 < 17:
+            assert (msm_at[k - 1] if k else 0) < points[k + 1][0] < msm_at[k]
     allocs = {s.buffer: s.bytes for _, s in _names(plan, "alloc")}
-    assert allocs["key_chunk.0"] == allocs["key_chunk.1"] == 192 * 1000  # G2's chunk
+    assert allocs["key_chunk.0"] == allocs["key_chunk.1"] == 96 * 1000
+    assert "key_chunk.2" not in allocs
     # the witness streams beside its points (no d_witness); H reads d_a, freed after it
     assert "d_witness" not in allocs
     assert allocs["scalar_chunk.0"] == 32 * 1000
@@ -48,22 +57,68 @@ def test_each_chunk_goes_up_beside_the_msm_before_it_into_the_other_buffer():
     assert last_h < free_a and frees.count("d_a") == 1 and "msm_h" not in after
 
 
+def test_a_budget_deepens_the_ring_by_the_slots_it_leaves():
+    """2^27 porep within 14 GiB: 2^24 chunks; each slot is 96 x 2^24 bytes of points and
+    32 x 2^24 of scalars (2 GiB); the ring takes 2 + (14 GiB - the streamed phase's peak at
+    2 slots) // 2 GiB slots, each adding 2 GiB to the streamed phase, and uploads that many
+    chunks - 1 ahead of each MSM."""
+    shape = PartitionShape.synthetic(27, witness="porep")
+    common = {"key_pinned": True, "overlap_uploads": True, "split_msm": True}
+    budget = ProverFlags(**common, vram_budget_bytes=14 * GIB)
+    plan = dry_run_plan(shape, budget)
+    chunk = 1 << 24
+    double = dry_run_plan(shape, ProverFlags(**common, msm_chunk=chunk))
+    streamed = plan_peak(double, within="key_chunk.0")  # the NTT phase's 12 GiB apart
+    slot = 96 * chunk + 32 * chunk
+    depth = 2 + (14 * GIB - streamed) // slot
+    assert depth >= 3  # the budget leaves room for a deeper ring than double buffering
+    allocs = {s.buffer: s.bytes for _, s in _names(plan, "alloc")}
+    assert {f"key_chunk.{k}" for k in range(depth)} <= set(allocs)
+    assert f"key_chunk.{depth}" not in allocs and allocs["key_chunk.0"] == 96 * chunk
+    deep = streamed + (depth - 2) * slot
+    assert plan_peak(plan, within="key_chunk.0") == deep
+    assert plan_peak(plan) == max(plan_peak(double), deep) <= 14 * GIB
+    streams = plan.meta["gpu_stream"].split("+")
+    assert streams[2:] == [f"key_upload.{k}" for k in range(depth)]
+    # before chunk i's MSM, chunks up to i + depth - 1 are on their way (issued)
+    kernels = _names(plan, "kernel")
+    msm_at = [i for i, s in kernels if s.name.startswith("msm_") and "." not in s.name]
+    points = [i for i, s in _names(plan, "copy") if s.name.endswith("_points")]
+    for k, at in enumerate(msm_at):
+        assert sum(1 for p in points if p < at) == min(len(points), k + depth)
+
+
+def test_a_ring_deeper_than_the_chunks_per_stage_wraps_round_its_slots():
+    """A budget far above 2^11's bytes: MAX_STREAM_DEPTH = 8 slots; 100-point chunks (G2:
+    50), so 21 per G1 stage and 41 for B_G2: chunk k in slot k % 8, 7 chunks ahead."""
+    shape = PartitionShape.synthetic(11)
+    flags = dataclasses.replace(STREAM, msm_chunk=100, vram_budget_bytes=GIB)
+    plan = dry_run_plan(shape, flags)
+    points = [s for _, s in _names(plan, "copy") if s.name.endswith("_points")]
+    assert len(points) == 4 * 21 + 41
+    assert [s.stream for s in points] == [f"key_upload.{k % 8}" for k in range(len(points))]
+    allocs = {s.buffer for _, s in _names(plan, "alloc")}
+    assert "key_chunk.7" in allocs and "key_chunk.8" not in allocs
+    assert plan_peak(plan) <= GIB
+
+
 def test_h_chunks_are_spread_among_the_witness_chunks():
-    """H's 3 chunks and the 12 others (a, b_g1, b_g2, l: 3 each): H, 4 others, H, 4, H, 4
-    (round(j 12 / 3) .. round((j + 1) 12 / 3)), so the copies of the upload-bound witness
-    MSMs run beside H's compute-bound ones."""
+    """H's 3 chunks and the 14 others (a, b_g1, l: 3 each, b_g2: 5): H, 5 others, H, 4,
+    H, 5 (round(j 14 / 3) .. round((j + 1) 14 / 3): 0, 5, 9, 14), so the copies of the
+    upload-bound witness MSMs run beside H's compute-bound ones."""
     plan = dry_run_plan(PartitionShape.synthetic(11), STREAM)
     order = [s.name for _, s in _names(plan, "kernel") if s.name.startswith("msm_")]
     order = [n for n in order if "." not in n]
     h = [i for i, n in enumerate(order) if n == "msm_h"]
-    assert h == [0, 5, 10] and len(order) == 15
+    assert h == [0, 6, 11] and len(order) == 17
 
 
 def test_the_overlap_counts_every_upload_but_the_first():
     plan = dry_run_plan(PartitionShape.synthetic(11), STREAM)
     o = overlap(plan)
-    # 15 point chunks + 12 scalar chunks (H's scalars are d_a); all but chunk 0 ride beside
-    assert (o.copies, o.overlapped) == (27, 26)
+    # 17 point chunks + 14 scalar chunks (a, b_g1, l 3 each, b_g2 5; H's scalars are d_a);
+    # all but chunk 0 ride beside a kernel
+    assert (o.copies, o.overlapped) == (31, 30)
     first = 96 * 1000  # msm_h's first chunk of points
     assert o.copy_bytes - o.overlapped_bytes == first
 
@@ -134,7 +189,7 @@ def test_gpu_plan_shows_the_two_streams_and_the_peak_within_the_budget():
     assert out.exit_code == 0, out.output
     peak = int(out.output.split("peak device bytes: ")[1].split()[0])
     assert peak <= 14 * GIB
-    assert "stream key_upload:" in out.output and "beside a kernel" in out.output
+    assert "stream key_upload.0-" in out.output and "beside a kernel" in out.output
     bad = CliRunner().invoke(app, ["gpu-plan", "--domain-log2", "20", "--witness", "x"])
     assert bad.exit_code == 2 and "--witness" in bad.output
 
@@ -178,7 +233,7 @@ def test_the_model_runs_the_streamed_uploads_beside_the_msms(tmp_path):
     beside_h = 0
     for i, s in enumerate(steps):
         if s.op == "kernel" and s.name == "msm_h":
-            copies = [c for c in steps[:i] if c.op == "copy" and c.stream == "key_upload"]
+            copies = [c for c in steps[:i] if c.op == "copy" and c.stream.startswith("key_up")]
             syncs = [j for j, c in enumerate(steps[:i]) if c.op == "sync"]
             last_sync = syncs[-1]
             beside_h += sum(c.bytes for c in steps[last_sync:i] if c.op == "copy")
@@ -215,9 +270,10 @@ def test_every_size_plans_whole_chunks_and_frees_what_it_allocates(
             assert live.pop(s.buffer, None) is not None
     assert not live
     msm_kernels = [s for s in plan.steps if s.op == "kernel" and s.name.startswith("msm_")]
-    for stage, (_, count) in shape.msm_sizes().items():
+    for stage, (group, count) in shape.msm_sizes().items():
         pieces = [s for s in msm_kernels if s.name == stage]
-        assert len(pieces) == max(1, -(-count // chunk))  # one Pippenger per chunk
+        step = max(1, chunk // 2) if stream and group == "g2" else chunk  # streamed: bytes
+        assert len(pieces) == max(1, -(-count // step))  # one Pippenger per chunk
         uploads = [s for s in plan.steps if s.op == "copy" and s.name == f"upload_{stage}_points"]
         per_point = 192 if stage == "msm_b_g2" else 96
         assert sum(c.bytes for c in uploads) == per_point * count  # every point once
@@ -232,3 +288,93 @@ def test_a_budget_holds_at_every_size(log2):
     budget = (ntt + whole) // 2  # between the NTT phase and the whole MSMs
     flags = dataclasses.replace(stream, vram_budget_bytes=budget)
     assert ntt <= plan_peak(dry_run_plan(shape, flags)) <= budget < whole
+
+
+def test_a_budgeted_real_run_limits_the_pool_to_its_workers_plan_peaks():
+    """gpu/pipeline.py RealRun.pool_limits: per GPU, the plan peak of each of its workers
+    and 256 MiB (POOL_SLACK_BYTES); none off the caching pool, without a budget or off
+    the real device. The spec and backend are stand-ins: only the fields it reads."""
+    from types import SimpleNamespace
+
+    from cuzk_sim.gpu.pipeline import RealRun
+
+    shape = PartitionShape.synthetic(20, witness="porep")
+    budgeted = ProverFlags(key_pinned=True, overlap_uploads=True, vram_budget_bytes=GIB // 4)
+    peak = plan_peak(dry_run_plan(shape, budgeted))
+
+    def limits(flags, kind="real", devices=(0, 1), routing="per-device"):
+        run = object.__new__(RealRun)  # no __post_init__: no data, no threads
+        run.spec = SimpleNamespace(
+            work={"porep": SimpleNamespace(shape=shape, flags=flags)},
+            devices=list(devices),
+            routing=routing,
+            workers_per_device=2,
+        )
+        run.backend = SimpleNamespace(kind=kind)
+        return run.pool_limits()
+
+    assert limits(budgeted) == {0: 2 * peak + (256 << 20), 1: 2 * peak + (256 << 20)}
+    assert limits(budgeted, routing="device0") == {0: 4 * peak + (256 << 20)}
+    assert limits(dataclasses.replace(budgeted, allocator="sync")) == {}
+    assert limits(dataclasses.replace(budgeted, vram_budget_bytes=None)) == {}
+    assert limits(budgeted, kind="dry-run") == {}
+
+
+def test_the_chunk_bound_counts_a_streamed_plans_halved_g2_chunks(monkeypatch):
+    """MAX_DRY_RUN_CHUNKS (here 2^8) counts B_G2's streamed chunks at half the points: the
+    smallest msm_chunk it names gives a plan of at most that many point uploads."""
+    import re
+
+    import cuzk_sim.gpu.prover as prover
+
+    monkeypatch.setattr(prover, "MAX_DRY_RUN_CHUNKS", 1 << 8)
+    shape = PartitionShape.synthetic(12)
+    with pytest.raises(ValueError, match=r"at least (\d+)") as refused:
+        dry_run_plan(shape, dataclasses.replace(STREAM, msm_chunk=1))
+    smallest = int(re.search(r"at least (\d+)", str(refused.value)).group(1))
+
+    def uploads(chunk: int) -> int:
+        plan = dry_run_plan(shape, dataclasses.replace(STREAM, msm_chunk=chunk))
+        return sum(1 for s in plan.steps if s.op == "copy" and s.name.endswith("_points"))
+
+    counts = {st: n for st, (_, n) in shape.msm_sizes().items()}
+    by_hand = sum(-(-n // smallest) for st, n in counts.items() if st != "msm_b_g2")
+    by_hand += -(-counts["msm_b_g2"] // max(1, smallest // 2))
+    assert uploads(smallest) == by_hand <= 1 << 8
+    with pytest.raises(ValueError, match="at least"):
+        dry_run_plan(shape, dataclasses.replace(STREAM, msm_chunk=smallest - 1))
+
+
+def _bench():
+    import importlib
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    try:
+        return importlib.import_module("production_bench")
+    finally:
+        sys.path.pop(0)
+
+
+def test_the_pool_replay_splits_merges_and_stops_at_its_limit():
+    """benchmarks/production_bench.replay_pool on a plan made by hand (bytes: a multiple
+    of CuPy's 512): a 1024 block freed and split for a 512 one leaves a 512 remainder
+    that no 1024 request fits, so the pool grows to 1024 + 512 + 1024 = 2560; under a
+    2048 limit that remainder is split (not given back) and the request fails; freed
+    whole, a block is merged and reused: no growth past the first partition."""
+    from cuzk_sim.gpu.device import Device
+
+    bench = _bench()
+    dev = Device("dry-run")
+    dev.alloc("a", 1024)
+    dev.alloc("b", 512)
+    dev.free("a")
+    dev.alloc("c", 512)  # from a's block, split
+    dev.alloc("d", 1024)  # a's remainder (512) is too small: the pool grows
+    dev.free_all()
+    plan = dev.plan("hand")
+    assert bench.replay_pool(plan, 1, None) == 2560
+    assert bench.replay_pool(plan, 3, None) == 2560  # every later partition reuses it
+    with pytest.raises(MemoryError, match="over the pool limit 2048"):
+        bench.replay_pool(plan, 1, 2048)
