@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# One device call for issue 24 (production scale), within CALL_BUDGET seconds (400):
-#  1. prod: gpu-run of one proof of two 2^27 partitions with two workers (the base scenario:
-#     PoRep witness shape, key pinned, no msm_chunk) with --log/--details: peak RSS against
-#     the bound, the key's making time, s/proof and peak VRAM against the model;
-#  2. s23: the production benchmark stage of issue 23 (S23_CMD; default the production part
-#     of benchmarks/issue23_device_call.sh: benchmarks/production_bench.py), S23_TIMEOUT (150);
-#  3. grid: `validate scenarios/validation/h200-production.toml` resumed from GRID_SEED (the
-#     committed predictions.json and real.jsonl, written before the call) for whatever time
-#     is left; the runs it finishes are in grid/real.jsonl (it resumes at the next call).
+# One device call for issue 24 (production scale), within CALL_BUDGET seconds (370):
+#  1. s23: the production benchmark stage of issue 23 (S23_CMD; default the production part
+#     of benchmarks/issue23_device_call.sh: benchmarks/production_bench.py), at most
+#     S23_TIMEOUT (150) s and never more than leaves RUNS_MIN (200) s for stage 2;
+#  2. runs: benchmarks/production_runs.py in one process (so the grid reuses the 2^27 key
+#     and inputs the first run made): gpu-run of one proof of two 2^27 partitions with two
+#     workers (the base scenario: PoRep witness shape, key pinned, no msm_chunk) with
+#     --log/--details (peak RSS against the bound, the key's making time, s/proof and peak
+#     VRAM against the model), then `validate scenarios/validation/h200-production.toml`
+#     resumed from GRID_SEED (the predictions.json and real.jsonl committed before the call)
+#     until the budget ends; the runs it finished are in grid/real.jsonl (resumed later).
 # Everything lands in $OUT as at most 8 files: all.tgz (every log and output) and the
 # summaries. Usage (device machine, in the copied tree, wheels in WHL):
 #   WHL=../.whl-s24 CUZK_COMMIT=<sha> bash benchmarks/production_device_call.sh
-#   env: STAGES ("prod s23 grid"), PROD_TIMEOUT (170), GRID_SEED (grid-seed), GRID_ONLY (glob),
-#   DEVICE (real; dry-run: a smoke test of the script without a GPU)
+#   env: STAGES ("s23 runs"), GRID_SEED (grid-seed), DEVICE (real; dry-run: a smoke test of
+#   the script without a GPU)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 W=/tmp/prodcall
@@ -20,8 +22,8 @@ mkdir -p "$OUT" "$W/logs" "$W/prod" "$W/s23" "$W/grid"
 WHL=${WHL:-../.whl}
 PIP_LOG=$W/logs/pip.log
 . benchmarks/device_env.sh # the wheels, the cuzk_sim namespace, PYTHONPATH
-STAGES=${STAGES:-prod s23 grid}
-LIMIT=${CALL_BUDGET:-400}
+STAGES=${STAGES:-s23 runs}
+LIMIT=${CALL_BUDGET:-370}
 t0=$(date +%s)
 stamp() { echo "[$(($(date +%s) - t0)) s] $*" | tee -a "$W/logs/steps.txt"; }
 left() { echo $((LIMIT - ($(date +%s) - t0))); }
@@ -33,14 +35,29 @@ nvidia-smi --query-gpu=timestamp,clocks.sm,temperature.gpu,power.draw,memory.use
 SMI=$!
 stamp "start (budget ${LIMIT} s)"
 
-if [[ " $STAGES " == *" prod "* ]]; then
-  P=$W/prod
-  timeout -k 5 "${PROD_TIMEOUT:-170}" python3 -P -m cuzk_sim gpu-run scenarios/validation/base.toml \
-    --device "${DEVICE:-real}" \
-    --set plan.gpu_prover.domain_log2=27 --set engine.gpus.gpu_workers_per_device=2 \
-    --set 'workload[0].count=1' --set 'workload[0].partitions=2' --log "$P/w2-27.log" \
-    --details "$P/w2-27.details.json" --json >"$P/w2-27.json" 2>"$P/w2-27.err"
-  stamp "prod w2-27 rc=$?"
+if [[ " $STAGES " == *" s23 "* ]]; then
+  lim=$(($(left) - ${RUNS_MIN:-200}))
+  ((lim > ${S23_TIMEOUT:-150})) && lim=${S23_TIMEOUT:-150}
+  if ((lim > 30)); then
+    CMD=${S23_CMD:-python3 benchmarks/production_bench.py --json $W/s23/production.json}
+    stamp "s23: $CMD (limit $lim s)"
+    timeout -k 5 "$lim" bash -c "$CMD" >"$W/s23/s23.log" 2>&1
+    stamp "s23 rc=$?"
+    tail -32 "$W/s23/s23.log"
+  else
+    stamp "s23 skipped (time)"
+  fi
+fi
+
+if [[ " $STAGES " == *" runs "* ]]; then
+  P=$W/prod G=$W/grid SEED=${GRID_SEED:-grid-seed}
+  [ -f "$SEED/predictions.json" ] && cp "$SEED/predictions.json" "$G/"
+  [ -f "$SEED/real.jsonl" ] && cp "$SEED/real.jsonl" "$G/"
+  lim=$(($(left) - 15))
+  stamp "runs (limit $lim s)"
+  timeout -k 5 "$lim" python3 -P benchmarks/production_runs.py "$P" "$G" --device "${DEVICE:-real}" \
+    >"$W/logs/runs.log" 2>"$W/logs/runs.err"
+  stamp "runs rc=$?"
   python3 - "$P" >"$W/logs/prod-summary.txt" 2>&1 <<'PY'
 import json, sys, pathlib
 d = pathlib.Path(sys.argv[1]); G = 2**30
@@ -60,44 +77,15 @@ for f in sorted(d.glob("*.details.json")):
 PY
   grep -E "CUZK_SIM_STEP: upload_(a|bc|witness) " "$P/w2-27.log" >>"$W/logs/prod-summary.txt"
   cat "$W/logs/prod-summary.txt"
-fi
-
-if [[ " $STAGES " == *" s23 "* ]]; then
-  lim=$(($(left) - 60 < ${S23_TIMEOUT:-150} ? $(left) - 60 : ${S23_TIMEOUT:-150}))
-  if ((lim > 30)); then
-    CMD=${S23_CMD:-python3 benchmarks/production_bench.py --json $W/s23/production.json}
-    stamp "s23: $CMD (limit $lim s)"
-    (cd "$PWD" && timeout -k 5 "$lim" bash -c "$CMD") >"$W/s23/s23.log" 2>&1
-    stamp "s23 rc=$?"
-    tail -25 "$W/s23/s23.log"
-  else
-    stamp "s23 skipped (time)"
-  fi
-fi
-
-if [[ " $STAGES " == *" grid "* ]]; then
-  G=$W/grid
-  SEED=${GRID_SEED:-grid-seed}
-  [ -f "$SEED/predictions.json" ] && cp "$SEED/predictions.json" "$G/"
-  [ -f "$SEED/real.jsonl" ] && cp "$SEED/real.jsonl" "$G/"
-  lim=$(($(left) - 20))
-  if ((lim > 40)); then
-    stamp "grid (limit $lim s)"
-    timeout -k 5 "$lim" python3 -P -m cuzk_sim validate scenarios/validation/h200-production.toml \
-      --out "$G" --device "${DEVICE:-real}" ${GRID_ONLY:+--only "$GRID_ONLY"} >"$W/logs/grid.log" 2>&1
-    stamp "grid rc=$?"
-  else
-    stamp "grid skipped (time)"
-  fi
   python3 -P -m cuzk_sim validate scenarios/validation/h200-production.toml --out "$G" \
     --report-only >"$W/logs/grid-report.log" 2>&1
-  grep -E "#[0-9]+: model" "$W/logs/grid.log"
+  grep -E "#[0-9]+: model|rc=" "$W/logs/runs.log"
 fi
 
 stamp done
 kill $SMI 2>/dev/null
 tar czf "$OUT/all.tgz" -C "$W" . 2>/dev/null
-for f in logs/prod-summary.txt logs/steps.txt grid/report.md grid/real.jsonl s23/s23.log s23/production.json; do
+for f in logs/prod-summary.txt logs/steps.txt logs/runs.err grid/report.md grid/real.jsonl s23/s23.log s23/production.json; do
   [ -f "$W/$f" ] && cp "$W/$f" "$OUT/$(echo "$f" | tr / -)"
 done
 cat "$W/logs/steps.txt"
