@@ -1,45 +1,27 @@
 """GPU prover benchmarks on one device: G1/G2 MSM, NTT, full partition prove (synthetic key),
-the previous kernels ("old") and the current ones ("new") side by side in one run (ratio
-per row).
+each kernel family's named baseline ("old") and the defaults ("new") side by side in one run
+(ratio per row).
 
 Prints a table (median of CUDA-event timings after a warm-up) and writes JSON.
 Usage: python3 benchmarks/gpu_bench.py [--quick] [--json out.json] [--only msm_g1,ntt,...]
-       [--sizes 16,20] [--max-log2 24] [--variants pairs,x2 | all] [--extra]
+       [--sizes 16,20] [--max-log2 24] [--variants precomputed | all] [--extra]
        [--witness dense | sha256 | porep]  (the prove rows' witness shape, issue 23)
-old = the kernels of 2026-12-01 06:33 UTC (commit 6c50516): the 64-bit C Montgomery product
-(FIELD_MUL_WIDE=0, ACC_FLUSH_SLOTS=0) and the MSM's Horner in one GPU thread
-(CUZK_MSM_TAIL=device); new = the defaults (wide carry-chain product, Horner on the host).
-Both run the signed MSM and the fr_ntt_group_tw NTT. NTT rows: old = the NTT of commit
-43bbd30 (fr_bitrev, then fr_ntt_group_tw), new = the default (fr_bitrev_tiled, then
-fr_ntt_pass), column tw = the default of commit e4c4b26 (fr_bitrev_tiled, then
-fr_ntt_group_tw), column reg8 = fr_ntt_reg8 (registers, one warp per block); each row also
-times every launch of one transform (bit reversal, each stage group), and the fr_mul_rate /
-fr_mul_rate_r rows give the Fr product's throughput (the NTT's arithmetic ceiling;
-field.cuh's product and fr_mul.cuh's, r's limbs folded in).
-Other columns (VARIANTS, with --variants): MSM `flush` (ACC_FLUSH_SLOTS=1, the default since
-the `msm` helper's call), `occupancy` (ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3: the defaults
-now), `occ1` (G1_ACC_MIN_BLOCKS=1, the launch bound before), `device-tail` (new kernels,
-Horner on the GPU), `xyzz+sqr` (ACC_XYZZ=1 FQ2_SQR=1), `pairs` (those and FIELD_MUL_PAIRS=1;
-these two also as prove rows), `sqr` (FQ2_SQR=1), `affine` (ACC_AFFINE=1: affine batch
-accumulation, divsteps inverse), `affine+sqr`, `affine-binary` (ACC_AFFINE_INV=1),
-`affine-fermat` (ACC_AFFINE_INV=0), `affine-b512` (batches of 512, MSM_OVERRIDES); NTT
-`tw-inline` (NTT_TW_INLINE=1), `x2` (fr_ntt_group_x2), `reg-direct` (fr_ntt_reg8 with
-NTT_REG_DIRECT_LOAD=1), `pass-frmul` / `pass-planes` / `pass-both` / `pass-notable` /
-`pass-stagetw` (fr_ntt_pass with NTT_PASS_FR_MUL=1, NTT_PASS_PLANES=1, both,
-NTT_PASS_TABLE=0, NTT_PASS_TW_STAGE=1), `pass-c2` (fr_ntt_pass_c2: two adjacent groups per
-block after the first pass), MSM `precomputed` (the signed MSM over precomputed bases, table
-built before timing: its build time and bytes reported), `e4c4b26` (the MSM as at commit
-e4c4b26: FIELD_LAZY=0 ACC_FLUSH_SLOTS=0, tree fan-in 8, a one-set sum through the host tail;
-old gets that tree and tail too, in its MSM rows), `nolazy` (FIELD_LAZY=0), and the
-precomputed MSM with one switch changed: `precomputed-e4c4b26` (all as at e4c4b26),
-`precomputed-nolazy` (FIELD_LAZY=0), `precomputed-fq2lazy` (FQ2_LAZY=1), `precomputed-sqr`
-(FIELD_SQR=1), `precomputed-noflush` (ACC_FLUSH_SLOTS=0), `precomputed-fan8`,
-`precomputed-fan4` (TREE_FAN_IN), `precomputed-hosttail` (ONE_SET_ON_DEVICE=False),
-`precomputed-seg8`, `precomputed-seg32` (SEGMENT_LEN), `precomputed-level4` (LEVEL_FAN_IN),
-`precomputed-acc304k` (MAX_ACC_THREADS = 9 whole waves), `precomputed-occupancy` (as
-`occupancy`), `precomputed-occ1` (as `occ1`), `precomputed-occupancy-acc304k`. --extra adds
-the unsigned MSM, the precomputed one and the fr_ntt_group NTT. Prove: old and new default
-flags (old: its kernels, the tree and tail of gpu/msm.py as they are), new with prestage +
+The baselines (one per kernel family, kept for side-by-side runs):
+- field product: FIELD_MUL_WIDE=0, the 64-bit C Montgomery product of commit 6c50516 (the
+  kernels of 2026-12-01 06:33 UTC): the `old` column of the MSM and prove rows;
+- MSM: the unsigned-digit MSM (msm(..., algo="unsigned"), kernels/msm.cu): column
+  `unsigned` of the MSM rows;
+- NTT: fr_ntt_group_tw after fr_bitrev (the NTT of commit 43bbd30): column `old` of the
+  NTT rows (new = fr_bitrev_tiled, then fr_ntt_pass); each NTT row also times every launch
+  of one transform, and the fr_mul_rate row gives the Fr product's throughput (the NTT's
+  arithmetic ceiling).
+Other columns: MSM `precomputed` (the signed MSM over precomputed bases, table built before
+timing: its build time and bytes reported; with --variants precomputed or --extra). Every
+other variant that this benchmark once ran beside these (kernel switches, NTT kernels, MSM
+constants) was measured, lost and was retired (issue 29): their figures are in
+docs/benchmarks.md and docs/history/2026-12-01-benchmarks.md, the retirement in docs/gpu.md.
+Prove: old and new default
+flags (old: the field product's baseline), new with prestage +
 pinned (a/b/c and the witness staged through pinned memory per copy), new with `key_pinned`
 (the key's points in pinned host memory, pinned once before timing: its time reported), and
 `key+abc pinned` (that, plus prestage + pinned with the caller's a/b/c and witness already
@@ -75,73 +57,9 @@ from dataclasses import replace
 
 import numpy as np
 
-# variant -> (kernel defines appended to $CUZK_KERNEL_DEFINES, $CUZK_MSM_TAIL or None)
-VARIANTS = {
-    "old": ("FIELD_MUL_WIDE=0 FQ2_SQR=0 ACC_FLUSH_SLOTS=0", "device"),  # commit 6c50516
-    "new": ("", None),
-    "flush": ("ACC_FLUSH_SLOTS=1", None),  # boundary pieces stored at once (fewer registers)
-    "device-tail": ("", "device"),  # new kernels, Horner in one GPU thread
-    "tw-inline": ("NTT_TW_INLINE=1", None),  # fr_ntt_group_tw with the product inlined
-    "x2": ("", None),  # the NTT kernel fr_ntt_group_x2
-    "reg-direct": ("NTT_REG_DIRECT_LOAD=1", None),  # fr_ntt_reg8 loading round 0 directly
-    "pass-frmul": ("NTT_PASS_FR_MUL=1", None),  # fr_ntt_pass with fr_mul.cuh's product
-    "pass-planes": ("NTT_PASS_PLANES=1", None),  # fr_ntt_pass, shared memory in planes
-    "pass-both": ("NTT_PASS_FR_MUL=1 NTT_PASS_PLANES=1", None),  # both (the first form)
-    "pass-notable": ("NTT_PASS_TABLE=0", None),  # fr_ntt_pass, no per-pass table
-    "pass-stagetw": ("NTT_PASS_TW_STAGE=1", None),  # fr_ntt_pass, twiddles stage by stage
-    "pass-c2": ("", None),  # the NTT kernel fr_ntt_pass_c2 (two groups per block)
-    "xyzz+sqr": ("ACC_XYZZ=1 FQ2_SQR=1", None),  # XYZZ accumulation, 2-product Fq2 squares
-    "pairs": ("ACC_XYZZ=1 FQ2_SQR=1 FIELD_MUL_PAIRS=1", None),  # + two products per call
-    "occupancy": ("ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3", None),  # = the defaults since bd7100c+
-    "occ1": ("G1_ACC_MIN_BLOCKS=1", None),  # G1 accumulation uncapped (255 registers)
-    "sqr": ("FQ2_SQR=1", None),  # 2-product Fq2 squares alone (the default since c5c4210+)
-    "nosqr": ("FQ2_SQR=0", None),  # Fq2 squares as products (the default before)
-    "affine": ("ACC_AFFINE=1", None),  # affine batch accumulation, divsteps inverse
-    "affine-binary": ("ACC_AFFINE=1 ACC_AFFINE_INV=1", None),  # Kaliski's binary inverse
-    "affine+sqr": ("ACC_AFFINE=1 FQ2_SQR=1", None),
-    "affine-fermat": ("ACC_AFFINE=1 ACC_AFFINE_INV=0", None),  # the batch's inverse by Fermat
-    "affine-b512": ("ACC_AFFINE=1", None),  # batches of 512 (MSM_OVERRIDES)
-    "precomputed": ("", None),  # MSM rows: signed over fixed-base tables (also in --extra)
-    # the MSM as at commit e4c4b26 (FIELD_SQR=0 FIELD_LAZY=0, TREE_FAN_IN 8, one set's sum
-    # via the host)
-    "e4c4b26": ("FIELD_SQR=0 FIELD_LAZY=0 ACC_FLUSH_SLOTS=0 G1_ACC_MIN_BLOCKS=1", None),
-    "nolazy": ("FIELD_LAZY=0", None),  # every Fq value reduced below q
-    # precomputed-*: the precomputed MSM with one switch changed (with --variants)
-    "precomputed-e4c4b26": ("FIELD_SQR=0 FIELD_LAZY=0 ACC_FLUSH_SLOTS=0 G1_ACC_MIN_BLOCKS=1", None),
-    "precomputed-nolazy": ("FIELD_LAZY=0", None),  # every Fq value reduced below q
-    "precomputed-fq2lazy": ("FQ2_LAZY=1", None),  # lazy reduction for G2's Fq2 too
-    "precomputed-sqr": ("FIELD_SQR=1", None),  # the dedicated Fq square
-    "precomputed-noflush": ("ACC_FLUSH_SLOTS=0", None),  # boundary pieces held in registers
-    "precomputed-fan8": ("", None),  # tree fan-in 8
-    "precomputed-fan4": ("", None),  # tree fan-in 4
-    "precomputed-hosttail": ("", None),  # the one set's sum through the host tail
-    "precomputed-seg8": ("", None),  # segments of 8 buckets in the reduction (twice as many)
-    "precomputed-seg32": ("", None),  # segments of 32 buckets (half as many)
-    "precomputed-level4": ("", None),  # slots per thread in the accumulation's levels: 4
-    "precomputed-acc304k": ("", None),  # 304128 accumulation threads (whole waves)
-    "precomputed-occupancy": ("ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3", None),  # = precomputed
-    "precomputed-occ1": ("G1_ACC_MIN_BLOCKS=1", None),  # the G1 accumulation uncapped
-    "precomputed-occupancy-acc304k": ("ACC_FLUSH_SLOTS=1 G1_ACC_MIN_BLOCKS=3", None),
-}
-# gpu/msm.py constants a variant changes for its MSM rows (module attribute -> value); old
-# and e4c4b26 get the tree and tail of their commits. 304128 accumulation threads = 2376
-# blocks of 128 = 9 whole waves of the H200 at 2 blocks per SM (132 SMs) and 6 at 3
-_E4C4B26 = {"TREE_FAN_IN": 8, "ONE_SET_ON_DEVICE": False}
-_WAVES = {"MAX_ACC_THREADS": 304128}
-MSM_OVERRIDES = {
-    "affine-b512": {"AFFINE_BATCH": 512},
-    "old": _E4C4B26,
-    "e4c4b26": _E4C4B26,
-    "precomputed-e4c4b26": _E4C4B26,
-    "precomputed-fan8": {"TREE_FAN_IN": 8},
-    "precomputed-fan4": {"TREE_FAN_IN": 4},
-    "precomputed-hosttail": {"ONE_SET_ON_DEVICE": False},
-    "precomputed-seg8": {"SEGMENT_LEN": 8},
-    "precomputed-seg32": {"SEGMENT_LEN": 32},
-    "precomputed-level4": {"LEVEL_FAN_IN": 4},
-    "precomputed-acc304k": _WAVES,
-    "precomputed-occupancy-acc304k": _WAVES,
-}
+# variant -> kernel defines appended to $CUZK_KERNEL_DEFINES (the field's baseline for old)
+VARIANTS = {"old": "FIELD_MUL_WIDE=0", "new": "", "unsigned": "", "precomputed": ""}
+ALWAYS = ("old", "new", "unsigned")  # run whatever --variants says
 
 
 SKIP: set[str] = set()  # variants not asked for (main() fills it from --variants)
@@ -149,22 +67,19 @@ SKIP: set[str] = set()  # variants not asked for (main() fills it from --variant
 
 @contextmanager
 def kernels(variant: str) -> Iterator[None]:
-    """Run the block with `variant`'s kernel switches (VARIANTS; others: the defaults). The
+    """Run the block with `variant`'s kernel defines (VARIANTS; others: the defaults). The
     loader caches one module per set of defines, so every variant stays compiled."""
-    saved = {k: os.environ.get(k) for k in ("CUZK_KERNEL_DEFINES", "CUZK_MSM_TAIL")}
-    defines, tail = VARIANTS.get(variant, ("", None))
+    saved = os.environ.get("CUZK_KERNEL_DEFINES")
+    defines = VARIANTS.get(variant, "")
     if defines:
-        os.environ["CUZK_KERNEL_DEFINES"] = f"{saved['CUZK_KERNEL_DEFINES'] or ''} {defines}"
-    if tail:
-        os.environ["CUZK_MSM_TAIL"] = tail
+        os.environ["CUZK_KERNEL_DEFINES"] = f"{saved or ''} {defines}"
     try:
         yield
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        if saved is None:
+            os.environ.pop("CUZK_KERNEL_DEFINES", None)
+        else:
+            os.environ["CUZK_KERNEL_DEFINES"] = saved
 
 
 def _timeit(fn, reps: int) -> float:
@@ -211,9 +126,7 @@ def _points(cp, group: str, n: int):
     return out
 
 
-def bench_msm(
-    cp, group: str, logs: list[int], reps: int, sweep: bool = False, extra: bool = False
-) -> list[dict]:
+def bench_msm(cp, group: str, logs: list[int], reps: int, extra: bool = False) -> list[dict]:
     from cuzk_sim.gpu.device import Buffer, Device
     from cuzk_sim.gpu.msm import msm
     from cuzk_sim.gpu.msm_tables import precompute_table
@@ -222,22 +135,7 @@ def bench_msm(
     pts = _points(cp, group, 1 << max(logs))
     cp.cuda.Device().synchronize()
     gen_s = time.perf_counter() - t0
-    variants = [
-        "old",
-        "new",
-        "flush",
-        "occupancy",
-        "device-tail",
-        "xyzz+sqr",
-        "pairs",
-        "sqr",
-        "nosqr",
-    ]
-    variants += ["affine", "affine+sqr", "affine-binary", "affine-fermat", "affine-b512"]
-    variants += ["e4c4b26", "nolazy", "precomputed"]
-    variants += [v for v in VARIANTS if v.startswith("precomputed-")]
-    variants = [v for v in variants if v not in SKIP or (extra and v == "precomputed")]
-    variants += ["unsigned"] if extra else []
+    variants = [*ALWAYS] + (["precomputed"] if extra or "precomputed" not in SKIP else [])
     rows = []
     for k in logs:
         n = 1 << k
@@ -258,20 +156,10 @@ def bench_msm(
             def run(dev=dev, p=p, s=s, n=n, algo=algo, table=table, phases=None):
                 return msm(dev, f"msm_{group}", group, p, s, n, 0, phases, algo, table)
 
-            import cuzk_sim.gpu.msm as gmsm
-
-            overrides = MSM_OVERRIDES.get(variant, {})  # (not `k`: that is the size)
-            saved = {name: getattr(gmsm, name) for name in overrides}
             with kernels(variant):
-                for name, value in overrides.items():
-                    setattr(gmsm, name, value)
-                try:
-                    ms = _timeit(run, reps)
-                    phases: dict[str, float] = {}
-                    results[variant] = run(phases=phases)
-                finally:
-                    for name, value in saved.items():
-                        setattr(gmsm, name, value)
+                ms = _timeit(run, reps)
+                phases: dict[str, float] = {}
+                results[variant] = run(phases=phases)
             row = {"what": f"msm_{group}", "variant": variant, "log2": k, "ms": ms}
             row |= {"points_gen_s": gen_s, "phases": phases}
             if table is not None:
@@ -291,20 +179,6 @@ def bench_msm(
                 ),
                 flush=True,
             )
-        if sweep:  # accumulation threads (points per thread = entries / threads)
-            import cuzk_sim.gpu.msm as gmsm
-
-            default = gmsm.MAX_ACC_THREADS
-            for log_t in (16, 17, 19, 20):
-                gmsm.MAX_ACC_THREADS = 1 << log_t
-                dev = Device("real")
-                ms = _timeit(lambda dev=dev, p=p, s=s, n=n: msm(dev, "m", group, p, s, n), reps)
-                results[f"acc 2^{log_t}"] = msm(dev, "m", group, p, s, n)
-                rows.append(
-                    {"what": f"msm_{group}", "variant": f"acc 2^{log_t}", "log2": k, "ms": ms}
-                )
-                print(f"msm_{group} 2^{k} [signed, <= 2^{log_t} acc threads]: {ms:.2f} ms")
-            gmsm.MAX_ACC_THREADS = default
         same = all((v == results["old"]).all() for v in results.values())
         print(f"msm_{group} 2^{k}: variants agree: {same}", flush=True)
         if not same:
@@ -312,25 +186,12 @@ def bench_msm(
     return rows
 
 
-# NTT columns: (variant, kernel, the VARIANTS entry whose switches apply, bit reversal).
-# old = the NTT of commit 43bbd30 (fr_ntt_group_tw after fr_bitrev); new = the default
-# (fr_ntt_pass after fr_bitrev_tiled); tw = the default of commit e4c4b26 (fr_ntt_group_tw
-# after fr_bitrev_tiled); reg8 = fr_ntt_reg8 (after fr_bitrev_tiled). These four always run.
-NTT_ALWAYS = ("old", "new", "tw", "reg8")
+# NTT columns: (variant, kernel, bit reversal). old = the NTT family's baseline
+# (fr_ntt_group_tw after fr_bitrev, the NTT of commit 43bbd30); new = the default
+# (fr_ntt_pass after fr_bitrev_tiled). Both with the default field product.
 NTT_VARIANTS = [
-    ("old", "fr_ntt_group_tw", "new", "scatter"),
-    ("new", "fr_ntt_pass", "new", None),
-    ("tw", "fr_ntt_group_tw", "new", None),
-    ("reg8", "fr_ntt_reg8", "new", None),
-    ("pass-frmul", "fr_ntt_pass", "pass-frmul", None),
-    ("pass-planes", "fr_ntt_pass", "pass-planes", None),
-    ("pass-both", "fr_ntt_pass", "pass-both", None),
-    ("pass-notable", "fr_ntt_pass", "pass-notable", None),
-    ("pass-stagetw", "fr_ntt_pass", "pass-stagetw", None),
-    ("pass-c2", "fr_ntt_pass_c2", "pass-c2", None),
-    ("tw-inline", "fr_ntt_group_tw", "tw-inline", "scatter"),
-    ("x2", "fr_ntt_group_x2", "x2", "scatter"),
-    ("reg-direct", "fr_ntt_reg8", "reg-direct", None),
+    ("old", "fr_ntt_group_tw", "scatter"),
+    ("new", "fr_ntt_pass", None),
 ]
 
 
@@ -349,9 +210,8 @@ def _launch_times(cp, launches, reps: int) -> dict[str, float]:
 
 
 def bench_fr_mul_rate(cp, reps: int, name: str = "fr_mul_rate") -> dict:
-    """Fr Montgomery products per second (kernels/ntt.cu fr_mul_rate, or fr_mul_rate_r with
-    fr_mul.cuh's product: 4 independent chains per thread, 132 x 16 blocks of 256 threads),
-    the NTT's arithmetic ceiling."""
+    """Fr Montgomery products per second (kernels/ntt.cu fr_mul_rate: 4 independent chains
+    per thread, 132 x 16 blocks of 256 threads), the NTT's arithmetic ceiling."""
     from cuzk_sim.gpu.module import kernel
 
     blocks, threads, iters = 132 * 16, 256, 256
@@ -365,13 +225,12 @@ def bench_fr_mul_rate(cp, reps: int, name: str = "fr_mul_rate") -> dict:
     return {"what": name, "log2": products.bit_length() - 1, "ms": ms, "g_per_s": rate}
 
 
-def bench_ntt(cp, logs: list[int], reps: int, extra: bool = False) -> list[dict]:
+def bench_ntt(cp, logs: list[int], reps: int) -> list[dict]:
     from cuzk_sim.gpu import ntt as gntt
     from cuzk_sim.reference.domain import Domain
 
-    variants = [v for v in NTT_VARIANTS if v[0] in NTT_ALWAYS or v[2] not in SKIP]
-    variants += [("fr_ntt_group", "fr_ntt_group", "new", "scatter")] if extra else []
-    rows = [bench_fr_mul_rate(cp, reps), bench_fr_mul_rate(cp, reps, "fr_mul_rate_r")]
+    variants = NTT_VARIANTS
+    rows = [bench_fr_mul_rate(cp, reps)]
     for k in logs:
         n = 1 << k
         dom = Domain(n)
@@ -380,14 +239,13 @@ def bench_ntt(cp, logs: list[int], reps: int, extra: bool = False) -> list[dict]
         )
         src = _scalars(cp, n, k).reshape(-1)
         outs = {}
-        for variant, name, switches, rev in variants:
-            with kernels(switches):
-                a = src.copy()
-                ms = _timeit(lambda a=a, t=t, name=name, r=rev: gntt.ntt(a, t, name, r), reps)
-                launches = gntt.ntt_launches(a, t, 0, name, bitrev=rev)
-                passes = _launch_times(cp, launches, reps)
-                b = src.copy()
-                gntt.ntt(b, t, name, rev)
+        for variant, name, rev in variants:
+            a = src.copy()
+            ms = _timeit(lambda a=a, t=t, name=name, r=rev: gntt.ntt(a, t, name, r), reps)
+            launches = gntt.ntt_launches(a, t, 0, name, bitrev=rev)
+            passes = _launch_times(cp, launches, reps)
+            b = src.copy()
+            gntt.ntt(b, t, name, rev)
             outs[variant] = b
             row = {"what": "ntt", "variant": variant, "kernel": name, "log2": k, "ms": ms}
             rows.append(row | {"launches_ms": passes})
@@ -397,15 +255,13 @@ def bench_ntt(cp, logs: list[int], reps: int, extra: bool = False) -> list[dict]
                 flush=True,
             )
         _check_equal(f"ntt 2^{k}", outs, rows[-len(variants) :])
-        # coset iNTT (the prover's last NTT): new and tw fold 1/n into the bit reversal,
-        # reg8 also g^-j into its last launch
-        cosets = [v for v in variants if v[0] in NTT_ALWAYS]
-        for variant, name, switches, rev in cosets:
-            with kernels(switches):
-                a = src.copy()
-                ms = _timeit(lambda a=a, t=t, n=name, r=rev: gntt.coset_intt(a, t, n, r), reps)
-                b = src.copy()
-                gntt.coset_intt(b, t, name, rev)
+        # coset iNTT (the prover's last NTT): new folds 1/n into the bit reversal
+        cosets = variants
+        for variant, name, rev in cosets:
+            a = src.copy()
+            ms = _timeit(lambda a=a, t=t, n=name, r=rev: gntt.coset_intt(a, t, n, r), reps)
+            b = src.copy()
+            gntt.coset_intt(b, t, name, rev)
             outs[variant] = b
             rows.append(
                 {"what": "coset_intt", "variant": variant, "kernel": name, "log2": k, "ms": ms}
@@ -416,9 +272,8 @@ def bench_ntt(cp, logs: list[int], reps: int, extra: bool = False) -> list[dict]
 
 
 def _check_equal(what: str, outs: dict, rows: list[dict]) -> None:
-    """Each variant's output against old's: the default (new) must agree (else exit); an
-    opt-in kernel that differs is flagged in its row ("equal": false) and on stdout, so
-    that one wrong opt-in kernel does not stop the MSM and prove rows after it."""
+    """Each variant's output against old's: the default (new) must agree (else exit); the
+    rows say so ("equal")."""
     equal = {v: bool((out == outs["old"]).all()) for v, out in outs.items()}
     for row in rows:
         row["equal"] = equal[row["variant"]]
@@ -505,8 +360,6 @@ def bench_prove(
                 ProverFlags(prestage=True, pinned=True, key_pinned=True, overlap_uploads=True),
                 all_pinned,
             ),
-            "xyzz+sqr": (ProverFlags(), data),
-            "pairs": (ProverFlags(), data),
             # each MSM's Horner + point in the tails' process while the GPU runs the next
             "overlap_tails": (ProverFlags(overlap_tails=True), data),
             "tails in a thread": (ProverFlags(overlap_tails=True), data),
@@ -614,16 +467,16 @@ def main() -> None:
     ap.add_argument("--only", default="msm_g1,msm_g2,ntt,prove")
     ap.add_argument("--max-log2", type=int, default=24)
     ap.add_argument("--sizes", default=None, help="comma-separated log2 sizes (default: all)")
-    ap.add_argument("--sweep", action="store_true", help="G1 MSM: also vary accumulation threads")
     ap.add_argument(
         "--variants",
         default="",
-        help="comma-separated further variants of VARIANTS to run beside old and new, or all",
+        help="comma-separated further variants of VARIANTS to run beside old, new and "
+        "unsigned (precomputed), or all",
     )
     ap.add_argument(
         "--extra",
         action="store_true",
-        help="also the unsigned and precomputed MSMs and the fr_ntt_group NTT",
+        help="also the precomputed MSM",
     )
     ap.add_argument(
         "--witness",
@@ -646,7 +499,7 @@ def main() -> None:
         with_texts(ProverFlags(), args.flag)
     except ValueError as e:
         ap.error(str(e))
-    keep = {"old", "new"} | {v for v in args.variants.split(",") if v}
+    keep = set(ALWAYS) | {v for v in args.variants.split(",") if v}
     if args.variants == "all":
         keep = set(VARIANTS)
     unknown = keep - set(VARIANTS)
@@ -673,9 +526,9 @@ def main() -> None:
     print(info, flush=True)
     rows: list[dict] = []
     if "ntt" in only and pick((16, 18, 20, 22, 24)):
-        rows += bench_ntt(cp, pick((16, 18, 20, 22, 24)), reps, args.extra)
+        rows += bench_ntt(cp, pick((16, 18, 20, 22, 24)), reps)
     if "msm_g1" in only and pick((16, 18, 20, 22)):
-        rows += bench_msm(cp, "g1", pick((16, 18, 20, 22)), reps, args.sweep, args.extra)
+        rows += bench_msm(cp, "g1", pick((16, 18, 20, 22)), reps, args.extra)
     if "msm_g2" in only and pick((16, 18, 20)):
         rows += bench_msm(cp, "g2", pick((16, 18, 20)), reps, extra=args.extra)
     if "prove" in only and pick((16, 18, 20)):

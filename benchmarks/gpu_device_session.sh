@@ -6,7 +6,8 @@
 # benchmarks/gpu_profile.py under Nsight Compute (ncu --clock-control none) if installed.
 # Environment: PROFILE (hypothesis profile, default dev), TEST_TIMEOUT, BENCH_ARGS,
 # BENCH_TIMEOUT, VARIANT_DEFINES (+ VARIANT_TESTS, VARIANT_ARGS): tests and benchmarks again
-# with other kernel switches (VARIANT_TESTS=skip runs only the benchmark).
+# with other kernel defines, e.g. FIELD_MUL_WIDE=0, the one switch left (VARIANT_TESTS=skip
+# runs only the benchmark).
 set -uo pipefail
 steps=${1:-all}
 [ "$steps" = all ] && steps=tests,bench
@@ -37,7 +38,7 @@ fi
 if has profile; then
   if command -v ncu >/dev/null; then
     timeout ${PROFILE_TIMEOUT:-180} ncu --clock-control none \
-      --kernel-name regex:'acc_balanced|bucket_acc|set_reduce|bucket_reduce|ntt_group' \
+      --kernel-name regex:'acc_balanced|bucket_acc|set_reduce|bucket_reduce|ntt_group|ntt_pass' \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
       --section ComputeWorkloadAnalysis python3 benchmarks/gpu_profile.py 2>&1 \
       | tee "$OUT/ncu.txt" | grep -E "^  [a-z_0-9]+|Duration|Throughput|Achieved Occupancy|Registers|Stall|Issue Slots|Warp Cycles" | head -120

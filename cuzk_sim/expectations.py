@@ -29,6 +29,9 @@ def check_expectations(expect: Expect, result: SimResult) -> list[Check]:
         got = "none completed" if spp is None else f"{spp:.1f} s"
         ok = spp is not None and lo <= spp <= hi
         checks.append(Check("seconds_per_proof", f"[{lo:g}, {hi:g}] s", got, ok))
+    for key in ("bench_seconds_per_proof", "prove_seconds"):
+        if (rng := getattr(expect, key)) is not None:
+            checks.append(_seconds_check(key, rng, getattr(result, key)))
     if expect.first_oom_buffer is not None:
         first = result.fatal_ooms[0].buffer if result.fatal_ooms else None
         checks.append(
@@ -86,7 +89,14 @@ def check_expectations(expect: Expect, result: SimResult) -> list[Check]:
     return checks
 
 
-FIGURES = ("seconds_per_proof", "peak_host_rss")  # what a known miss may stand for
+# what a known miss may stand for
+FIGURES = ("seconds_per_proof", "peak_host_rss", "prove_seconds", "bench_seconds_per_proof")
+
+
+def _seconds_check(key: str, rng: tuple[str, str], got: float | None) -> Check:
+    lo, hi = (parse_duration(t) for t in rng)
+    text = "none completed" if got is None else f"{got:.1f} s"
+    return Check(key, f"[{lo:g}, {hi:g}] s", text, got is not None and lo <= got <= hi)
 
 
 def _known_miss(checks: list[Check], why: str) -> list[Check]:

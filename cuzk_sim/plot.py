@@ -110,8 +110,6 @@ def write_plot(result: SimResult, path: str, window: tuple[float, float] | None 
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
 
     window = window or tl.window
     end = result.sim_time_s if window is None else min(window[1], result.sim_time_s)
@@ -131,7 +129,35 @@ def write_plot(result: SimResult, path: str, window: tuple[float, float] | None 
     device_axes = dict(zip(devices, axes, strict=False))
     ax_host, ax_lanes = axes[len(devices)], axes[len(devices) + 1]
 
-    # --- VRAM per device, stacked by buffer (each bucket: its peak and its make-up) ---
+    layers, colours = _vram_panels(result, device_axes, end)
+    _host_panel(result, ax_host, end)
+    # --- markers: on the memory that failed, and on the worker's lane ---
+    panels = {f"gpu{d}": ax for d, ax in device_axes.items()}
+    panels.update(host=ax_host, lanes=ax_lanes)
+    for m in markers(result, lanes, window):
+        panels[m.panel].plot(m.t, m.y, **MARKERS[m.kind])
+    _lane_panel(result, lanes, ax_lanes, x0, end)
+    _legend_and_title(fig, result, devices, layers, colours)
+    height = sum(heights) + 1.2
+    fig.tight_layout(rect=(0, 0.8 / height, 1, 1 - 0.45 / height))  # legend and title room
+    from cuzk_sim.outputs import save_figure
+
+    try:
+        save_figure(fig, path, dpi=100)  # whole or not at all
+    finally:
+        plt.close(fig)
+
+
+def _vram_panels(
+    result: SimResult, device_axes: dict, end: float
+) -> tuple[list[str], dict[str, object]]:
+    """VRAM per device, stacked by buffer (each bucket: its peak and its make-up); the
+    layers drawn and their colours, for the legend."""
+    import matplotlib.pyplot as plt
+
+    tl = result.timeline
+    assert tl is not None
+    devices = list(device_axes)
     series = {d: tl.device_series(d, end) for d in devices}
     totals: dict[str, float] = {}
     for rows in series.values():
@@ -176,7 +202,13 @@ def write_plot(result: SimResult, path: str, window: tuple[float, float] | None 
         ax.set_ylabel(f"GPU {d}\nGiB", fontsize=8)
         ax.set_ylim(0, result.vram_total_bytes[d] / GIB * 1.08)
         ax.tick_params(labelsize=7)
-    # --- host RAM budget: reservations (synthesis, PCE) and pinned buffers ---
+    return layers, colours
+
+
+def _host_panel(result: SimResult, ax_host, end: float) -> None:
+    """The host RAM budget: reservations (synthesis, PCE) and pinned buffers."""
+    tl = result.timeline
+    assert tl is not None
     rows = tl.host.series(end)
     pinned = {t: b.peak for t, b in tl.pinned.series(end)}
     if rows:
@@ -189,12 +221,10 @@ def write_plot(result: SimResult, path: str, window: tuple[float, float] | None 
     ax_host.set_ylabel("host RAM\nGiB", fontsize=8)
     ax_host.set_ylim(0, result.host_budget_bytes / GIB * 1.08)
     ax_host.tick_params(labelsize=7)
-    # --- markers: on the memory that failed, and on the worker's lane ---
-    panels = {f"gpu{d}": ax for d, ax in device_axes.items()}
-    panels.update(host=ax_host, lanes=ax_lanes)
-    for m in markers(result, lanes, window):
-        panels[m.panel].plot(m.t, m.y, **MARKERS[m.kind])
-    # --- lanes: partitions, synthesis, mutex holds and waits (where recorded) ---
+
+
+def _lane_panel(result: SimResult, lanes: list[str], ax_lanes, x0: float, end: float) -> None:
+    """The lanes: partitions, synthesis, mutex holds and waits (where recorded)."""
     gap = max(end - x0, 1e-9) / LANE_PIXELS
     by_lane: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for s in result.spans:
@@ -222,7 +252,16 @@ def write_plot(result: SimResult, path: str, window: tuple[float, float] | None 
     ax_lanes.set_xlabel("simulated time (s)")
     span = end - x0 if end > x0 else 1.0
     ax_lanes.set_xlim(x0 - 0.005 * span, x0 + 1.015 * span)  # markers at the ends stay whole
-    # --- legends and title ---
+
+
+def _legend_and_title(
+    fig, result: SimResult, devices: list[int], layers: list[str], colours: dict[str, object]
+) -> None:
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    tl = result.timeline
+    assert tl is not None
     handles = [Patch(color=colours[n], label=n) for n in layers if n in colours]
     handles += [
         Patch(color="wheat", label="host: reserved"),
@@ -243,11 +282,3 @@ def write_plot(result: SimResult, path: str, window: tuple[float, float] | None 
         f"{width:.3g} s bucket), host RAM, worker lanes{note}",
         fontsize=10,
     )
-    height = sum(heights) + 1.2
-    fig.tight_layout(rect=(0, 0.8 / height, 1, 1 - 0.45 / height))  # legend and title room
-    from cuzk_sim.outputs import save_figure
-
-    try:
-        save_figure(fig, path, dpi=100)  # whole or not at all
-    finally:
-        plt.close(fig)

@@ -98,6 +98,12 @@ class SimResult:
     # the process's resident host memory at its peak (SRS, PCE, partitions by stage:
     # model/host_side.py), what RSS measures; peak_host_bytes is the budget's ledger
     peak_host_rss_bytes: int = 0
+    # cuzk-bench's "prove time": the mean over completed proofs of the seconds their
+    # partitions spent on GPU workers (cuzk's gpu_compute_ms); None: none completed
+    prove_seconds: float | None = None
+    # cuzk-bench `batch`'s throughput: (last completion - first submission) / completed,
+    # the pipeline's fill included (its `batch_elapsed / completed`); None: none completed
+    bench_seconds_per_proof: float | None = None
     peak_core_demand: float = 0.0  # most CPU threads asked for at once (0: never counted)
     # the setup phase before the first proof (not in s/proof): the seconds the process
     # spent page-locking its persistent host buffers (the proving key, pinned once)

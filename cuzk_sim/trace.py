@@ -64,31 +64,50 @@ def chrome_trace(
     args: dict[str, dict[str, Any]] | None = None,
     window: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
-    events: list[dict[str, Any]] = []
-    tids: dict[tuple[int, str], int] = {}
+    ev = _Events()
     args = args or {}
     lo, hi = window if window is not None else (float("-inf"), float("inf"))
+    for dev in sorted(result.vram_total_bytes):
+        ev.events.append(
+            {"ph": "M", "name": "process_name", "pid": dev, "args": {"name": f"GPU {dev}"}}
+        )
+    ev.events.append({"ph": "M", "name": "process_name", "pid": HOST_PID, "args": {"name": "host"}})
+    _span_events(ev, result, args, lo, hi)
+    if result.timeline is not None:  # decimated counters: one point per bucket, its peak
+        _bucket_counters(ev.events, result, lo, hi)
+    else:  # a full recording: every sample
+        _sample_counters(ev.events, result)
+    _oom_events(ev, result, lo, hi)
+    return {"traceEvents": ev.events, "displayTimeUnit": "ms", "otherData": _other_data(result)}
 
-    def tid(pid: int, track: str) -> int:
+
+class _Events:
+    """The trace's events, and a thread id per (process, track) named when first used."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.tids: dict[tuple[int, str], int] = {}
+
+    def tid(self, pid: int, track: str) -> int:
         key = (pid, track)
-        if key not in tids:
-            tids[key] = len(tids) + 1
-            events.append(
+        if key not in self.tids:
+            self.tids[key] = len(self.tids) + 1
+            self.events.append(
                 {
                     "ph": "M",
                     "name": "thread_name",
                     "pid": pid,
-                    "tid": tids[key],
+                    "tid": self.tids[key],
                     "args": {"name": track},
                 }
             )
-        return tids[key]
+        return self.tids[key]
 
-    for dev in sorted(result.vram_total_bytes):
-        events.append(
-            {"ph": "M", "name": "process_name", "pid": dev, "args": {"name": f"GPU {dev}"}}
-        )
-    events.append({"ph": "M", "name": "process_name", "pid": HOST_PID, "args": {"name": "host"}})
+
+def _span_events(
+    ev: _Events, result: SimResult, args: dict[str, dict[str, Any]], lo: float, hi: float
+) -> None:
+    """One complete event per span in the window, its partition (or proof) in its args."""
     # partition spans: where a worker's detail slice belongs (its own track's partition)
     partitions = _partition_of(result.spans)
     for s in result.spans:
@@ -108,110 +127,121 @@ def chrome_trace(
             if s.cat == "lock":
                 a["mutex"] = s.name.split(" ", 1)[-1]
             a.update(args.get(s.name, {}))
-        events.append(
+        ev.events.append(
             {
                 "ph": "X",
                 "name": s.name,
                 "cat": s.cat,
                 "pid": pid,
-                "tid": tid(pid, track),
+                "tid": ev.tid(pid, track),
                 "ts": s.start_s * US,
                 "dur": max(s.end_s - s.start_s, 0.0) * US,
                 "args": a,
             }
         )
+
+
+def _bucket_counters(events: list[dict[str, Any]], result: SimResult, lo: float, hi: float) -> None:
+    """VRAM (used and by buffer), host RAM and CPU threads: each bucket's peak."""
     tl = result.timeline
-    if tl is not None:  # decimated counters: one point per bucket, its peak
-        end = result.sim_time_s
-        for dev in sorted(tl.vram):
-            for t, b in tl.device_series(dev, end):
-                if lo <= t <= hi:
-                    events.append(
-                        {
-                            "ph": "C",
-                            "name": "VRAM used (GiB)",
-                            "pid": dev,
-                            "ts": t * US,
-                            "args": {"used": b.peak / GIB},
-                        }
-                    )
-                    parts = b.peak_parts or {}
-                    events.append(
-                        {
-                            "ph": "C",
-                            "name": "VRAM by buffer (GiB)",
-                            "pid": dev,
-                            "ts": t * US,
-                            "args": {k: v / GIB for k, v in sorted(parts.items())},
-                        }
-                    )
-        pinned = {t: b.peak for t, b in tl.pinned.series(end)}
-        for t, b in tl.host.series(end):
-            if lo <= t <= hi:
-                p = pinned.get(t, 0)
-                events.append(
-                    {
-                        "ph": "C",
-                        "name": "host RAM budget used (GiB)",
-                        "pid": HOST_PID,
-                        "ts": t * US,
-                        "args": {"reserved": (b.peak - p) / GIB, "pinned": p / GIB},
-                    }
-                )
-        for t, b in tl.cores.series(end):
+    assert tl is not None
+    end = result.sim_time_s
+    for dev in sorted(tl.vram):
+        for t, b in tl.device_series(dev, end):
             if lo <= t <= hi:
                 events.append(
                     {
                         "ph": "C",
-                        "name": "CPU threads asked for",
-                        "pid": HOST_PID,
+                        "name": "VRAM used (GiB)",
+                        "pid": dev,
                         "ts": t * US,
-                        "args": {"threads": b.peak},
+                        "args": {"used": b.peak / GIB},
                     }
                 )
-    else:  # a full recording: every sample
-        for t, dev, used in result.vram_samples:
-            events.append(
-                {
-                    "ph": "C",
-                    "name": "VRAM used (GiB)",
-                    "pid": dev,
-                    "ts": t * US,
-                    "args": {"used": used / GIB},
-                }
-            )
-        for t, used, pinned_b in result.host_samples:
+                parts = b.peak_parts or {}
+                events.append(
+                    {
+                        "ph": "C",
+                        "name": "VRAM by buffer (GiB)",
+                        "pid": dev,
+                        "ts": t * US,
+                        "args": {k: v / GIB for k, v in sorted(parts.items())},
+                    }
+                )
+    pinned = {t: b.peak for t, b in tl.pinned.series(end)}
+    for t, b in tl.host.series(end):
+        if lo <= t <= hi:
+            p = pinned.get(t, 0)
             events.append(
                 {
                     "ph": "C",
                     "name": "host RAM budget used (GiB)",
                     "pid": HOST_PID,
                     "ts": t * US,
-                    "args": {"reserved": (used - pinned_b) / GIB, "pinned": pinned_b / GIB},
+                    "args": {"reserved": (b.peak - p) / GIB, "pinned": p / GIB},
                 }
             )
-        for t, threads in result.core_samples:
+    for t, b in tl.cores.series(end):
+        if lo <= t <= hi:
             events.append(
                 {
                     "ph": "C",
                     "name": "CPU threads asked for",
                     "pid": HOST_PID,
                     "ts": t * US,
-                    "args": {"threads": threads},
+                    "args": {"threads": b.peak},
                 }
             )
+
+
+def _sample_counters(events: list[dict[str, Any]], result: SimResult) -> None:
+    """VRAM, host RAM and CPU threads: every sample of a full recording."""
+    for t, dev, used in result.vram_samples:
+        events.append(
+            {
+                "ph": "C",
+                "name": "VRAM used (GiB)",
+                "pid": dev,
+                "ts": t * US,
+                "args": {"used": used / GIB},
+            }
+        )
+    for t, used, pinned_b in result.host_samples:
+        events.append(
+            {
+                "ph": "C",
+                "name": "host RAM budget used (GiB)",
+                "pid": HOST_PID,
+                "ts": t * US,
+                "args": {"reserved": (used - pinned_b) / GIB, "pinned": pinned_b / GIB},
+            }
+        )
+    for t, threads in result.core_samples:
+        events.append(
+            {
+                "ph": "C",
+                "name": "CPU threads asked for",
+                "pid": HOST_PID,
+                "ts": t * US,
+                "args": {"threads": threads},
+            }
+        )
+
+
+def _oom_events(ev: _Events, result: SimResult, lo: float, hi: float) -> None:
+    """An instant event per OOM, fallback or skip, on its worker's track."""
     for e in result.oom_events:
         if not lo <= e.time_s <= hi:
             continue
         pid = HOST_PID if e.where == "host" else e.device
         what = "OOM" if e.fatal else "skip" if e.reason.startswith("skip") else "fallback"
-        events.append(
+        ev.events.append(
             {
                 "ph": "i",
                 "s": "g",
                 "name": f"{what} {e.buffer}",
                 "pid": pid,
-                "tid": tid(pid, e.worker),
+                "tid": ev.tid(pid, e.worker),
                 "ts": e.time_s * US,
                 "args": {
                     "partition": e.partition,
@@ -222,6 +252,11 @@ def chrome_trace(
                 },
             }
         )
+
+
+def _other_data(result: SimResult) -> dict[str, Any]:
+    """The trace's otherData: scenario, seed, device, and notes on what it leaves out."""
+    tl = result.timeline
     other: dict[str, Any] = {"scenario": result.scenario, "seed": result.seed}
     if result.device is not None:  # gpu-run: real, or a dry run whose times are the host's
         other["device"] = result.device
@@ -236,7 +271,7 @@ def chrome_trace(
             "kernel/copy/lock slices stop at detail_until_s (the span budget); "
             "use --trace-window START..END for detail elsewhere"
         )
-    return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}
+    return other
 
 
 def write_chrome_trace(

@@ -17,8 +17,8 @@ MAX_BLOCKS = 132 * 64  # enough resident blocks for every SM of an H200
 
 
 def defines() -> tuple[str, ...]:
-    """Compile-time switches from $CUZK_KERNEL_DEFINES (e.g. "FIELD_MUL_INLINE=0"), for
-    benchmarking kernel variants in one process."""
+    """Compile-time switches from $CUZK_KERNEL_DEFINES (the field product's baseline,
+    "FIELD_MUL_WIDE=0"), for benchmarking it beside the default in one process."""
     return tuple(f"-D{d}" for d in os.environ.get("CUZK_KERNEL_DEFINES", "").split() if d)
 
 

@@ -2,34 +2,31 @@
 
 Scalars are standard-form Fr limbs (n, 8); points affine Montgomery limbs. Every scratch
 buffer is allocated through the `Device` with the stage's name, so the plan shows them.
-Two algorithms, selectable (`algo`), so benchmarks run them side by side:
-- `signed` (default, kernels/msm_signed.cu): signed digits (2^(c-1) buckets per window),
-  counting sort, balanced accumulation (every thread adds the same number of sorted
-  points, pieces of buckets that cross threads summed after), segmented reduction, tree,
-  Horner over the windows (on the host by default, gpu/msm_tail.py; $CUZK_MSM_TAIL=device
-  runs the one-thread kernel); optionally over precomputed bases 2^(w c) P_i (`table`), which
-  leaves one bucket set and no doublings (its sum copied to the result on the device:
-  ONE_SET_ON_DEVICE). With ACC_AFFINE=1 in $CUZK_KERNEL_DEFINES (off by
-  default) the accumulation's first level adds affine points in batches sharing one
-  inversion (kernels/msm_affine.cuh): fewer, longer thread ranges (AFFINE_THREADS) and a
-  scratch buffer `<stage>.affine_batch` (AFFINE_LAUNCH threads x AFFINE_BATCH points).
-- `unsigned` (kernels/msm.cu): unsigned digits, one thread per bucket.
+Two algorithms (`algo`; the prover's ProverFlags.msm_algo):
+- `signed` (the default, kernels/msm_signed.cu): signed digits (2^(c-1) buckets per
+  window), counting sort, balanced accumulation (every thread adds the same number of
+  sorted points, pieces of buckets that cross threads summed after), segmented reduction,
+  tree, Horner over the windows on the host (gpu/msm_tail.py); optionally over precomputed
+  bases 2^(w c) P_i (`table`), which leaves one bucket set and no doublings (its sum
+  copied to the result on the device).
+- `unsigned` (kernels/msm.cu): unsigned digits, one thread per bucket: the MSM family's
+  baseline, kept for side-by-side benchmarks (benchmarks/gpu_bench.py column `unsigned`).
+The variants measured against these and retired (issue 29: the device Horner
+$CUZK_MSM_TAIL=device, the one-set sum through the host, the affine batch accumulation
+ACC_AFFINE=1, $CUZK_MSM_ALGO) are in docs/benchmarks.md and its history.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
 from .device import Buffer, Device
-from .flags import MSM_ALGOS, MsmAlgo
+from .flags import MsmAlgo
 
 Group = Literal["g1", "g2"]
-MsmTail = Literal["host", "device"]
-MSM_TAILS = ("host", "device")
 SIGNED_BITS = 256  # 255-bit scalars plus the carry of the signed recoding
 MAX_ACC_THREADS = 1 << 18  # accumulation threads (bounds the slots buffer at any size)
 MIN_ACC_CHUNK = 32  # sorted points per accumulation thread, at least
@@ -41,30 +38,6 @@ SEGMENT_LEN = 16  # buckets per thread in the bucket reduction
 # dependent additions (15 for one set of 2^19 buckets), one per level, not 5 levels x 7 at 8:
 # the few threads of the last levels leave the GPU idle, so each addition costs its latency
 TREE_FAN_IN = 2
-# one bucket set (precomputed bases): the tree's sum is the result, copied on the device;
-# False runs the host tail as for several sets (window sums to the host, Horner, back)
-ONE_SET_ON_DEVICE = True
-AFFINE_BATCH = 256  # sorted entries per affine batch (ACC_AFFINE=1): the pairs of a pass
-# accumulation threads with ACC_AFFINE=1: one wave of the H200 at 255 registers (132 SMs x 256),
-# so ranges are entries / 2^15 (>= MIN_ACC_CHUNK): 512 at 2^20 points (two batches), 144 at
-# 2^18 -- long ranges amortise the inversions, a full wave hides the latency
-AFFINE_THREADS = 1 << 15
-AFFINE_LAUNCH = 1 << 15  # launched threads (grid-stride): bounds the scratch at any size
-# a pass runs while it has this many pairs: its inversion (divsteps: ~38 k SASS instructions,
-# ~65 products' worth) must cost less than the Jacobian additions it saves (G1 11 - 6
-# products per pair, G2 33 - 18)
-AFFINE_MIN_PAIRS = {"g1": 16, "g2": 6}
-
-
-def affine_accumulation() -> bool:
-    """Whether $CUZK_KERNEL_DEFINES turns on the affine batch accumulation (ACC_AFFINE=1;
-    the last setting wins, as on a compiler's command line). Off by default."""
-    on = False
-    for d in os.environ.get("CUZK_KERNEL_DEFINES", "").split():
-        name, _, value = d.partition("=")
-        if name == "ACC_AFFINE":
-            on = value.strip() != "0" if value else True
-    return on
 
 
 @dataclass(frozen=True)
@@ -111,8 +84,7 @@ class MsmShape:
 class SignedShape:
     """Layout of one signed-digit MSM of n points: windows of c bits (windows c >= 256),
     `sets` bucket sets of 2^(c-1) buckets (one per window; one in all with precomputed
-    bases), accumulation in `acc_threads` threads of `acc_chunk` sorted points each
-    (`affine`: the affine batch accumulation, longer ranges, None = `affine_accumulation()`)."""
+    bases), accumulation in `acc_threads` threads of `acc_chunk` sorted points each."""
 
     group: Group
     n: int
@@ -121,13 +93,9 @@ class SignedShape:
     precomputed: bool
     acc_chunk: int
     acc_threads: int
-    affine: bool = False
 
     @classmethod
-    def of(
-        cls, group: Group, n: int, precomputed: bool = False, affine: bool | None = None
-    ) -> SignedShape:
-        affine = affine_accumulation() if affine is None else affine
+    def of(cls, group: Group, n: int, precomputed: bool = False) -> SignedShape:
         bits = n.bit_length()
         # one bucket set (precomputed): wider windows cost 2^(c-1) buckets once, not per
         # window; c = ceil(log2 n) up to 20 (2^20 - 1 points too: 13 tables, not 14 at c = 19)
@@ -136,23 +104,8 @@ class SignedShape:
         if precomputed and n * windows >= 1 << 31:
             raise ValueError(f"precomputed MSM of {n} points x {windows} tables: index > 2^31")
         entries = max(1, n * windows)
-        if affine:
-            chunk = max(MIN_ACC_CHUNK, -(-entries // AFFINE_THREADS))
-        else:
-            chunk = max(MIN_ACC_CHUNK, -(-entries // MAX_ACC_THREADS))
-        return cls(group, n, c, windows, precomputed, chunk, -(-entries // chunk), affine)
-
-    @property
-    def affine_launch(self) -> int:
-        """Threads launched for the affine accumulation (whole blocks of 128; each has its
-        scratch, and loops over the ranges of acc_threads)."""
-        return min(AFFINE_LAUNCH, -(-self.acc_threads // 128) * 128)
-
-    def affine_scratch_words(self) -> int:
-        """u32 words of one launched thread's scratch: AFFINE_BATCH affine points, then the
-        prefix products of a pass (AFFINE_BATCH / 2 field elements)."""
-        w = POINT_WORDS[self.group] // 2
-        return AFFINE_BATCH * 2 * w + AFFINE_BATCH // 2 * w
+        chunk = max(MIN_ACC_CHUNK, -(-entries // MAX_ACC_THREADS))
+        return cls(group, n, c, windows, precomputed, chunk, -(-entries // chunk))
 
     @property
     def sets(self) -> int:
@@ -213,11 +166,7 @@ class SignedShape:
             "tree": 4 * self.sets * max(1, self.segments // TREE_FAN_IN) * jw,
             "windows": 4 * self.sets * jw,
             "result": 4 * jw,  # Jacobian; jacobian_to_affine on the host
-        } | (
-            {"affine_batch": 4 * self.affine_launch * self.affine_scratch_words()}
-            if self.affine
-            else {}
-        )
+        }
 
 
 @dataclass(frozen=True)
@@ -265,23 +214,6 @@ def jacobian_to_affine(group: Group, words: np.ndarray) -> np.ndarray:
     return ints_to_limbs([c * FQ_MONT % Q for c in coords], 12).reshape(-1)
 
 
-def default_algo() -> MsmAlgo:
-    """$CUZK_MSM_ALGO (signed | unsigned), default signed."""
-    algo = os.environ.get("CUZK_MSM_ALGO", "signed")
-    if algo not in MSM_ALGOS:
-        raise ValueError(f"CUZK_MSM_ALGO must be one of {MSM_ALGOS}, got {algo!r}")
-    return algo  # type: ignore[return-value]
-
-
-def default_tail() -> MsmTail:
-    """$CUZK_MSM_TAIL (host | device), default host: where the signed MSM's Horner over the
-    window sums runs (gpu/msm_tail.py, or the one-thread `combine` kernel)."""
-    tail = os.environ.get("CUZK_MSM_TAIL", "host")
-    if tail not in MSM_TAILS:
-        raise ValueError(f"CUZK_MSM_TAIL must be one of {MSM_TAILS}, got {tail!r}")
-    return tail  # type: ignore[return-value]
-
-
 def msm(
     dev: Device,
     stage: str,
@@ -291,18 +223,18 @@ def msm(
     n: int,
     scalar_offset_words: int = 0,
     phase_ms: dict[str, float] | None = None,
-    algo: MsmAlgo | None = None,
+    algo: MsmAlgo = "signed",
     table: Buffer | None = None,
     defer: bool = False,
 ) -> np.ndarray | WindowSums | None:
     """sum_{i<n} s_i P_i as affine Montgomery limbs (host array; None in dry-run).
     phase_ms: if given, CUDA-event milliseconds of each phase are added to it (benchmarks).
-    algo: None = `default_algo()`. table: precomputed bases of `points` (`precompute_table`;
-    signed only). defer (signed, host tail): return the window sums (`WindowSums`, whose
-    `point()` is the result) instead of running the Horner here, so that the caller can run
-    it elsewhere -- the pipeline runs it in the assembler process, outside the GPU section
-    and off the worker threads (no Python arithmetic holding the GIL beside the launches)."""
-    algo = algo or default_algo()
+    algo: "signed", or the baseline "unsigned" (module docstring). table: precomputed bases
+    of `points` (`precompute_table`; signed only). defer (signed): return the window sums
+    (`WindowSums`, whose `point()` is the result) instead of running the Horner here, so
+    that the caller can run it elsewhere -- the pipeline runs it in the assembler process,
+    outside the GPU section and off the worker threads (no Python arithmetic holding the GIL
+    beside the launches)."""
     if algo == "signed":
         return _msm_signed(
             dev, stage, group, points, scalars, n, scalar_offset_words, phase_ms, table, defer
@@ -388,7 +320,7 @@ def _signed_sort(
 def _signed_accumulate(
     group: Group, shape: SignedShape, bufs: dict[str, Buffer], base: Any
 ) -> None:
-    """The signed MSM's bucket accumulation: balanced (or affine-batched) first level, the
+    """The signed MSM's bucket accumulation: the balanced first level, the
     levels that sum the pieces of buckets crossing threads, the empty buckets zeroed."""
     from .module import launch
 
@@ -398,19 +330,7 @@ def _signed_accumulate(
     keys = [bufs["slot_keys"].array, bufs["slot_keys2"].array]
     acc_args = (base, bufs["order"].array, starts, np.int64(nb), np.int64(shape.acc_chunk))
     acc_args += (bufs["buckets"].array, slots[0], keys[0], np.int64(shape.acc_threads))
-    if shape.affine:
-        batch = (np.int32(AFFINE_BATCH), np.int32(AFFINE_MIN_PAIRS[group]))
-        launch(
-            f,
-            f"{group}_acc_affine",
-            shape.affine_launch,
-            *acc_args,
-            bufs["affine_batch"].array,
-            *batch,
-            threads=128,
-        )
-    else:
-        launch(f, f"{group}_acc_balanced", shape.acc_threads, *acc_args, threads=128)
+    launch(f, f"{group}_acc_balanced", shape.acc_threads, *acc_args, threads=128)
     for level in range(shape.levels()):  # ping-pong slots <-> slots2
         n_in = shape.level_slots(level)
         threads = -(-n_in // LEVEL_FAN_IN)
@@ -452,8 +372,6 @@ def _msm_signed(
     stay sized for n. `planned`: the kernel size the plan prices (default n)."""
     shape = SignedShape.of(group, n, precomputed=table is not None)
     bufs = {k: dev.alloc(f"{stage}.{k}", v) for k, v in shape.scratch().items()}
-    tail = default_tail()
-    defer = defer and (tail == "host" or select is not None)
 
     def run() -> None:
         from .module import launch
@@ -488,24 +406,13 @@ def _msm_signed(
         )
         mark("bucket_reduce")
         _tree(group, bufs, shape.sets, shape.segments, "sum_groups")
-        if shape.sets == 1 and ONE_SET_ON_DEVICE and not defer:  # no Horner: no host trip
+        if shape.sets == 1 and not defer:  # one set: its sum is the result, no host trip
             bufs["result"].array[:] = bufs["windows"].array[: bufs["result"].array.size]
-        elif tail == "host" and not defer:  # same result in the same buffer: same plan
+        elif not defer:  # same result in the same buffer: same plan
             from .msm_tail import horner
 
             window_sums = bufs["windows"].array.get()
             bufs["result"].array.set(horner(group, window_sums, shape.c))
-        elif tail == "device":
-            launch(
-                f,
-                f"{group}_combine",
-                1,
-                bufs["windows"].array,
-                bufs["result"].array,
-                g,
-                c,
-                threads=32,
-            )
         mark("tree_horner")
         mark.collect()
 

@@ -22,30 +22,17 @@ from cuzk_sim.reference.field import R
 
 from .encoding import fr_to_mont_limbs
 
-BLOCK_LOG = 10  # most stages per fr_ntt_group launch (must match kernels/ntt.cu)
+BLOCK_LOG = 10  # most stages per fr_ntt_group_tw launch
 PASS_LOG = 9  # most stages per fr_ntt_pass launch (2^k elements + 2^k twiddles <= 48 KiB)
-REG_LOG = 8  # most stages per fr_ntt_reg8 launch: one warp of 32 threads x 8 elements
 BITREV_TILE_LOG = 8  # fr_bitrev_tiled swaps tiles of 2^4 x 2^4 elements (log n >= 8)
 FR_BYTES = 32
-# stage-group kernels (kernels/ntt.cu), in this order: fr_ntt_pass (the default: a block's
-# twiddles up front, from the per-pass table before the last pass, the product inlined; 5.84
-# against 9.32 ms at 2^24 on the H200, docs/benchmarks.md "NTT passes"); fr_ntt_pass_c2
-# (fr_ntt_pass with two adjacent groups per block in the passes after the first: 64-byte
-# runs instead of lone 32-byte elements at a stride; opt-in, measured 6.00 ms); fr_ntt_group_tw
-# (twiddles per block in shared memory and one __syncthreads per stage: the default until
-# fr_ntt_pass); fr_ntt_reg8 (butterflies in registers, rounds of 3 stages between
-# shared-memory exchanges, one warp per block; opt-in: 9.08 against 9.17 ms at 2^24 on the
-# H200, e4c4b26, docs/benchmarks.md); fr_ntt_group (one two-table twiddle product per
-# butterfly: the earlier kernel, kept for benchmarks); fr_ntt_group_x2 (fr_ntt_group_tw with
-# two butterflies per thread and the product inlined)
-NTT_KERNELS = (
-    "fr_ntt_pass",
-    "fr_ntt_pass_c2",
-    "fr_ntt_group_tw",
-    "fr_ntt_reg8",
-    "fr_ntt_group",
-    "fr_ntt_group_x2",
-)
+# stage-group kernels (kernels/ntt.cu): fr_ntt_pass (the default: a block's twiddles up
+# front, from the per-pass table before the last pass, the product inlined; 5.84 against
+# 9.32 ms at 2^24 on the H200, docs/benchmarks.md) and fr_ntt_group_tw (twiddles per block
+# in shared memory and one __syncthreads per stage: the default until fr_ntt_pass, the NTT
+# family's baseline, kept for side-by-side benchmarks). The others (fr_ntt_pass_c2,
+# fr_ntt_reg8, fr_ntt_group, fr_ntt_group_x2) were measured slower and retired (issue 29).
+NTT_KERNELS = ("fr_ntt_pass", "fr_ntt_group_tw")
 
 
 def default_kernel() -> str:
@@ -232,48 +219,26 @@ def ntt_launches(
     """The launches of a transform with root table `which` (0: w, 1: w^-1), in order, each
     (label, launch): the bit reversal, then one stage-group kernel per group of stages
     (gpu_bench.py times them one by one). `pre` scales the input (a_j by its own index j),
-    `post` the output: `pre` goes into the bit reversal (fr_bitrev_tiled, or
-    fr_bitrev_scale for fr_ntt_reg8 below 2^8); `post` into fr_ntt_reg8's last launch; the
-    other kernels run what is left as passes of their own (fr_scale, fr_coset_scale). `bitrev`:
+    `post` the output: `pre` goes into the bit reversal (fr_bitrev_tiled, from 2^8 up);
+    what is left runs as passes of their own (fr_scale, fr_coset_scale). `bitrev`:
     "tiled" (fr_bitrev_tiled, from 2^8 up; the default) or "scatter" (fr_bitrev, one
     swap per thread: the bit reversal of commit 43bbd30)."""
-    from .module import kernel, launch
-
     name = kernel_name or default_kernel()
-    log_n, n = t.log_n, 1 << t.log_n
-    hi, lo = t.views[which]
-    lo_bits = np.int32(t.lo_bits)
+    if name not in NTT_KERNELS:
+        raise ValueError(f"NTT kernel must be one of {NTT_KERNELS}, got {name!r}")
+    log_n = t.log_n
     if log_n == 0:  # n = 1: the transform and every factor (1/n, g^0) are the identity
         return []
-    tiled = log_n >= BITREV_TILE_LOG and bitrev != "scatter"
-    if name != "fr_ntt_reg8":
-        if tiled:
-            out = [_bitrev_tiled(a, t, pre)]
-        else:
-            out = [] if pre is None else [("scale", _scale_launch(a, t, pre))]
-            out.append(_bitrev(a, log_n))
-        if name in ("fr_ntt_pass", "fr_ntt_pass_c2"):
-            out += _pass_launches(a, t, which, columns=name == "fr_ntt_pass_c2")
-        else:
-            out += _group_launches(a, t, which, name)
-        return out + ([] if post is None else [("scale", _scale_launch(a, t, post))])
-    if tiled:
+    if log_n >= BITREV_TILE_LOG and bitrev != "scatter":
         out = [_bitrev_tiled(a, t, pre)]
-    elif pre is None:
-        out = [_bitrev(a, log_n)]
     else:
-        p_hi, p_lo, p_c, p_mode = _scale_args(t, pre)
-        rev_args = (a, np.int64(n), np.int32(log_n), p_hi, p_lo, lo_bits, p_c, p_mode)
-        out = [("fr_bitrev_scale", lambda: launch("ntt.cu", "fr_bitrev_scale", n, *rev_args))]
-    post_args = _scale_args(t, post)
-    for st, k in reg_stage_groups(log_n):
-        el = min(3, k)
-        per_block = (32 << el) >> k  # groups of 2^k elements per warp
-        grid = -(-(n >> k) // per_block)
-        args = (a, hi, lo, lo_bits, np.int32(log_n), np.int32(st), np.int32(k), *post_args)
-        fn = kernel("ntt.cu", f"fr_ntt_reg{1 << el}")
-        out.append((f"{name}[{st}:{st + k}]", lambda fn=fn, g=grid, x=args: fn((g,), (32,), x)))
-    return out
+        out = [] if pre is None else [("scale", _scale_launch(a, t, pre))]
+        out.append(_bitrev(a, log_n))
+    if name == "fr_ntt_pass":
+        out += _pass_launches(a, t, which)
+    else:
+        out += _group_launches(a, t, which, name)
+    return out + ([] if post is None else [("scale", _scale_launch(a, t, post))])
 
 
 def _bitrev_tiled(a: object, t: DeviceTables, pre: Scale | None) -> tuple[str, Callable[[], None]]:
@@ -294,12 +259,10 @@ def _bitrev(a: object, log_n: int) -> tuple[str, Callable[[], None]]:
     return ("fr_bitrev", lambda: launch("ntt.cu", "fr_bitrev", n, a, np.int64(n), np.int32(log_n)))
 
 
-def _pass_launches(
-    a: object, t: DeviceTables, which: int, columns: bool = False
-) -> list[tuple[str, Callable[[], None]]]:
-    """fr_ntt_pass's launches: one per pass_groups entry, 2^(k-1+cl) threads, 2 2^(k+cl)
-    elements of dynamic shared memory (a block's elements and twiddle slots); cl = 1 (two
-    adjacent groups per block) for `columns` where st >= 1 and the block fits 48 KiB."""
+def _pass_launches(a: object, t: DeviceTables, which: int) -> list[tuple[str, Callable[[], None]]]:
+    """fr_ntt_pass's launches: one per pass_groups entry, 2^(k-1) threads, 2 2^k elements of
+    dynamic shared memory (a block's elements and twiddle slots); the kernel's column count
+    cl is 0 (1, two adjacent groups per block, was fr_ntt_pass_c2: retired)."""
     from .module import kernel
 
     log_n, n = t.log_n, 1 << t.log_n
@@ -308,14 +271,13 @@ def _pass_launches(
     pl = np.int32(pass_log(log_n))
     out = []
     for st, k in pass_groups(log_n):
-        cl = 1 if columns and st >= 1 and k <= 8 else 0
         args = (a, hi, lo, np.int32(t.lo_bits), np.int32(log_n), np.int32(st), np.int32(k))
-        args += (t.passes[which], pl, np.int32(cl))
-        shared = 2 * (1 << (k + cl)) * FR_BYTES
+        args += (t.passes[which], pl, np.int32(0))  # cl = 0
+        shared = 2 * (1 << k) * FR_BYTES
         out.append(
             (
-                f"fr_ntt_pass{'_c2' if cl else ''}[{st}:{st + k}]",
-                lambda g=n >> (k + cl), th=1 << (k - 1 + cl), x=args, sh=shared: fn(
+                f"fr_ntt_pass[{st}:{st + k}]",
+                lambda g=n >> k, th=1 << (k - 1), x=args, sh=shared: fn(
                     (g,), (th,), x, shared_mem=sh
                 ),
             )
@@ -326,7 +288,7 @@ def _pass_launches(
 def _group_launches(
     a: object, t: DeviceTables, which: int, name: str
 ) -> list[tuple[str, Callable[[], None]]]:
-    """The stage groups of fr_ntt_group_tw / fr_ntt_group / _x2."""
+    """The stage groups of fr_ntt_group_tw."""
     from .module import kernel
 
     log_n, n = t.log_n, 1 << t.log_n
@@ -334,14 +296,13 @@ def _group_launches(
     lo_bits = np.int32(t.lo_bits)
     out = []
     for st, k in stage_groups(log_n):
-        group_kernel = "fr_ntt_group_tw" if name == "fr_ntt_group_x2" and k < 2 else name
-        shared = 0 if group_kernel == "fr_ntt_group" else 3 * (1 << (k - 1)) * FR_BYTES
-        threads = 1 << (k - 2) if group_kernel == "fr_ntt_group_x2" else 1 << (k - 1)
-        fn = kernel("ntt.cu", group_kernel)
+        shared = 3 * (1 << (k - 1)) * FR_BYTES
+        threads = 1 << (k - 1)
+        fn = kernel("ntt.cu", name)
         args = (a, hi, lo, lo_bits, np.int32(log_n), np.int32(st), np.int32(k))
         out.append(
             (
-                f"{group_kernel}[{st}:{st + k}]",
+                f"{name}[{st}:{st + k}]",
                 lambda fn=fn, g=n >> k, th=threads, x=args, sh=shared: fn(
                     (g,), (th,), x, shared_mem=sh
                 ),
@@ -372,21 +333,6 @@ def stage_groups(log_n: int, most: int = BLOCK_LOG) -> list[tuple[int, int]]:
         k = (log_n - st) // (groups - g)
         out.append((st, k))
         st += k
-    return out
-
-
-def reg_stage_groups(log_n: int) -> list[tuple[int, int]]:
-    """fr_ntt_reg8's launches: ceil(log_n / 8) near-equal groups (2^24: 8, 8, 8)."""
-    return stage_groups(log_n, REG_LOG)
-
-
-def reg_rounds(k: int, el: int) -> list[tuple[int, int]]:
-    """(first local stage, stage count) of each register round of a k-stage group with 2^el
-    elements per thread: rounds of el stages, the last one shorter (kernels/ntt.cu)."""
-    out, s0 = [], 0
-    while s0 < k:
-        out.append((s0, min(el, k - s0)))
-        s0 += el
     return out
 
 

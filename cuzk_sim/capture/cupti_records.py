@@ -220,6 +220,36 @@ def _markers(rs: _Records) -> list[RangeEvent]:
     return out
 
 
+def reconcile(memory: list[MemEvent]) -> tuple[list[MemEvent], list[str]]:
+    """CUPTI records from the process's first CUDA call, so a free of an address no
+    recorded allocation returned is a record CUPTI made for memory the program did not
+    allocate (a pool's own release, say), not a late start: it is dropped; an address
+    allocated again while live had its free unrecorded: the old buffer is freed there.
+    Both are counted in the notes (Trace.check then holds what is left)."""
+    live: dict[tuple[int, int, str, int], MemEvent] = {}
+    kept: list[MemEvent] = []
+    unmatched = implicit = 0
+    for e in sorted(memory, key=lambda e: e.t_ns):
+        key = (e.pid, -1 if e.memory == "host_pinned" else e.device, e.memory, e.address)
+        if e.op == "alloc":
+            old = live.pop(key, None)
+            if old is not None:
+                implicit += 1
+                kept.append(MemEvent(e.t_ns, e.pid, e.device, "free", e.address, old.bytes,
+                                     old.memory, "", old.allocator, e.stream))  # fmt: skip
+            live[key] = e
+        elif live.pop(key, None) is None:
+            unmatched += 1
+            continue
+        kept.append(e)
+    notes = []
+    if unmatched:
+        notes.append(f"{unmatched} frees of memory no recorded allocation returned: dropped")
+    if implicit:
+        notes.append(f"{implicit} addresses allocated again with no recorded free: freed there")
+    return kept, notes
+
+
 def records_to_trace(
     records: list[dict[str, Any]],
     pid: int,
@@ -228,9 +258,9 @@ def records_to_trace(
 ) -> Trace:
     """The trace of one process's activity records (module docstring)."""
     rs = _Records(records, pid, source)
-    memory = _memory(rs)
+    memory, reconciled = reconcile(_memory(rs))
     kernels, copies, memsets = _work(rs)
-    missing = []
+    missing = list(reconciled)
     if not rs.get("MEMORY2"):
         missing.append("no MEMORY2 records: no allocations recorded")
     if not rs.get("CONTEXT"):

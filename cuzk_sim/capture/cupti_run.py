@@ -1,18 +1,24 @@
-"""`cuzk-sim capture -- CMD ARGS`: run a Python program under CUPTI, read what its
-processes recorded, and return one trace.
+"""`cuzk-sim capture -- CMD ARGS`: run a CUDA program under CUPTI, read what its
+processes recorded, and return one trace. Two recorders write the same records:
 
-How: a temporary folder holds a `sitecustomize.py` that starts the recorder
-(capture/cupti_child.py) in every Python process that finds it first on PYTHONPATH —
-the program and any Python children it spawns — before their code runs, so CUPTI's
-activity kinds are on before a CUDA context exists. Each process writes
-`trace-<pid>.json` into the folder at exit; `read_folder` turns them into the trace
-model (capture/cupti_records.py). NVTX ranges reach CUPTI only through its NVTX
-injection: NVTX_INJECTION64_PATH is set to the libcupti of the `nvidia-cuda-cupti` wheel
-when the caller has not set it.
+- `injection` (any program: C++, Rust, Go, Python): the library of
+  capture/inject/cuzk_capture.c, built at first use (capture/inject_build.py), named in
+  CUDA_INJECTION64_PATH; the CUDA driver loads it into every process of the program
+  that initializes CUDA;
+- `cupti-python` (Python programs, with NVIDIA's cupti-python installed): a temporary
+  `sitecustomize.py` starts the recorder (capture/cupti_child.py) in every Python
+  process that finds it first on PYTHONPATH, before the program's code runs.
 
-The command refuses, in one line, what cannot work: no command, a program that is not
-Python (a CUDA_INJECTION64_PATH library for those is not built yet: profile them with
-`nsys` and use `import-nsys`), no cupti-python, no NVIDIA driver or no CUDA device.
+`auto` takes cupti-python for a Python program when it is installed, else the injection
+library. Each process writes `trace-<pid>.json` into a temporary folder at exit;
+`read_folder` turns them into the trace model (capture/cupti_records.py), the context's
+size from the library's cuMemGetInfo samples (capture/context_size.py). NVTX ranges
+reach CUPTI through its NVTX injection: NVTX_INJECTION64_PATH is set to the libcupti
+used when the caller has not set it.
+
+The command refuses, in one line, what cannot work: no command, no cupti-python (when
+asked for), no compiler or CUPTI to build the library, no NVIDIA driver or no CUDA
+device, a program that exits with an error.
 """
 
 from __future__ import annotations
@@ -20,14 +26,14 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import importlib.util
-import json
 import os
 import re
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
 
-from cuzk_sim.capture.cupti_records import merge, records_to_trace
+from cuzk_sim.capture.recorder_files import read_folder
 from cuzk_sim.capture.trace import Trace
 from cuzk_sim.input_errors import InputError
 
@@ -44,22 +50,37 @@ if os.environ.get("CUZK_SIM_CAPTURE_DIR"):
 
         print(f"cuzk-sim capture: not recording pid {os.getpid()}: {e}", file=sys.stderr)
 '''
-MAX_TRACE_FILE = 2 << 30  # bytes of one process's records
+STOPPED = (-signal.SIGINT, -signal.SIGTERM, 128 + signal.SIGINT, 128 + signal.SIGTERM)
+RECORDERS = ("auto", "injection", "cupti-python")
 
 
 def check_command(cmd: list[str]) -> None:
     if not cmd:
         raise InputError(
             "capture: give the program after --, e.g. cuzk-sim capture -o plan.json -- "
-            "python3 prog.py"
+            "./prover ARGS"
         )
+
+
+def is_python(cmd: list[str]) -> bool:
     exe = Path(cmd[0]).name
-    if not (re.fullmatch(r"python[0-9.]*", exe) or exe.endswith(".py")):
+    return bool(re.fullmatch(r"python[0-9.]*", exe) or exe.endswith(".py"))
+
+
+def choose_recorder(cmd: list[str], via: str) -> str:
+    """`injection` or `cupti-python` for `via` (auto: cupti-python for a Python program
+    when it is installed, else the injection library)."""
+    if via not in RECORDERS:
+        raise InputError(f"capture: --via {via!r}: expected one of {', '.join(RECORDERS)}")
+    if via == "cupti-python" and not is_python(cmd):
         raise InputError(
-            f"capture: {cmd[0]} is not a Python program; capture runs Python programs "
-            "(the injection library for others is not built yet): profile it with nsys "
-            "and use cuzk-sim import-nsys (docs/capture.md)"
+            f"capture: {cmd[0]} is not a Python program; --via cupti-python records Python "
+            "programs only (use --via injection)"
         )
+    if via == "auto":
+        found = importlib.util.find_spec("cupti") is not None
+        return "cupti-python" if is_python(cmd) and found else "injection"
+    return via
 
 
 def check_cupti() -> None:
@@ -101,44 +122,67 @@ def child_env(folder: str) -> dict[str, str]:
     path = [folder, root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "CUZK_SIM_CAPTURE_DIR": folder}
     lib = _libcupti()
-    if lib is not None and "NVTX_INJECTION64_PATH" not in env:
+    if lib is not None and "NVTX_INJECTION64_PATH" not in env and _nvtx_wanted():
         env["NVTX_INJECTION64_PATH"] = lib
     return env
 
 
-def read_folder(folder: Path, source: str) -> Trace:
-    """The merged trace of every `trace-<pid>.json` the captured processes wrote."""
-    traces = []
-    for path in sorted(Path(folder).glob("trace-*.json")):
-        if path.stat().st_size > MAX_TRACE_FILE:
-            raise InputError(f"capture: {path.name} is larger than 2 GiB")
-        try:
-            data = json.loads(path.read_text())
-            pid, records = int(data["pid"]), list(data["records"])
-        except (ValueError, KeyError, TypeError) as e:
-            raise InputError(f"capture: {path.name}: not a recorder's file ({e})") from None
-        trace = records_to_trace(records, pid, source)
-        notes = tuple(str(n) for n in data.get("notes", []))
-        traces.append(dataclasses.replace(trace, missing=trace.missing + notes))
-    if not traces:
-        raise InputError(
-            f"capture: {source} recorded no CUDA activity (did it use the GPU, and from Python?)"
-        )
-    return merge(traces, source)
+def _nvtx_wanted() -> bool:
+    """NVTX ranges through CUPTI unless CUZK_SIM_CAPTURE_NVTX=0 (CUPTI 13.0's NVTX
+    injection crashed nvtxNameOsThreadA: NVIDIA/NVTX#125)."""
+    return os.environ.get("CUZK_SIM_CAPTURE_NVTX", "1") != "0"
 
 
-def run_captured(cmd: list[str]) -> Trace:
-    """Run `cmd` under the recorder and return what its processes recorded."""
+def injection_env(folder: str, library: Path, libcupti: Path) -> dict[str, str]:
+    """The captured program's environment for the injection library."""
+    env = {**os.environ, "CUDA_INJECTION64_PATH": str(library), "CUZK_SIM_CAPTURE_DIR": folder}
+    if _nvtx_wanted():
+        env.setdefault("NVTX_INJECTION64_PATH", str(libcupti))
+    return env
+
+
+def run_captured(cmd: list[str], via: str = "auto") -> Trace:
+    """Run `cmd` under the recorder `via` chooses and return what its processes recorded."""
     check_command(cmd)
-    check_cupti()
+    recorder = choose_recorder(cmd, via)
+    if recorder == "cupti-python":
+        check_cupti()
+    else:
+        from cuzk_sim.capture.inject_build import find_cupti, injection_library
+
+        cupti = find_cupti()
+        library = injection_library(cupti)
     check_gpu()
     source = " ".join(cmd)[:200]
     with tempfile.TemporaryDirectory(prefix="cuzk-capture-") as folder:
-        Path(folder, "sitecustomize.py").write_text(SITECUSTOMIZE)
-        try:
-            rc = subprocess.run(cmd, env=child_env(folder), check=False).returncode
-        except OSError as e:
-            raise InputError(f"capture: cannot run {cmd[0]}: {e.strerror or e}") from None
-        if rc != 0:
+        if recorder == "cupti-python":
+            Path(folder, "sitecustomize.py").write_text(SITECUSTOMIZE)
+            env = child_env(folder)
+        else:
+            env = injection_env(folder, library, cupti.library)
+        rc, stopped = run_program(cmd, env)
+        if rc != 0 and not stopped and rc not in STOPPED:
             raise InputError(f"capture: {cmd[0]} exited with status {rc}; no plan written")
-        return read_folder(Path(folder), source)
+        trace = read_folder(Path(folder), source)
+        if rc != 0:  # stopped by Ctrl-C or a signal, as a daemon is: said, not refused
+            note = f"{cmd[0]} was stopped (status {rc}): the plan is what it did until then"
+            trace = dataclasses.replace(trace, missing=(*trace.missing, note))
+        return trace
+
+
+def run_program(cmd: list[str], env: dict[str, str]) -> tuple[int, bool]:
+    """Run the program to its end: (its exit status, whether Ctrl-C stopped it). Ctrl-C
+    reaches the program too (one process group): cuzk-sim waits for it to stop (60 s,
+    then kills it) and reads what it recorded."""
+    try:
+        child = subprocess.Popen(cmd, env=env)
+    except OSError as e:
+        raise InputError(f"capture: cannot run {cmd[0]}: {e.strerror or e}") from None
+    try:
+        return child.wait(), False
+    except KeyboardInterrupt:
+        try:
+            return child.wait(timeout=60), True
+        except subprocess.TimeoutExpired:
+            child.kill()
+            return child.wait(), True

@@ -128,16 +128,25 @@ def capture(
     name: NameOpt = None,
     as_json: JsonOpt = False,
     save_trace: TraceOpt = None,
+    via: Annotated[
+        str,
+        typer.Option(
+            "--via",
+            help="The recorder: injection (any program; a CUPTI library built at first "
+            "use with the system's C compiler), cupti-python (Python programs), or auto "
+            "(cupti-python for Python when installed, else injection).",
+        ),
+    ] = "auto",
 ) -> None:
-    """Run a Python CUDA program under NVIDIA's CUPTI and write its plan:
-    `cuzk-sim capture -o plan.json -- python3 prog.py ARGS` (needs a GPU and the
-    `capture` extra: cupti-python)."""
+    """Run a CUDA program under NVIDIA's CUPTI and write its plan:
+    `cuzk-sim capture -o plan.json -- ./prover ARGS` (needs a GPU, and a C compiler and
+    CUPTI's headers for the injection library, or cupti-python for a Python program)."""
     from cuzk_sim.capture.cupti_run import run_captured
 
     try:
         _check_out("-o", out)
         _check_out("--save-trace", save_trace)
-        trace = run_captured(list(ctx.args))
+        trace = run_captured(list(ctx.args), via)
         emit(trace, out, window, occurrence, pid, device, name, as_json, save_trace)
     except InputError as e:
         raise _fail(e) from None

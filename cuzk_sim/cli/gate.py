@@ -14,7 +14,7 @@ import json
 import os
 import shlex
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -115,24 +115,44 @@ def gate(
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdicts as JSON.")] = False,
 ) -> None:
     """Fail on a predicted OOM nobody expected or a seconds-per-proof regression."""
-    from cuzk_sim.ci_output import github_annotations, junit_xml
-    from cuzk_sim.expectations import check_expectations
-    from cuzk_sim.gate import (
-        BaselineEntry,
-        GateRow,
-        Recorded,
-        baseline_document,
-        baseline_text,
-        gate_row,
-        load_baseline,
+    opts = _options(
+        paths, baseline, tolerance, max_vram_growth, max_buffer_growth, min_buffer_growth
     )
-    from cuzk_sim.input_files import load_json, path_kind
-    from cuzk_sim.outputs import check_distinct, check_writable, write_all
-    from cuzk_sim.plan_diff import buffer_lives
-    from cuzk_sim.runner import simulate
-    from cuzk_sim.scenario import load_scenario
-    from cuzk_sim.scenario.files import scenario_files
+    opts.update_baseline, opts.junit, opts.as_json = update_baseline, junit, as_json
+    opts.annotate = _annotate_default() if annotations is None else annotations
+    files, entries, previous = _inputs(opts)
+    rows, ran, seconds = _replay(opts, files, entries)
+    errors = any(r.error for r in rows)
+    written, kept = _write_outputs(opts, rows, ran, seconds, previous, errors)
+    _report(opts, rows, ran, written, kept, errors)
 
+
+@dataclass
+class _Options:
+    """The gate's options, parsed."""
+
+    paths: list[Path] | None
+    baseline: Path
+    tolerance: str  # as given (the baseline's command line repeats it)
+    tol: float
+    vram_growth: float | None
+    buffer_share: float
+    buffer_size: int
+    update_baseline: bool = False
+    junit: Path | None = None
+    as_json: bool = False
+    annotate: bool = False
+
+
+def _options(
+    paths: list[Path] | None,
+    baseline: Path,
+    tolerance: str,
+    max_vram_growth: str | None,
+    max_buffer_growth: str,
+    min_buffer_growth: str,
+) -> _Options:
+    """The tolerances parsed (a bad one is a typer.BadParameter naming its option)."""
     tol = _tolerance(tolerance, "--tolerance")
     vram_growth = (
         None if max_vram_growth is None else _tolerance(max_vram_growth, "--max-vram-growth")
@@ -144,17 +164,28 @@ def gate(
         buffer_size = parse_size(min_buffer_growth)
     except ValueError as e:
         raise typer.BadParameter(str(e), param_hint="--min-buffer-growth") from None
-    annotate = _annotate_default() if annotations is None else annotations
+    return _Options(paths, baseline, tolerance, tol, vram_growth, buffer_share, buffer_size)
+
+
+def _inputs(opts: _Options) -> tuple[list[Path], dict, dict | None]:
+    """The scenario files, the baseline's entries and (for --update-baseline) its document;
+    every output checked before any simulating (exit 2 on bad input)."""
+    from cuzk_sim.gate import load_baseline
+    from cuzk_sim.input_files import load_json, path_kind
+    from cuzk_sim.outputs import check_distinct, check_writable
+    from cuzk_sim.scenario.files import scenario_files
+
+    baseline, update_baseline = opts.baseline, opts.update_baseline
     try:  # every output checked before any simulating
         outputs: dict[str, Path] = {}
         if update_baseline:
             outputs["--baseline (--update-baseline)"] = baseline
-        if junit is not None:
-            outputs["--junit"] = junit
+        if opts.junit is not None:
+            outputs["--junit"] = opts.junit
         for option, path in outputs.items():
             check_writable(option, path)
         check_distinct(outputs)
-        files = scenario_files(paths or DEFAULT_PATHS)
+        files = scenario_files(opts.paths or DEFAULT_PATHS)
         inputs: dict[str, Path | None] = {f"scenario {f}": f for f in files}
         if not update_baseline:
             inputs["--baseline"] = baseline
@@ -168,6 +199,16 @@ def gate(
     if not files:
         typer.echo("error: no scenario files found", err=True)
         raise typer.Exit(EXIT_BAD_INPUT)
+    return files, entries, previous
+
+
+def _replay(
+    opts: _Options, files: list[Path], entries: dict
+) -> tuple[list[GateRow], dict[str, Recorded], dict[str, float]]:
+    """Each scenario simulated and judged: its row, what it recorded, its wall seconds."""
+    from cuzk_sim.gate import GateRow, Recorded
+    from cuzk_sim.runner import simulate
+    from cuzk_sim.scenario import load_scenario
 
     rows: list[GateRow] = []
     ran: dict[str, Recorded] = {}
@@ -185,49 +226,77 @@ def gate(
             msg = f"{f}: scenario name {scn.name!r} is also used by {ran[scn.name].source}"
             rows.append(GateRow(scn.name, None, None, None, (), (), msg, source=str(f)))
             continue
-        expect = scn.spec.expect
-        checks = check_expectations(expect, result) if expect is not None else []
-        plans = {w.kind: scn.plans[w.kind] for w in scn.spec.workload}
-        current = (
-            BaselineEntry(
-                result.seconds_per_proof,
-                result.oom,
-                dict(result.peak_vram_bytes),
-                {k: buffer_lives(p) for k, p in plans.items()},
-            )
-            if update_baseline
-            else entries.get(scn.name)
-        )
-        expects_oom = expect is not None and expect.oom is True
-        row = gate_row(
-            scn.name,
-            result,
-            checks,
-            expects_oom,
-            current,
-            tol,
-            plans,
-            vram_growth,
-            (buffer_share, buffer_size),
-        )
-        if update_baseline and scn.name in entries and not row.passed:  # the diff that matters
-            row = replace(
-                row,
-                plan_diff=gate_row(
-                    scn.name, result, checks, expects_oom, entries[scn.name], tol, plans
-                ).plan_diff,
-            )
+        row, plans = _judge(opts, scn, result, entries)
         rows.append(replace(row, source=str(f)))
         ran[scn.name] = Recorded(str(f), result, plans, row.passed)
         seconds[scn.name] = time.perf_counter() - started
+    return rows, ran, seconds
 
-    errors = any(r.error for r in rows)
+
+def _judge(opts: _Options, scn, result, entries: dict) -> tuple[GateRow, dict]:
+    """One scenario's row against its baseline entry (this run's figures under
+    --update-baseline, the diff that matters then against the old entry), and its plans."""
+    from cuzk_sim.expectations import check_expectations
+    from cuzk_sim.gate import BaselineEntry, gate_row
+    from cuzk_sim.plan_diff import buffer_lives
+
+    tol, update_baseline = opts.tol, opts.update_baseline
+    expect = scn.spec.expect
+    checks = check_expectations(expect, result) if expect is not None else []
+    plans = {w.kind: scn.plans[w.kind] for w in scn.spec.workload}
+    current = (
+        BaselineEntry(
+            result.seconds_per_proof,
+            result.oom,
+            dict(result.peak_vram_bytes),
+            {k: buffer_lives(p) for k, p in plans.items()},
+        )
+        if update_baseline
+        else entries.get(scn.name)
+    )
+    expects_oom = expect is not None and expect.oom is True
+    row = gate_row(
+        scn.name,
+        result,
+        checks,
+        expects_oom,
+        current,
+        tol,
+        plans,
+        opts.vram_growth,
+        (opts.buffer_share, opts.buffer_size),
+    )
+    if update_baseline and scn.name in entries and not row.passed:  # the diff that matters
+        row = replace(
+            row,
+            plan_diff=gate_row(
+                scn.name, result, checks, expects_oom, entries[scn.name], tol, plans
+            ).plan_diff,
+        )
+    return row, plans
+
+
+def _write_outputs(
+    opts: _Options,
+    rows: list[GateRow],
+    ran: dict[str, Recorded],
+    seconds: dict[str, float],
+    previous: dict | None,
+    errors: bool,
+) -> tuple[list[str], list[str]]:
+    """The baseline (--update-baseline, never from a partial run) and the JUnit XML,
+    written all or nothing: what was written, and the baseline entries kept."""
+    from cuzk_sim.ci_output import junit_xml
+    from cuzk_sim.gate import baseline_document, baseline_text
+    from cuzk_sim.outputs import write_all
+
+    baseline, junit = opts.baseline, opts.junit
     written: list[str] = []
     kept: list[str] = []
     files_out: dict[Path, bytes] = {}
-    if update_baseline and ran and not errors:  # never record a partial run
-        words = [str(p) for p in paths or DEFAULT_PATHS]
-        words += ["--baseline", str(baseline), "--tolerance", tolerance, "--update-baseline"]
+    if opts.update_baseline and ran and not errors:  # never record a partial run
+        words = [str(p) for p in opts.paths or DEFAULT_PATHS]
+        words += ["--baseline", str(baseline), "--tolerance", opts.tolerance, "--update-baseline"]
         command = "cuzk-sim gate " + " ".join(shlex.quote(w) for w in words)
         doc, kept = baseline_document(ran, previous, command)
         files_out[baseline] = baseline_text(doc).encode()
@@ -240,20 +309,33 @@ def gate(
     except OSError as e:
         typer.echo(f"error: cannot write {e.filename}: {e.strerror or e}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    return written, kept
 
-    if annotate:
+
+def _report(
+    opts: _Options,
+    rows: list[GateRow],
+    ran: dict[str, Recorded],
+    written: list[str],
+    kept: list[str],
+    errors: bool,
+) -> None:
+    """Annotations, then the JSON or the table; exit 2 on bad input, 1 on a failure."""
+    from cuzk_sim.ci_output import github_annotations
+
+    if opts.annotate:
         for line in github_annotations(rows):
-            typer.echo(line, err=as_json)  # stdout, unless it must stay pure JSON
-    if as_json:
+            typer.echo(line, err=opts.as_json)  # stdout, unless it must stay pure JSON
+    if opts.as_json:
         typer.echo(
             json.dumps(
                 {
-                    "baseline": str(baseline),
-                    "tolerance": tol,
-                    "max_vram_growth": vram_growth,
-                    "max_buffer_growth": buffer_share,
-                    "min_buffer_growth_bytes": buffer_size,
-                    "updated_baseline": update_baseline and bool(written) and not errors,
+                    "baseline": str(opts.baseline),
+                    "tolerance": opts.tol,
+                    "max_vram_growth": opts.vram_growth,
+                    "max_buffer_growth": opts.buffer_share,
+                    "min_buffer_growth_bytes": opts.buffer_size,
+                    "updated_baseline": opts.update_baseline and bool(written) and not errors,
                     "kept": kept,
                     "passed": all(r.passed for r in rows),
                     "rows": [r.to_dict() for r in rows],
@@ -262,7 +344,9 @@ def gate(
             )
         )
     else:
-        _print_table(rows, ran, baseline, tol, kept, written, update_baseline, errors)
+        _print_table(
+            rows, ran, opts.baseline, opts.tol, kept, written, opts.update_baseline, errors
+        )
     if errors:
         raise typer.Exit(EXIT_BAD_INPUT)
     if not all(r.passed for r in rows):

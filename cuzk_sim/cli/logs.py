@@ -157,8 +157,7 @@ def calibrate(
     """Fit the profile figures the log measures; keep the base's others, marked as such."""
     from cuzk_sim.calibration import load_profile
     from cuzk_sim.logs.analyze import analyze_logs
-    from cuzk_sim.logs.calibrate import calibrated_profile, cuzk_plans
-    from cuzk_sim.logs.scenario_out import logged_config
+    from cuzk_sim.logs.calibrate import calibrated_profile
     from cuzk_sim.logs.toml_out import dumps
 
     try:
@@ -176,17 +175,7 @@ def calibrate(
                 parse_size(vram)
             except ValueError as e:
                 raise InputError(f"--vram {vram}: {e}") from None
-        prover = None
-        shapes = None
-        if scenario is not None:
-            from cuzk_sim.scenario import load_scenario
-
-            scn = load_scenario(scenario)
-            plans, shapes = scn.plans, scn.shapes
-            if scn.spec.plan is not None and scn.spec.plan.gpu_prover is not None:
-                prover = "cuzk_sim.gpu"  # a log of our own prover (gpu-run)
-        else:
-            plans = cuzk_plans(logged_config(a), base_profile.vram)
+        plans, shapes, prover = _calibration_plans(a, scenario, base_profile.vram)
         names = [str(p) for p in paths]
         doc, fits, notes = calibrated_profile(
             a,
@@ -217,10 +206,37 @@ def calibrate(
         raise _fail(e) from None
     except OSError as e:
         raise _fail(InputError(f"cannot write output: {e}")) from None
+    _print_calibration(output, base_profile.name, doc, fits, notes, jitter)
+
+
+def _calibration_plans(a, scenario: Path | None, vram: int):
+    """The plans to fit against: the scenario's (and its shapes; a scenario of our own
+    prover names it), else the cuzk plans of the configuration the log ran."""
+    from cuzk_sim.logs.calibrate import cuzk_plans
+    from cuzk_sim.logs.scenario_out import logged_config
+
+    prover = None
+    shapes = None
+    if scenario is not None:
+        from cuzk_sim.scenario import load_scenario
+
+        scn = load_scenario(scenario)
+        plans, shapes = scn.plans, scn.shapes
+        if scn.spec.plan is not None and scn.spec.plan.gpu_prover is not None:
+            prover = "cuzk_sim.gpu"  # a log of our own prover (gpu-run)
+    else:
+        plans = cuzk_plans(logged_config(a), vram)
+    return plans, shapes, prover
+
+
+def _print_calibration(
+    output: Path, base_name: str, doc: dict, fits: list, notes: list[str], jitter
+) -> None:
+    """The fitted figures against the base's, the card, the notes and the jitter."""
     console = Console(width=160)
     from rich.table import Table
 
-    t = Table(title=f"{output}: fitted figures (base {base_profile.name})")
+    t = Table(title=f"{output}: fitted figures (base {base_name})")
     for col in ("figure", "base", "fitted", "change", "samples", "scaling", "from"):
         t.add_column(col, justify="left" if col in ("figure", "scaling", "from") else "right")
     for f in fits:

@@ -125,52 +125,20 @@ def run(
     Wilson interval."""
     from cuzk_sim.api import describe
     from cuzk_sim.overrides import parse_assignment
-    from cuzk_sim.recording import Timeline, parse_window
+    from cuzk_sim.recording import parse_window
     from cuzk_sim.report import print_run
-    from cuzk_sim.runner import simulate, simulate_recorded
     from cuzk_sim.scenario import load_scenario
 
     if replicas is not None or jitter is not None:
         _run_replicas(scenario, as_json, trace, plot, replicas, jitter, overrides, log)
         return
     try:
-        inputs = {"SCENARIO": scenario}
-        if trace:
-            check_output_path("--trace", trace, inputs=inputs)
-        if plot:
-            check_output_path("--plot", plot, PLOT_SUFFIXES, inputs)
-        if log:
-            check_output_path("--log", log, inputs=inputs)
-        from cuzk_sim.outputs import check_distinct
-
-        check_distinct(
-            {k: p for k, p in (("--trace", trace), ("--plot", plot), ("--log", log)) if p}
-        )
+        _check_run_outputs(scenario, trace, plot, log)
         plot_window = parse_window(window, "--window") if window else None
         detail_window = parse_window(trace_window, "--trace-window") if trace_window else None
         changes = dict(parse_assignment(a) for a in overrides or [])
         scn = load_scenario(scenario, changes or None)
-        bar = ProgressBar(f"simulating {scn.name}") if sys.stderr.isatty() else None
-        try:
-            if trace or plot:  # a bounded recording, on the fast path
-                # detail (every kernel, copy, lock): the trace window, else from the start
-                # (or the plot's window) up to the span budget; a plot alone needs only
-                # its mutex bars, so it keeps a smaller budget
-                detail = detail_window or plot_window or (0.0, math.inf)
-                timeline = Timeline(
-                    window=plot_window or detail_window,
-                    detail=detail,
-                    max_detail_spans=100_000 if trace else 20_000,
-                )
-                result = simulate_recorded(scn, timeline, progress=bar)
-            else:
-                result = simulate(scn, record=bool(log), progress=bar)
-            # the daemon log wants every step: a full recording of its own when it
-            # comes with a plot or trace
-            log_result = simulate(scn, record=True) if log and (trace or plot) else result
-        finally:
-            if bar is not None:
-                bar.close()
+        result, log_result = _simulate_run(scn, trace, plot, log, plot_window, detail_window)
     except InputError as e:
         raise _fail_input(e) from None
     describe(result, scn)  # warnings, profile, card: as the API returns them
@@ -196,6 +164,52 @@ def run(
         raise _fail_input(InputError(f"cannot write output: {e}")) from None
     if result.oom or result.stalled:
         raise typer.Exit(EXIT_MISMATCH)
+
+
+def _check_run_outputs(
+    scenario: Path, trace: Path | None, plot: Path | None, log: Path | None
+) -> None:
+    """Every output writable, none naming the scenario or another output (InputError)."""
+    from cuzk_sim.outputs import check_distinct
+
+    inputs = {"SCENARIO": scenario}
+    if trace:
+        check_output_path("--trace", trace, inputs=inputs)
+    if plot:
+        check_output_path("--plot", plot, PLOT_SUFFIXES, inputs)
+    if log:
+        check_output_path("--log", log, inputs=inputs)
+    check_distinct({k: p for k, p in (("--trace", trace), ("--plot", plot), ("--log", log)) if p})
+
+
+def _simulate_run(scn, trace, plot, log, plot_window, detail_window):
+    """The run, recorded as its outputs need (a bounded recording for a trace or plot),
+    and the result the daemon log is written from (every step recorded)."""
+    from cuzk_sim.recording import Timeline
+    from cuzk_sim.runner import simulate, simulate_recorded
+
+    bar = ProgressBar(f"simulating {scn.name}") if sys.stderr.isatty() else None
+    try:
+        if trace or plot:  # a bounded recording, on the fast path
+            # detail (every kernel, copy, lock): the trace window, else from the start
+            # (or the plot's window) up to the span budget; a plot alone needs only
+            # its mutex bars, so it keeps a smaller budget
+            detail = detail_window or plot_window or (0.0, math.inf)
+            timeline = Timeline(
+                window=plot_window or detail_window,
+                detail=detail,
+                max_detail_spans=100_000 if trace else 20_000,
+            )
+            result = simulate_recorded(scn, timeline, progress=bar)
+        else:
+            result = simulate(scn, record=bool(log), progress=bar)
+        # the daemon log wants every step: a full recording of its own when it
+        # comes with a plot or trace
+        log_result = simulate(scn, record=True) if log and (trace or plot) else result
+    finally:
+        if bar is not None:
+            bar.close()
+    return result, log_result
 
 
 def _run_replicas(

@@ -88,43 +88,57 @@ def cuzk_log_lines(
     prints them (else only the workers that ran a partition); staged_under: pre-staging
     allocates under the mutex (its line then follows pre_lock even on one instant; None:
     told by the span times)."""
-    w = emit.LogWriter(None, epoch)  # type: ignore[arg-type]
-    lines: list[_Line] = []
-    seq = iter(range(1 << 62))
     restarts = sorted(t for t, text in result.log if text.startswith("daemon restart"))
-    run_epochs = [0.0, *restarts]
-
-    def epoch_of(t: float) -> float:
-        return run_epochs[bisect.bisect_right(run_epochs, t) - 1]
-
-    def add(t: float, text: str, timeline: bool = False) -> None:
-        lines.append(_Line(t, next(seq), text, timeline))
-
-    def tl(t: float, fn, *args) -> None:
-        add(t, fn(emit.ms(t - epoch_of(t)), *args), True)
-
+    out = _Lines(emit.LogWriter(None, epoch), [0.0, *restarts])  # type: ignore[arg-type]
     ids = worker_ids(result)
     if layout is not None:
         gpus, wpd = layout
         ids = {f"gpu{g}-w{k}": (i * wpd + k, g, k) for i, g in enumerate(gpus) for k in range(wpd)}
-    failed = _failed_parts(result)
     vram_check = _vram_check(result) if memory_aware else None
-    for t0 in run_epochs:
-        add(t0, emit.engine_starting(w.when(t0)))
+    _startup_lines(out, ids, layout)
+    _synthesis_lines(out, result)
+    _partition_lines(out, result, ids, vram_check, staged_under)
+    _event_lines(out, result, pce_extract_s, pool_max, vram_check)
+    for proof, _kind, t in result.proof_done_times:
+        out.add(t, emit.proof_assembled(out.w.when(t), proof, 0, 0, 0))
+    out.lines.sort(key=lambda x: (x.t, x.opens, x.seq))
+    return [x.text for x in out.lines]
+
+
+class _Lines:
+    """The log being written: lines with their time and order of writing; TIMELINE lines
+    carry milliseconds since their run's engine start (a restart starts a run)."""
+
+    def __init__(self, w: emit.LogWriter, run_epochs: list[float]) -> None:
+        self.w, self.run_epochs = w, run_epochs
+        self.lines: list[_Line] = []
+        self.seq = iter(range(1 << 62))
+
+    def epoch_of(self, t: float) -> float:
+        return self.run_epochs[bisect.bisect_right(self.run_epochs, t) - 1]
+
+    def add(self, t: float, text: str, timeline: bool = False) -> None:
+        self.lines.append(_Line(t, next(self.seq), text, timeline))
+
+    def tl(self, t: float, fn, *args) -> None:
+        self.add(t, fn(emit.ms(t - self.epoch_of(t)), *args), True)
+
+
+def _startup_lines(
+    out: _Lines, ids: dict[str, tuple[int, int, int]], layout: tuple[list[int], int] | None
+) -> None:
+    """Each run's engine start, worker layout and worker start-up lines."""
+    w = out.w
+    for t0 in out.run_epochs:
+        out.add(t0, emit.engine_starting(w.when(t0)))
         if layout is not None:
-            add(t0, emit.initializing_gpu_workers(w.when(t0), layout[0], layout[1]))
+            out.add(t0, emit.initializing_gpu_workers(w.when(t0), layout[0], layout[1]))
         for _name, (wid, gpu, sub) in sorted(ids.items(), key=lambda x: x[1]):
-            add(t0, emit.gpu_worker_started(w.when(t0), wid, gpu, sub))
+            out.add(t0, emit.gpu_worker_started(w.when(t0), wid, gpu, sub))
 
-    by_track: dict[str, list[Span]] = {}
-    for s in result.spans:
-        if s.cat != "partition":
-            by_track.setdefault(s.track, []).append(s)
-    starts: dict[str, list[float]] = {}
-    for track, spans in by_track.items():
-        spans.sort(key=lambda s: (s.start_s, s.end_s))
-        starts[track] = [s.start_s for s in spans]
 
+def _synthesis_lines(out: _Lines, result: SimResult) -> None:
+    """SYNTH_START, SYNTH_END and GPU_QUEUE of every partition synthesised."""
     parts_of: dict[str, int] = {}
     for s in result.spans:
         if s.cat == "partition":
@@ -135,11 +149,30 @@ def cuzk_log_lines(
             proof, _, one = s.name.rpartition("/") if "/" in s.name else (s.name, "", "")
             parts = [int(one)] if one else list(range(parts_of.get(proof, 0)))
             for p in parts:
-                tl(s.start_s, emit.synth_start, proof, p)
+                out.tl(s.start_s, emit.synth_start, proof, p)
             for p in parts:
-                tl(s.end_s, emit.synth_end, proof, p, _ms(s.start_s, s.end_s))
-                tl(s.end_s, emit.gpu_queue, proof, p)
+                out.tl(s.end_s, emit.synth_end, proof, p, _ms(s.start_s, s.end_s))
+                out.tl(s.end_s, emit.gpu_queue, proof, p)
 
+
+def _partition_lines(
+    out: _Lines,
+    result: SimResult,
+    ids: dict[str, tuple[int, int, int]],
+    vram_check,
+    staged_under: bool | None,
+) -> None:
+    """Each GPU section: pickup, start, the C++ timing lines of its steps, end."""
+    w = out.w
+    by_track: dict[str, list[Span]] = {}
+    for s in result.spans:
+        if s.cat != "partition":
+            by_track.setdefault(s.track, []).append(s)
+    starts: dict[str, list[float]] = {}
+    for track, spans in by_track.items():
+        spans.sort(key=lambda s: (s.start_s, s.end_s))
+        starts[track] = [s.start_s for s in spans]
+    failed = _failed_parts(result)
     for s in result.spans:
         if s.cat != "partition" or s.track not in ids:
             continue
@@ -150,18 +183,29 @@ def cuzk_log_lines(
         lo = bisect.bisect_left(starts.get(s.track, []), s.start_s)
         hi = bisect.bisect_right(starts.get(s.track, []), s.end_s)
         inner = [x for x in spans[lo:hi] if x.end_s <= s.end_s + 1e-12]
-        tl(s.start_s, emit.gpu_pickup, proof, wid, part)
-        tl(s.start_s, emit.gpu_start, proof, wid, part)
+        out.tl(s.start_s, emit.gpu_pickup, proof, wid, part)
+        out.tl(s.start_s, emit.gpu_start, proof, wid, part)
         shape = SHAPES.get(proof.rsplit("-", 1)[0])  # the model names proofs <kind>-<n>
         for t, text in partition_timing(s, inner, shape, vram_check, staged_under):
-            add(t, text)
+            out.add(t, text)
         if (proof, part) not in failed:
-            tl(s.end_s, emit.gpu_end, proof, wid, part, _ms(s.start_s, s.end_s))
-            add(
+            out.tl(s.end_s, emit.gpu_end, proof, wid, part, _ms(s.start_s, s.end_s))
+            out.add(
                 s.end_s,
                 emit.partition_gpu_complete(w.when(s.end_s), proof, part, _ms(s.start_s, s.end_s)),
             )
 
+
+def _event_lines(
+    out: _Lines,
+    result: SimResult,
+    pce_extract_s: dict[str, float] | None,
+    pool_max: bool,
+    vram_check,
+) -> None:
+    """The model's log events as cuzk prints them: d_a cache, C++ timing lines, panics,
+    PCE loads and extractions."""
+    w = out.w
     seen_gpu: set[int] = set()
     for t, text in result.log:
         m = _DA.search(text)
@@ -169,36 +213,36 @@ def cuzk_log_lines(
             gpu = int(m[2])
             if gpu not in seen_gpu and pool_max:
                 seen_gpu.add(gpu)
-                add(t, emit.pool_threshold(gpu))
-            add(t, emit.d_a_cache_allocated(int(m[1]), gpu))
+                out.add(t, emit.pool_threshold(gpu))
+            out.add(t, emit.d_a_cache_allocated(int(m[1]), gpu))
             continue
         if text.startswith("CUZK_TIMING:"):
             if vram_check is not None and "prestage_setup=" in text:
-                add(t, vram_check(t, 0, None))
-            add(t, text)
+                out.add(t, vram_check(t, 0, None))
+            out.add(t, text)
             continue
         m = _PANIC.match(text)
         if m:
             for line in emit.rust_panic(m[2]):
-                add(t, line)
-            add(t, emit.partition_gpu_failed(w.when(t), m[3], int(m[4]), m[2]))
+                out.add(t, line)
+            out.add(t, emit.partition_gpu_failed(w.when(t), m[3], int(m[4]), m[2]))
             continue
         m = _PCE.search(text)
         if m:
             what, kind = m[1], m[2]
             cid = CIRCUIT_IDS.get(kind, kind)
             if what == "loaded":
-                add(t, emit.pce_loaded(w.when(t), cid))
+                out.add(t, emit.pce_loaded(w.when(t), cid))
             else:
                 extract_ms = emit.ms((pce_extract_s or {}).get(kind, 0.0))
-                add(t, emit.pce_extraction_complete(w.when(t), cid, extract_ms))
+                out.add(t, emit.pce_extraction_complete(w.when(t), cid, extract_ms))
                 if what == "extracted and saved":
-                    add(
+                    out.add(
                         t,
                         emit.pce_saved(w.when(t), cid, f"{PARAM_CACHE}/pce-{cid}.bin"),
                     )
                 elif "save failed" in text:
-                    add(
+                    out.add(
                         t,
                         emit.pce_save_failed(
                             w.when(t),
@@ -207,10 +251,6 @@ def cuzk_log_lines(
                         ),
                     )
             continue
-    for proof, _kind, t in result.proof_done_times:
-        add(t, emit.proof_assembled(w.when(t), proof, 0, 0, 0))
-    lines.sort(key=lambda x: (x.t, x.opens, x.seq))
-    return [x.text for x in lines]
 
 
 def _vram_check(result: SimResult):

@@ -90,6 +90,17 @@ def print_report(a: Analyzer, parser: LogParser, lines: LineMap, console: Consol
         for n, t in sorted(f.evidence):
             console.print(f"    {lines.where(n)}: {escape(t[:160])}")
 
+    _print_gpus(a, console)
+    spp = a.observed_seconds_per_proof()
+    if spp is not None:
+        console.print(f"observed: {spp:.2f} s/proof over {a.done_n} proofs")
+
+    _print_partitions(a, console)
+    _print_figures(a, console)
+
+
+def _print_gpus(a: Analyzer, console: Console) -> None:
+    """Per GPU: sections, busy share, mutex held, synthesis-starved idle."""
     occ = a.occupancy()
     if occ:
         t = Table(title="GPUs")
@@ -115,10 +126,10 @@ def print_report(a: Analyzer, parser: LogParser, lines: LineMap, console: Consol
                 f"{o['starved_s']:.1f}",
             )
         console.print(t)
-    spp = a.observed_seconds_per_proof()
-    if spp is not None:
-        console.print(f"observed: {spp:.2f} s/proof over {a.done_n} proofs")
 
+
+def _print_partitions(a: Analyzer, console: Console) -> None:
+    """The first partitions closed, one row each."""
     if a.closed:
         t = Table(
             title=f"partitions (first {min(SHOW_PARTITIONS, len(a.closed))} of "
@@ -153,6 +164,9 @@ def print_report(a: Analyzer, parser: LogParser, lines: LineMap, console: Consol
             )
         console.print(t)
 
+
+def _print_figures(a: Analyzer, console: Console) -> None:
+    """Per proof kind: the figures the log measures."""
     for kind, stats in sorted(a.kind_stats.items()):
         t = Table(title=f"{kind}: measured figures (ms)")
         for col in ("figure", "samples", "median", "mean", "min", "max"):

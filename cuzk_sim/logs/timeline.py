@@ -18,7 +18,9 @@ from collections import deque
 from collections.abc import Callable, Iterable
 
 from cuzk_sim.input_errors import LineError
+from cuzk_sim.logs.exclusion import Exclusion
 from cuzk_sim.logs.findings import FindingBook, end_of_log_findings
+from cuzk_sim.logs.lifecycle import Lifecycle, field_int
 from cuzk_sim.logs.parse import Counts, Record
 from cuzk_sim.logs.sections import (  # noqa: F401 - re-exported: the module's old names
     CIRCUIT_KINDS,
@@ -45,7 +47,7 @@ BACKWARDS_SLACK_MS = 1000  # threads print TIMELINE lines a few ms out of order
 MAX_STEP_KEYS = 4096  # distinct (kind, size, bytes, pinned) of CUZK_SIM_STEP lines kept
 
 
-class Analyzer:
+class Analyzer(Lifecycle, Exclusion):
     """Feed records in log order; `finish()` closes what is still open."""
 
     def __init__(
@@ -175,7 +177,7 @@ class Analyzer:
             # pipeline.rs already logged with its circuit_id (counting it again would double)
         elif k == "pce_extracted":
             cid = str(r.fields["circuit_id"])
-            ms_ = _int(r.fields.get("extract_ms"))
+            ms_ = field_int(r.fields.get("extract_ms"))
             self.pce_extracted.setdefault(cid, []).append((r.lineno, r.text, ms_ or 0))
             end = self._offset_ms(r.t_wall)
             spans = self.pce_extract_spans.setdefault(cid, [])
@@ -195,9 +197,9 @@ class Analyzer:
         if k.startswith("pce_") and "circuit_id" in r.fields:
             self.circuits.add(str(r.fields["circuit_id"]))
         if k == "rayon_threads":
-            self.rayon_threads = _int(r.fields.get("rayon_threads"))
+            self.rayon_threads = field_int(r.fields.get("rayon_threads"))
         elif k == "memory_budget":
-            self.budget_gib = _int(r.fields.get("total_budget_gib"))
+            self.budget_gib = field_int(r.fields.get("total_budget_gib"))
         elif k == "malformed" and len(self.malformed) < MAX_MALFORMED:
             self.malformed.append((r.lineno, str(r.fields.get("why")), r.text))
 
@@ -425,11 +427,18 @@ class Analyzer:
     # --- C++ timing lines ---
 
     def _attribute(self, slot: str, r: Record) -> Partition | None:
-        for part in self.open_sections:
-            if slot not in part.slots:
-                part.slots.add(slot)
-                return part
-        return None
+        """The open section an untagged line belongs to: the first without that slot; a
+        lock line first to one whose GPU nobody holds (lines carry no worker id, and
+        sections of several GPUs open at once: a mutex taken on a free GPU is no sign of
+        two sections inside one mutex)."""
+        free = [p for p in self.open_sections if slot not in p.slots]
+        if slot == "lock":
+            unheld = [p for p in free if self._physical_gpu(p) not in self.holding]
+            free = unheld or free
+        if not free:
+            return None
+        free[0].slots.add(slot)
+        return free[0]
 
     def _timing(self, r: Record) -> None:
         f = r.fields
@@ -471,30 +480,6 @@ class Analyzer:
         elif slot == "ntt":
             self.variant["ntt_lines"] = self.variant.get("ntt_lines", 0) + 1
 
-    def _lock_taken(self, sec: Partition, r: Record) -> None:
-        """Two sections of one GPU between their lock and held lines: no exclusion."""
-        g = self._physical_gpu(sec)
-        other = self.holding.get(g)
-        if other is not None and other is not sec and other.worker != sec.worker:
-            ev = [x for x in (other.line_of("GPU_START"), sec.line_of("GPU_START")) if x]
-            self.book.add(
-                "concurrent_gpu_sections",
-                f"Workers {other.worker} and {sec.worker} were inside the GPU mutex of GPU "
-                f"{g} at the same time (a second pre_lock/mutex_wait line before the first "
-                "holder's mutex_held line): the mutex does not serialise that GPU's "
-                "sections, so their buffers add up in its VRAM.",
-                ev + [(r.lineno, r.text)],
-            )
-        if any(h is not sec and gpu != g for gpu, h in self.holding.items()):
-            # two GPUs inside their mutexes at once: the mutex is not one global lock
-            self.variant["held_across_gpus"] = self.variant.get("held_across_gpus", 0) + 1
-        self.holding[g] = sec
-
-    def _physical_gpu(self, sec: Partition) -> int:
-        if self.routed_to_gpu0():
-            return 0
-        return sec.gpu or 0
-
     def worker_count(self) -> tuple[int, str]:
         """How many GPU workers the log shows, and from what: the engine's layout line,
         its worker start-up lines, else the worker ids of the TIMELINE lines."""
@@ -512,43 +497,6 @@ class Analyzer:
         if wid is None:
             return "worker ?"
         return f"gpu{self.workers.get(wid, 0)}-w{self.worker_sub.get(wid, wid)}"
-
-    def routed_to_gpu0(self) -> bool:
-        assigned = set(self.workers.values())
-        return len(assigned) >= 2 and bool(self.cpp_gpus) and set(self.cpp_gpus) == {0}
-
-    def _check_unguarded(self, part: Partition) -> None:
-        """At close: did this section overlap another worker's on the same GPU while
-        neither printed mutex lines? Then nothing kept them apart."""
-        if part.start is None or part.guarded:
-            return
-        g = self._physical_gpu(part)
-        recent = self.recent.setdefault(g, deque(maxlen=64))
-        for other in recent:
-            if other.worker == part.worker or other.guarded or other.start is None:
-                continue
-            o_end = other.end if other.end is not None else self.now
-            if (
-                other.start <= part.end
-                and part.start <= o_end
-                and (
-                    min(o_end, part.end) - max(other.start, part.start) > 0
-                    or other.start == part.start
-                )
-            ):
-                same_ms = abs(other.start - part.start) <= 1
-                when = "in the same millisecond" if same_ms else "with overlapping sections"
-                ev = [x for x in (other.line_of("GPU_START"), part.line_of("GPU_START")) if x]
-                self.book.add(
-                    "concurrent_gpu_sections",
-                    f"Workers {other.worker} and {part.worker} entered GPU sections of GPU "
-                    f"{g} {when} and neither printed the mutex lines (pre_lock_cpu_ms / "
-                    "mutex_held_ms): nothing serialises them, so both workers' buffers "
-                    "(d_a cache, NTT scratch, MSM buckets) must fit in that GPU's VRAM at once.",
-                    ev,
-                )
-                break
-        recent.append(part)
 
     # --- other records ---
 
@@ -576,104 +524,6 @@ class Analyzer:
                 "beside each other (every fallback gives up the Phase 9 speed-up).",
                 ev,
             )
-
-    def _engine_start(self, r: Record) -> None:
-        self.engine_starts += 1
-        if self.engine_starts > 1:  # a restart: TIMELINE offsets start again from 0
-            self._close_all("unfinished", r.lineno)
-            self.run += 1
-            self.now = 0
-            for use in self.gpus.values():
-                use.active = 0
-                use.idle_since = None
-            self.queue = self.synth_active = 0
-            self.holding.clear()
-        if self.epoch_wall is None and r.t_wall is not None:
-            self.epoch_wall = r.t_wall
-        elif self.epoch_wall is not None and r.t_wall is not None:
-            self.run_offsets[self.run] = r.t_wall - self.epoch_wall
-
-    def _worker_started(self, r: Record) -> None:
-        wid, gpu = _int(r.fields.get("worker_id")), _int(r.fields.get("gpu"))
-        if wid is not None and gpu is not None:
-            self.workers[wid] = gpu
-            sub = _int(r.fields.get("sub_id"))
-            self.worker_sub[wid] = sub if sub is not None else wid
-            self.worker_lines.setdefault(wid, (r.lineno, r.text))
-
-    def _workers_init(self, r: Record) -> None:
-        wpd = _int(r.fields.get("gpu_workers_per_device"))
-        text = str(r.fields.get("gpus", "")).strip("[] ")
-        try:
-            gpus = [int(g) for g in text.split(",") if g.strip()]
-        except ValueError:
-            gpus = []
-        if not gpus:
-            n = _int(r.fields.get("num_gpus"))
-            gpus = list(range(n)) if n is not None and 0 < n <= 4096 else []
-        if wpd is not None and wpd > 0 and gpus and len(gpus) <= 4096:
-            self.layout = (gpus, wpd, (r.lineno, r.text))
-
-    def _offset_ms(self, t_wall: float | None) -> float | None:
-        """A tracing line's time as a TIMELINE offset of the current run (ms)."""
-        if t_wall is None or self.epoch_wall is None:
-            return None
-        return (t_wall - self.epoch_wall - self.run_offsets.get(self.run, 0.0)) * 1000.0
-
-    def _crash(self, r: Record) -> None:
-        if not r.fields.get("oom", True):
-            return
-        panic = r.kind in ("rust_panic", "cpp_terminate", "model_panic")
-        count = panic or not self.ooms  # an ERROR line after a panic is the same event
-        if len(self.ooms) < 16:
-            self.ooms.append(r)
-        msg = str(r.fields.get("message", r.text)).strip()
-        where = _oom_where(msg)
-        gpu = self._open_gpu()
-        ev = [(r.lineno, r.text.split("\n")[0])]
-        if "\n" in r.text:
-            ev.append((r.lineno + 1, r.text.split("\n")[1]))
-        if self.last_da is not None:
-            ev.insert(0, self.last_da)
-        on = f" on GPU {gpu}" if gpu is not None else ""
-        self.book.add(
-            "oom",
-            f"Out of GPU memory{on} in {where}: the worker panicked and its partition (and "
-            "proof) failed"
-            + (
-                "; two GPU sections were running at once (see concurrent_gpu_sections)"
-                if self.book.has("concurrent_gpu_sections") or len(self.open_sections) > 1
-                else ""
-            )
-            + ".",
-            ev,
-            count=count,
-            anchor=r.lineno,
-        )
-        for part in list(self.open_sections):  # the panic unwinds an open section
-            if part.gpu == gpu and len(self.open_sections) == 1:
-                self._close(part, "failed", r.lineno)
-
-    def _open_gpu(self) -> int | None:
-        gpus = {self._physical_gpu(p) for p in self.open_sections}
-        if len(gpus) == 1:
-            return gpus.pop()
-        if self.last_da is not None and not gpus:
-            return None
-        return min(gpus) if gpus else None
-
-    def _gpu_failed(self, r: Record) -> None:
-        err = str(r.fields.get("error", ""))
-        if any(p in err for p in ("out of memory", "cudaErrorMemoryAllocation")):
-            self._crash(r)
-        job, p = r.fields.get("job_id"), _int(r.fields.get("partition"))
-        if job is not None:
-            part = self.parts.get((self.run, str(job), p))
-            if part is not None:
-                self._close(part, "failed", r.lineno)
-                return
-        if len(self.open_sections) == 1:
-            self._close(self.open_sections[0], "failed", r.lineno)
 
     def _close_all(self, outcome: str, lineno: int) -> None:
         for part in list(self.open_sections):
@@ -713,25 +563,3 @@ class Analyzer:
                 "starved_s": use.starved_ms / 1000,
             }
         return out
-
-
-def _int(v: object) -> int | None:
-    if v is None:
-        return None
-    try:
-        return int(str(v).removeprefix("Some(").removesuffix(")"))
-    except ValueError:
-        return None
-
-
-def _oom_where(msg: str) -> str:
-    if "cudaMallocAsync" in msg:
-        return "sppark Dmalloc (cudaMallocAsync, util/gpu_t.cuh)"
-    if "cudaMalloc" in msg:
-        return "cudaMalloc"
-    if "allocating " in msg:  # the model's panic: "... allocating d_b (8.00 GiB, free ...)"
-        rest = msg.split("allocating ", 1)[1]
-        return "the allocation of " + rest.split(" partition ")[0]
-    if "out of host memory" in msg:
-        return "host memory: " + msg
-    return "a CUDA allocation"

@@ -35,7 +35,10 @@ is a parameter, not code:
   whole granule each).
 
 `DeviceMemory` holds the ledger, one allocator of each kind, the live buffers by
-(owner, buffer), and frees queued at a future time (`free_at` / `settle`).
+(owner, buffer), and frees queued at a future time (`free_at` / `settle`). Workers that
+are separate processes (`add_process`) each get allocators of their own over the same
+ledger: one process's idle pool bytes never serve another's allocation, while every
+process's bytes (and each one's context, in `context`) count against the one card.
 """
 
 from __future__ import annotations
@@ -356,6 +359,27 @@ class DeviceMemory:
         self.live = {}
         self.pending_frees = []
         self._seq = 0
+        # owner -> the allocators of its own process (separate processes); others share
+        # `allocators`, the daemon process's
+        self.process_allocators: dict[str, dict[str, object]] = {}
+
+    def add_process(self, *owners: str) -> None:
+        """Give the buffers of `owners` (one process's) allocators of their own: same
+        ledger, own pools. Its context is counted by the caller in `context`."""
+        allocs = {
+            name: cls(self.ledger_, self.granularity.get(name), self.release_threshold)
+            for name, cls in ALLOCATORS.items()
+        }
+        for owner in owners:
+            self.process_allocators[owner] = allocs
+        self._states += [a.state for a in allocs.values()]
+        self._restores += [a.restore for a in allocs.values()]
+
+    def _every_allocator(self) -> list:
+        out = list(self.allocators.values())
+        for allocs in {id(a): a for a in self.process_allocators.values()}.values():
+            out.extend(allocs.values())
+        return out
 
     # --- the ledger ---
 
@@ -399,12 +423,13 @@ class DeviceMemory:
 
     def check_ledger(self) -> None:
         """The O(1) counter equals the sum of its parts (an invariant for tests)."""
-        for a in self.allocators.values():
+        every = self._every_allocator()
+        for a in every:
             try:
                 a.check()
             except RuntimeError as e:
                 raise RuntimeError(f"gpu{self.device}: {e}") from None
-        parts = sum(a.live + a.idle + a.slack for a in self.allocators.values())
+        parts = sum(a.live + a.idle + a.slack for a in every)
         if parts != self.reserved:
             raise RuntimeError(f"gpu{self.device}: ledger out of balance")
 
@@ -419,7 +444,7 @@ class DeviceMemory:
         persistent: bool = False,
     ) -> LiveBuffer | None:
         """Allocate at once or fail at once (None). Never waits."""
-        got = self.allocators[allocator].try_alloc(nbytes)
+        got = self.process_allocators.get(owner, self.allocators)[allocator].try_alloc(nbytes)
         if got is None:
             return None
         charged, handle = got
@@ -433,7 +458,8 @@ class DeviceMemory:
         buf = self.live.pop((owner, buffer), None)
         if buf is None:
             return None
-        self.allocators[buf.allocator].release(buf.bytes, buf.chunk)
+        allocs = self.process_allocators.get(owner, self.allocators)
+        allocs[buf.allocator].release(buf.bytes, buf.chunk)
         return buf
 
     def rename(self, owner: str, buffer: str, new_name: str) -> None:
@@ -444,12 +470,13 @@ class DeviceMemory:
 
     def on_sync(self) -> int:
         """A synchronization point: every allocator gives back what it lets go of there.
-        Returns the bytes released."""
-        return sum(a.on_sync() for a in self.allocators.values())
+        Returns the bytes released. (With separate processes every process's pools are
+        trimmed at any one's sync: only a release threshold other than never tells.)"""
+        return sum(a.on_sync() for a in self._every_allocator())
 
     def trim_async_pool(self) -> int:
-        """The async pool's part of `on_sync` (the only allocator that gives back there)."""
-        return self.async_pool.on_sync()
+        """The async pools' part of `on_sync` (the only allocator that gives back there)."""
+        return sum(a.on_sync() for a in self._every_allocator() if a.name == "async")
 
     # --- the fast layer's section replay ---
 
@@ -494,11 +521,12 @@ class DeviceMemory:
         for buf in self.live.values():
             out.setdefault(buf.owner, {})[buf.buffer] = buf.bytes
         held = {"cuda_context": self.context}
-        for a in self.allocators.values():
+        for a in self._every_allocator():
             if a.idle_label is not None:
-                held[a.idle_label] = a.idle
+                held[a.idle_label] = held.get(a.idle_label, 0) + a.idle
             if a.slack:
-                held[f"{a.name}_pool_granule_slack"] = a.slack
+                key = f"{a.name}_pool_granule_slack"
+                held[key] = held.get(key, 0) + a.slack
         out["(device)"] = {k: v for k, v in held.items() if v}
         return out
 

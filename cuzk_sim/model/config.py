@@ -30,6 +30,10 @@ class EngineConfig:
     host_ram_budget: int
     host_cores: int = 96
     gpu_workers_per_device: int = 2
+    # each GPU worker is a process of its own (a captured program run N times on a card):
+    # its own CUDA context (context_overhead each), allocators, mutexes and pinned host
+    # buffers; False: the workers are threads of one daemon process per device
+    separate_processes: bool = False
     devices: tuple[int, ...] = ()  # () = all
     synthesis_concurrency: int = 1
     synthesis_lookahead: int = 1

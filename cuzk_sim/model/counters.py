@@ -18,6 +18,9 @@ class Proof:
     returned: int = 0  # partitions back from the GPU workers: done, failed or dropped
     failed: bool = False
     finished: bool = False
+    # seconds its partitions spent on GPU workers, pickup to finalize, summed: cuzk's
+    # gpu_compute_ms (engine.rs total_gpu_duration), cuzk-bench's "prove time"
+    gpu_s: float = 0.0
 
 
 @dataclass

@@ -33,7 +33,7 @@ from cuzk_sim.model.compiled import CompiledPlan
 from cuzk_sim.model.config import Arrivals, EngineConfig
 from cuzk_sim.model.context import RunContext
 from cuzk_sim.model.cores import HostCores
-from cuzk_sim.model.counters import Proof
+from cuzk_sim.model.counters import Proof, RunCounters
 from cuzk_sim.model.fast import FastLayer, FastPaths
 from cuzk_sim.model.gpu import Device
 from cuzk_sim.model.gpu_loop import GpuLoop
@@ -56,6 +56,13 @@ def plan_cpu_demand(cp: CompiledPlan) -> float:
     """The most threads one worker running this plan can ask for at once
     (plan_analysis: unbounded when a helper-thread CPU step is never joined)."""
     return cp.analysis.cpu_demand if cp.analysis is not None else math.inf
+
+
+def _mean_prove_s(counters: RunCounters) -> float | None:
+    """cuzk-bench's "prove time" averaged over the completed proofs (Proof.gpu_s)."""
+    done = {pid for pid, _, _ in counters.done_times}
+    spent = [p.gpu_s for p in counters.proofs if p.id in done]
+    return sum(spent) / len(spent) if spent else None
 
 
 def _devices(cfg: EngineConfig, plans: dict[str, CompiledPlan]) -> list[Device]:
@@ -88,9 +95,17 @@ def _workers(cfg: EngineConfig, devices: list[Device]) -> list[Worker]:
     for d in cfg.devices or range(cfg.gpus):
         routed = devices[0 if cfg.routing == "device0" else d]
         for k in range(cfg.gpu_workers_per_device):
-            workers.append(Worker(f"gpu{d}-w{k}", routed, assigned=d))
+            name = f"gpu{d}-w{k}"
+            process = name if cfg.separate_processes else ""
+            workers.append(Worker(name, routed, assigned=d, process=process))
     for dev in {w.device.index: w.device for w in workers}.values():
-        dev.memory.context = cfg.context_overhead  # one daemon process per device used
+        if cfg.separate_processes:  # one process per worker: a context and allocators each
+            mine = [w for w in workers if w.device is dev]
+            for w in mine:
+                dev.memory.add_process(w.name, w.device_owner())
+            dev.memory.context = cfg.context_overhead * len(mine)
+        else:
+            dev.memory.context = cfg.context_overhead  # one daemon process per device used
         dev.memory.peak_used = dev.memory.used
     return workers
 
@@ -361,6 +376,8 @@ class Simulation:
             peak_vram_bytes={d.index: d.memory.peak_used for d in self.devices},
             peak_host_bytes=m.ram.peak_used,
             peak_host_rss_bytes=self.ctx.host_side.rss.peak,
+            prove_seconds=_mean_prove_s(counters),
+            bench_seconds_per_proof=(max(times) - first) / len(times) if times else None,
             host_budget_bytes=m.ram.budget,
             peak_core_demand=m.cores.peak_demand,
             host_samples=m.ram.samples if plain_series and m.ram.samples else [],

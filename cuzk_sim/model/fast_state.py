@@ -68,7 +68,8 @@ class FastLayer:
         # exactly the workers assigned to it (not so when routing sends all to device 0);
         # under two mutexes two workers can be in sections at once, and a worker must
         # yield at a lock to see another's hold
-        one_to_one = all(w.assigned == w.device.index for w in workers)
+        # (separate processes each have their own mutexes: none excludes the others)
+        one_to_one = all(w.assigned == w.device.index and not w.process for w in workers)
         section_mutexes = set().union(
             *(cp.analysis.section_mutexes for cp in plans if cp.analysis is not None)
         )

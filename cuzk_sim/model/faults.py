@@ -53,6 +53,8 @@ def restart(ctx: RunContext, at: float, start_daemon: Callable[[], None]) -> Gen
             release_threshold=old.release_threshold,
             granularity=old.granularity,
         )
+        for owners in _owners_by_process(old):
+            dev.memory.add_process(*owners)
         dev.memory.peak_used = old.peak_used
         dev.compute_free_at = min(dev.compute_free_at, env.now)  # its queued work died
         for direction, t in dev.copy_free_at.items():
@@ -98,3 +100,12 @@ def lose_device(ctx: RunContext, loop: GpuLoop, at: float, device: int) -> Gener
             proof.failed = True
             ctx.partition_back(proof)
     ctx.log(f"gpu{device} lost: {len(gone)} workers stopped")
+
+
+def _owners_by_process(mem: DeviceMemory) -> list[tuple[str, ...]]:
+    """The owners of each separate process's allocators (DeviceMemory.add_process), so a
+    restarted daemon's memory keeps one allocator set per process."""
+    groups: dict[int, list[str]] = {}
+    for owner, allocs in mem.process_allocators.items():
+        groups.setdefault(id(allocs), []).append(owner)
+    return [tuple(g) for g in groups.values()]

@@ -56,6 +56,7 @@ class GpuLoop:
                     t0 = env.now
                     label = f"{proof.id}/{p}"
                     ok = yield from execute_plan(m, w, ctx.plans[proof.kind], label, ctx.layer)
+                    proof.gpu_s += env.now - t0
                     if rec.record or rec.timeline is not None:
                         rec.spans.append(
                             Span(w.name, w.device.index, label, "partition", t0, env.now)

@@ -36,7 +36,9 @@ profile's (`hardware.host_cores` above `[host] cores`) is taken as that many suc
 keeps the profile host's memory system. That is why cuzk's synthesis of
 one proof's 10 partitions took 35.5 s and of two proofs' 20 partitions 46-49 s
 (cuzk-project.md Phase 5, j=2), and why the RAM table's s/proof is not 10 x t / pw with
-one t. Without the law, syntheses share the cores only (model/cores.py).
+one t. Without the law, syntheses share the cores only (model/cores.py). The GPU workers'
+CPU pool jobs (prep_msm, B_G2 MSM: `Cpu.pool`) are memory-bound too and slow by the same
+factor while k syntheses run (`cpu_slowdown`, fixed at each job's start).
 """
 
 from __future__ import annotations
@@ -124,6 +126,19 @@ class HostSide:
         self.loaded: set[str] = set()
         self.pending: dict[str, simpy.Event] = {}
         self.contention = self._contention()
+        machine.cpu_slowdown = self.cpu_slowdown
+
+    def cpu_slowdown(self, kind: str) -> float:
+        """How much slower a job of the GPU workers' CPU pool (prep_msm, B_G2 MSM: Cpu
+        steps with a `pool`) runs while the syntheses running now load the host's memory
+        bandwidth: the same law, (1 - f) + f * max(1, k / k0), fixed at the job's start
+        (cuzk-project.md Phase 9: with 10 synthesis workers "CPU memory-intensive
+        operations slow down 12-27%"). 1.0 without the law."""
+        c = self.contention
+        if c is None:
+            return 1.0
+        f = c.memory_bound
+        return (1.0 - f) + f * max(1.0, (c.demand / MILLI) / c.saturating)
 
     def _contention(self) -> Contention | None:
         p = self.profile
@@ -198,3 +213,4 @@ class HostSide:
         self.pending.clear()
         self.rss.used = 0
         self.contention = self._contention()
+        self.machine.pools.clear()  # the old process's CPU pool died with it

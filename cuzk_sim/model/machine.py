@@ -9,6 +9,7 @@ bare machine. The engine builds one per run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import simpy
@@ -53,17 +54,26 @@ class Machine:
     # when each persistent pinned host buffer (the process's) is page-locked: a worker that
     # finds it live while another is still pinning it waits for that (interpreter.alloc_host)
     pinned_at: dict[str, float] = field(default_factory=dict)
+    # CPU thread pools (Cpu.pool), per device: the end of the job issued last to each
+    pools: dict[str, float | simpy.Event] = field(default_factory=dict)
+    # how much slower a pooled CPU job of this kind runs under the host's current load
+    # (the syntheses sharing its memory bandwidth: model/host_side.py); 1.0 without
+    cpu_slowdown: Callable[[str], float] = field(default=lambda kind: 1.0)
 
     def log(self, line: str, t: float | None = None) -> None:
         self.recorder.lines.append((self.env.now if t is None else t, line))
 
-    def mutex(self, name: str, scope: str, device: int) -> Mutex:
+    def mutex(self, name: str, scope: str, device: int, process: str = "") -> Mutex:
         """The mutex a lock step names: one per (name, assigned GPU) for scope `device`,
-        one per name for `process` and `global`."""
+        one per name for `process` and `global`; each of those per process when the
+        workers are separate processes (`process` named: a mutex is a process's memory)."""
         key = (name, device) if scope == "device" else (name,)
+        if process:
+            key = (*key, process)
         m = self.mutexes.get(key)
         if m is None:
-            m = self.mutexes[key] = (
-                Mutex(name) if len(key) == 1 else Mutex(f"{name}@gpu{device}", device)
-            )
+            per_device = scope == "device"
+            label = f"{name}@gpu{device}" if per_device else name
+            m = Mutex(f"{label}@{process}" if process else label, device if per_device else None)
+            self.mutexes[key] = m
         return m

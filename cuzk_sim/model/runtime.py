@@ -41,6 +41,9 @@ class Worker:
     name: str
     device: Device  # where its GPU work runs (the routing policy's choice)
     assigned: int = 0  # the GPU the engine assigned it to: its per-device mutex
+    # a separate process (engine.gpus.separate_processes): its name, which owns its
+    # per-device buffers, persistent pinned buffers and mutexes; "" = the daemon's thread
+    process: str = ""
     t_ready: float = 0.0
     streams: dict[str, float | simpy.Event] = field(default_factory=dict)
     held: list[tuple[str, Mutex, float]] = field(default_factory=list)
@@ -55,6 +58,17 @@ class Worker:
         self.streams = {}
         self.partitions += 1
         self.queued_until = now
+
+    def device_owner(self) -> str:
+        """Who owns its per-device buffers (cuzk's per-GPU caches): the device's daemon
+        process, or its own process when it is a separate one."""
+        where = f"gpu{self.device.index}"
+        return f"{self.process}/{where}" if self.process else where
+
+    def host_owner(self, shared: str) -> str:
+        """Who owns its persistent pinned host buffers: the daemon process (`shared`), or
+        its own process when it is a separate one."""
+        return f"{self.process}/{shared}" if self.process else shared
 
     def drain(self) -> None:
         """Wait (on the worker's clock) for the work it queued (a sync, the partition end)."""

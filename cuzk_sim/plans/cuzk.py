@@ -22,6 +22,9 @@ follow the source (cited in docs/simulator.md):
 - CPU threads: `prep_msm` runs on one thread for one circuit (cuzk-project.md, Phase 11:
   "With num_circuits=1, prep_msm uses only 1 thread regardless (par_map(1,...))"); the
   B_G2 MSM runs on the C++ groth16_pool, `gpus.gpu_threads` threads (cuzk-daemon main.rs).
+  Both are jobs of that one process-wide pool, B_G2 after prep_msm on the partition's
+  prep thread (groth16_cuda.cu): `pool=POOL`, so one job runs at a time for a device's
+  workers (steps/cpu.py: one chain per device).
 
 The plan never asks which incident it is in: each variant only moves, adds or removes
 steps, and the model executes whatever comes out.
@@ -57,6 +60,7 @@ WARP = 32
 GPU_DIV = 32 * WARP  # groth16_split_msm.cu
 NUM_BATCHES = 8
 GPU_MUTEX = "gpu"
+POOL = "groth16_pool"  # the C++ side's process-wide CPU pool (get_groth16_pool)
 
 Prestage = Literal["off", "outside_mutex", "under_mutex"]
 
@@ -138,17 +142,10 @@ def _ntt_pair(vec: str, n: int) -> list[Step]:
     return [Kernel(f"intt_{vec}", "ntt", n), Kernel(f"coset_ntt_{vec}", "ntt", n)]
 
 
-def build_partition_plan(shape: CircuitShape, variant: CuzkVariant, vram_bytes: int) -> Plan:
-    """The steps of one partition on one GPU worker (see the module docstring)."""
-    n, N = shape.constraints, shape.domain
-    lock = Lock(GPU_MUTEX, variant.mutex_scope)
-    unlock = Unlock(GPU_MUTEX, variant.mutex_scope)
-    vec_bytes = n * FR_BYTES
-    d_b_bytes = N * FR_BYTES * (1 + lot_of_memory(N, vram_bytes))
-    stage_a, stage_bc = N * FR_BYTES, N * FR_BYTES // 2
-
+def _cpu_head(shape: CircuitShape, variant: CuzkVariant) -> list[Step]:
+    """The CPU threads started at pickup: prep_msm, and B_G2 when it runs on the CPU."""
     steps: list[Step] = [
-        Cpu("prep_msm", "prep_msm", n, threads=1, stream="prep"),
+        Cpu("prep_msm", "prep_msm", shape.constraints, threads=1, stream="prep", pool=POOL)
     ]
     if variant.b_g2_msm == "cpu":
         steps.append(
@@ -158,10 +155,15 @@ def build_partition_plan(shape: CircuitShape, variant: CuzkVariant, vram_bytes: 
                 shape.tail(shape.b_points),
                 threads=variant.b_g2_threads,
                 stream="b_g2",
+                pool=POOL,
             )
         )
+    return steps
 
-    # --- the original NTT-H phase (also the fallback of pre-staging) ---
+
+def _ntt_h_original(shape: CircuitShape, variant: CuzkVariant, vram_bytes: int) -> list[Step]:
+    """The original NTT-H phase (also the fallback of pre-staging): pageable uploads."""
+    N, vec_bytes = shape.domain, shape.constraints * FR_BYTES
     d_a = Alloc(
         "d_a",
         N * FR_BYTES,
@@ -169,6 +171,7 @@ def build_partition_plan(shape: CircuitShape, variant: CuzkVariant, vram_bytes: 
         per_device=variant.d_a_cache,
         note="d_a_cache" if variant.d_a_cache else "",
     )
+    d_b_bytes = N * FR_BYTES * (1 + lot_of_memory(N, vram_bytes))
     h_msm = _msm("msm_h", N, "msm_g1", G1_BUCKET_BYTES, G1_AFFINE_BYTES)
     original: list[Step] = [d_a, Alloc("d_b", d_b_bytes)]
     for vec in ("a", "b", "c"):
@@ -178,58 +181,81 @@ def build_partition_plan(shape: CircuitShape, variant: CuzkVariant, vram_bytes: 
     original += [Free("d_b"), Kernel("coset_intt_h", "ntt", N), Sync("compute"), *h_msm]
     if not variant.d_a_cache:
         original.append(Free("d_a"))
+    return original
 
+
+def _staging(N: int, variant: CuzkVariant) -> list[Step]:
+    """Phase 9 pre-staging: the staged buffers (memory-aware when a margin is set) and
+    a's upload on the upload stream."""
+    stage_a, stage_bc = N * FR_BYTES, N * FR_BYTES // 2
+    margin = variant.memory_aware_margin_bytes
+    return [
+        Alloc(
+            "d_a_stage",
+            stage_a,
+            margin=None if margin is None else margin + stage_bc,
+            fallback="prestage_failed",
+            note="prestage_setup",
+        ),
+        Alloc(
+            "d_bc",
+            stage_bc,
+            margin=margin,
+            fallback="prestage_failed",
+            note="prestage_setup",
+        ),
+        Copy("stage_a", stage_a, pinned=True, stream="upload"),
+    ]
+
+
+def _prestaged(N: int, variant: CuzkVariant) -> list[Step]:
+    """The NTT-H phase over staged vectors: the NTTs of a wait for a's upload only (a
+    CUDA event per polynomial, Phase 9), so the b/c upload runs beside them; b's NTTs
+    wait for it."""
+    stage_bc = N * FR_BYTES // 2
+    h_msm = _msm("msm_h", N, "msm_g1", G1_BUCKET_BYTES, G1_AFFINE_BYTES)
+    prestaged: list[Step] = [
+        Sync("upload"),
+        Copy("stage_bc", stage_bc, pinned=True, stream="upload"),
+        *_ntt_pair("a", N),
+        Sync("upload"),
+        *_ntt_pair("b", N),
+    ]
+    prestaged += [Kernel("a_mul_b", "pointwise", N), *_ntt_pair("c", N)]
+    prestaged += [Kernel("sub_mul_z_inv", "pointwise", N)]
+    if variant.free_d_bc_after_ntt:
+        prestaged.append(Free("d_bc"))
+    prestaged += [Kernel("coset_intt_h", "ntt", N), Sync("compute"), *h_msm]
+    if variant.free_d_bc_after_ntt:
+        prestaged.append(Free("d_a_stage"))
+    return prestaged
+
+
+def _ntt_h(shape: CircuitShape, variant: CuzkVariant, vram_bytes: int, lock: Lock) -> list[Step]:
+    """The NTT-H phase with the mutex taken: original, or pre-staged with the original
+    as its fallback (the staging allocated before or under the mutex)."""
+    original = _ntt_h_original(shape, variant, vram_bytes)
     if variant.prestage == "off":
-        steps += [lock, *original]
+        return [lock, *original]
+    N = shape.domain
+    stage_a, stage_bc = N * FR_BYTES, N * FR_BYTES // 2
+    staging, prestaged = _staging(N, variant), _prestaged(N, variant)
+    failed = [Label("prestage_failed"), Free("d_a_stage"), Free("d_bc")]
+    pins: list[Step] = [  # cudaHostRegister of the staged vectors, before the mutex
+        Alloc("pinned_a", stage_a, memory="host_pinned", note="prestage_pin"),
+        Alloc("pinned_bc", stage_bc, memory="host_pinned", note="prestage_pin"),
+    ]
+    if variant.prestage == "outside_mutex":
+        steps = [*pins, *staging, lock, *prestaged, Goto("ntt_h_done"), *failed, lock]
+        steps += original
     else:
-        margin = variant.memory_aware_margin_bytes
-        staging: list[Step] = [
-            Alloc(
-                "d_a_stage",
-                stage_a,
-                margin=None if margin is None else margin + stage_bc,
-                fallback="prestage_failed",
-                note="prestage_setup",
-            ),
-            Alloc(
-                "d_bc",
-                stage_bc,
-                margin=margin,
-                fallback="prestage_failed",
-                note="prestage_setup",
-            ),
-            Copy("stage_a", stage_a, pinned=True, stream="upload"),
-        ]
-        # the NTTs of a wait for a's upload only (a CUDA event per polynomial, Phase 9),
-        # so the b/c upload runs beside them; b's NTTs wait for it
-        prestaged: list[Step] = [
-            Sync("upload"),
-            Copy("stage_bc", stage_bc, pinned=True, stream="upload"),
-            *_ntt_pair("a", N),
-            Sync("upload"),
-            *_ntt_pair("b", N),
-        ]
-        prestaged += [Kernel("a_mul_b", "pointwise", N), *_ntt_pair("c", N)]
-        prestaged += [Kernel("sub_mul_z_inv", "pointwise", N)]
-        if variant.free_d_bc_after_ntt:
-            prestaged.append(Free("d_bc"))
-        prestaged += [Kernel("coset_intt_h", "ntt", N), Sync("compute"), *h_msm]
-        if variant.free_d_bc_after_ntt:
-            prestaged.append(Free("d_a_stage"))
-        failed = [Label("prestage_failed"), Free("d_a_stage"), Free("d_bc")]
-        pins: list[Step] = [  # cudaHostRegister of the staged vectors, before the mutex
-            Alloc("pinned_a", stage_a, memory="host_pinned", note="prestage_pin"),
-            Alloc("pinned_bc", stage_bc, memory="host_pinned", note="prestage_pin"),
-        ]
-        if variant.prestage == "outside_mutex":
-            steps += [*pins, *staging, lock, *prestaged, Goto("ntt_h_done"), *failed, lock]
-            steps += original
-        else:
-            steps += [*pins, lock, *staging, *prestaged, Goto("ntt_h_done"), *failed, *original]
-        steps.append(Label("ntt_h_done"))
+        steps = [*pins, lock, *staging, *prestaged, Goto("ntt_h_done"), *failed, *original]
+    return [*steps, Label("ntt_h_done")]
 
-    # --- batch additions (need prep_msm's bit vectors), then tail MSMs ---
-    steps.append(Sync("prep"))
+
+def _msm_tail(shape: CircuitShape, variant: CuzkVariant) -> list[Step]:
+    """Batch additions (they need prep_msm's bit vectors), then the tail MSMs."""
+    steps: list[Step] = [Sync("prep")]
     for name, points, g2 in (
         ("l", shape.l_points, False),
         ("a", shape.a_points, False),
@@ -259,17 +285,29 @@ def build_partition_plan(shape: CircuitShape, variant: CuzkVariant, vram_bytes: 
         steps += _msm(
             "msm_b_g2", shape.tail(shape.b_points), "msm_g2", G2_BUCKET_BYTES, G2_AFFINE_BYTES
         )
-    steps += [Sync("compute"), unlock]
+    return steps
 
-    # --- after the mutex: B_G2 joins, the proof is assembled, and only then does the
-    # pending-proof handle (and with it any staged buffer) die ---
-    if variant.b_g2_msm == "cpu":
-        steps.append(Sync("b_g2"))
+
+def _epilogue(variant: CuzkVariant) -> list[Step]:
+    """After the mutex: B_G2 joins, the proof is assembled, and only then does the
+    pending-proof handle (and with it any staged buffer) die."""
+    steps: list[Step] = [Sync("b_g2")] if variant.b_g2_msm == "cpu" else []
     steps.append(Cpu("assemble", "assemble", 1))
     if variant.prestage != "off" and not variant.free_d_bc_after_ntt:
         steps += [Free("d_a_stage"), Free("d_bc")]
     if variant.prestage != "off":
         steps += [Free("pinned_a", memory="host_pinned"), Free("pinned_bc", memory="host_pinned")]
+    return steps
+
+
+def build_partition_plan(shape: CircuitShape, variant: CuzkVariant, vram_bytes: int) -> Plan:
+    """The steps of one partition on one GPU worker (see the module docstring)."""
+    lock = Lock(GPU_MUTEX, variant.mutex_scope)
+    unlock = Unlock(GPU_MUTEX, variant.mutex_scope)
+    steps = _cpu_head(shape, variant)
+    steps += _ntt_h(shape, variant, vram_bytes, lock)
+    steps += _msm_tail(shape, variant)
+    steps += [Sync("compute"), unlock, *_epilogue(variant)]
     plan = Plan(
         name=f"cuzk-{shape.kind}",
         steps=tuple(steps),

@@ -38,6 +38,17 @@ def context_bytes(spec: ScenarioFile, profile: Profile) -> int:
     return parse_size(ctx) if ctx else profile.context_overhead
 
 
+def captured_context(spec: ScenarioFile, plans: dict) -> int | None:
+    """The CUDA context a captured plan measured (plan meta `context_bytes`, written by
+    `cuzk-sim capture`), the largest of the run's plans; None when the scenario states
+    `hardware.context_overhead` (that wins) or no plan carries one."""
+    if spec.hardware.context_overhead:
+        return None
+    found = [p.meta.get("context_bytes") for p in plans.values()]
+    found = [c for c in found if isinstance(c, int) and not isinstance(c, bool) and c > 0]
+    return max(found) if found else None
+
+
 def host_cores(spec: ScenarioFile, profile: Profile) -> int:
     return spec.hardware.host_cores or profile.host_cores
 
@@ -133,6 +144,7 @@ def engine_config(
         host_ram_budget=budget,
         host_cores=host_cores(spec, profile),
         gpu_workers_per_device=eng.gpus.gpu_workers_per_device,
+        separate_processes=eng.gpus.separate_processes,
         devices=tuple(eng.gpus.devices),
         synthesis_concurrency=eng.pipeline.synthesis_concurrency,
         synthesis_lookahead=eng.pipeline.synthesis_lookahead,

@@ -83,6 +83,11 @@ def scenario_from_dict(raw: dict, source: str, base: Path | None = None) -> Scen
         parts = without_pce(parts, profile)
     config.check_host_fits(spec, parts.shapes, profile, budget, source)
     engine = config.engine_config(spec, profile, vram, budget, source)
+    measured = config.captured_context(spec, parts.plans)
+    if measured is not None:  # one process's context, as the capture measured it
+        if vram <= measured:
+            raise config.impossible(source, "the VRAM must exceed the captured CUDA context")
+        engine = dataclasses.replace(engine, context_overhead=measured)
     name = spec.name or (Path(source).stem if source else "scenario")
     return Scenario(
         name,

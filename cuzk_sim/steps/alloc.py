@@ -90,7 +90,7 @@ def driver(s: Alloc, profile: Any, sync_live: dict[str, int]) -> float:
 def alloc_device(m: Machine, w: Worker, s: Alloc, pc: int, cp: Any, part: str, now: float) -> int:
     """A device allocation at `now`: the next step's index, or PANIC."""
     mem = w.device.memory
-    owner = f"gpu{w.device.index}" if s.per_device else w.name
+    owner = w.device_owner() if s.per_device else w.name
     if (owner, s.buffer) in mem.live:
         if s.persistent:
             return pc + 1  # the cache hit of a persistent buffer
@@ -128,10 +128,10 @@ def alloc_host(m: Machine, w: Worker, s: Alloc, pc: int, cp: Any, part: str, sec
     belongs to the process (PROCESS_OWNER): pinned once, the hit of every worker after (host
     memory is the process's: a key pinned once per key serves all its workers)."""
     ram, now = m.ram, m.env.now
-    owner = PROCESS_OWNER if s.persistent else w.name
+    owner = w.host_owner(PROCESS_OWNER) if s.persistent else w.name
     if (owner, s.buffer) in ram.live:
         if s.persistent:  # the process's: usable once its pinning has ended
-            ready = m.pinned_at.get(s.buffer, now)
+            ready = m.pinned_at.get(w.host_owner(s.buffer), now)
             w.t_ready = ready if ready > now else now
             return pc + 1
         m.leaks += 1
@@ -144,7 +144,7 @@ def alloc_host(m: Machine, w: Worker, s: Alloc, pc: int, cp: Any, part: str, sec
     if not reason:
         w.t_ready = now + seconds  # page-locking the buffer
         if s.persistent:
-            m.pinned_at[s.buffer] = w.t_ready
+            m.pinned_at[w.host_owner(s.buffer)] = w.t_ready
         return pc + 1
     panic = (
         f"out of host memory pinning {s.buffer} "

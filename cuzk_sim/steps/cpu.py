@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import simpy
+from pydantic import StringConstraints
 
 from cuzk_sim.model.fast_state import FastRun, then
 from cuzk_sim.model.machine import Machine
@@ -34,6 +35,9 @@ class Cpu:
     size: int
     threads: int = 1
     stream: str = "host"
+    # a helper-thread step run by a thread pool (cuzk's groth16_pool): it starts after the
+    # step issued before it to the same pool by any worker on the same device (FIFO)
+    pool: str = ""
     op: Literal["cpu"] = "cpu"
 
 
@@ -44,6 +48,15 @@ class CpuIn(StepIn):
     size: WorkSize
     threads: Threads = 1
     stream: Name = "host"
+    pool: Annotated[str, StringConstraints(max_length=256)] = ""
+
+
+def _pool(w: Worker, s: Cpu) -> str:
+    """The chain a pooled step joins: the pool's, per device the worker runs on. cuzk's
+    groth16_pool is one per process; the published runs that show its jobs in series
+    are single-GPU, and across GPUs its one-thread prep_msm jobs can run side by side on
+    its threads, so the model keeps one chain per device (docs/simulator.md)."""
+    return f"{s.pool}@gpu{w.device.index}"
 
 
 def price(s: Cpu, profile: Any, where: str) -> float:
@@ -57,7 +70,12 @@ def cpu(m: Machine, w: Worker, s: Cpu, seconds: float, parts: Any = None) -> Non
         w.t_ready = end = start + seconds
     else:
         start = max(w.t_ready, w.streams.get(s.stream, 0.0))
+        if s.pool:
+            start = max(start, m.pools.get(_pool(w, s), 0.0))
+            seconds *= m.cpu_slowdown(s.kind)
         w.streams[s.stream] = end = start + seconds
+        if s.pool:
+            m.pools[_pool(w, s)] = end
     m.cores.work_s += seconds * s.threads  # host-core utilization (metrics.py)
     if m.recorder.record:
         m.recorder.spans.append(Span(w.name, -1, s.name, "cpu", start, end))
@@ -79,7 +97,12 @@ def cpu_shared(
             rec.spans.append(Span(w.name, -1, s.name, "cpu", start, w.t_ready))
         return
     prev = w.streams.get(s.stream, 0.0)
-    if without_process and not isinstance(prev, simpy.Event):
+    if s.pool:
+        after = m.pools.get(_pool(w, s), 0.0)
+        seconds *= m.cpu_slowdown(s.kind)
+        proc = env.process(_helper(m, w, s, prev, w.t_ready, seconds, after))
+        w.streams[s.stream] = m.pools[_pool(w, s)] = proc
+    elif without_process and not isinstance(prev, simpy.Event):
         start = max(prev, w.t_ready)
         ev = m.cores.run(seconds, s.threads, start)
         if rec.record:
@@ -93,14 +116,17 @@ def cpu_shared(
 
 
 def _helper(
-    m: Machine, w: Worker, s: Cpu, prev: float | simpy.Event, ready: float, seconds: float
-) -> Generator[simpy.Event, object, float]:
-    """After the stream's previous work and the worker's issue time, run on the shared
-    cores; returns its end time."""
+    m: Machine, w: Worker, s: Cpu, prev: float | simpy.Event, ready: float, seconds: float,
+    after: float | simpy.Event = 0.0,
+) -> Generator[simpy.Event, object, float]:  # fmt: skip
+    """After the stream's previous work, the pool's previous job (`after`) and the
+    worker's issue time, run on the shared cores; returns its end time."""
     env, cores = m.env, m.cores  # the cores of its issue (a daemon restart brings new ones)
     if isinstance(prev, simpy.Event):
         prev = prev.value if prev.processed else (yield prev)
-    start = max(ready, prev)
+    if isinstance(after, simpy.Event):
+        after = after.value if after.processed else (yield after)
+    start = max(ready, prev, after)
     if start > env.now:
         yield env.timeout(start - env.now)
     yield cores.run(seconds, s.threads)
@@ -146,7 +172,7 @@ def _timer(x: FastRun, pc: int) -> Any:
 def fast(s: Cpu, pc: int, x: FastRun) -> Any:
     if not x.shared_cores:
         return _timed
-    if x.inline and x.without_process and s.stream != "host":
+    if x.inline and x.without_process and s.stream != "host" and not s.pool:
         return _timer
     return _shared
 

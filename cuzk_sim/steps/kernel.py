@@ -84,7 +84,7 @@ def already_filled(w: Worker, buffer: str) -> bool:
     then the kernel that builds on it). A buffer that is not live (its allocation fell
     back) is not filled: the step is charged."""
     dev = w.device
-    buf = dev.memory.live.get((f"gpu{dev.index}", buffer))
+    buf = dev.memory.live.get((w.device_owner(), buffer))
     if buf is None:
         return False
     by = (w.name, w.partitions)

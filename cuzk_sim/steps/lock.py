@@ -34,7 +34,7 @@ class LockIn(StepIn):
 def acquire(m: Machine, w: Worker, s: Lock) -> Generator[simpy.Event, object, None]:
     """Take the step's mutex (FIFO), waiting if another worker holds it."""
     env = m.env
-    mx = m.mutex(s.mutex, s.scope, w.assigned)
+    mx = m.mutex(s.mutex, s.scope, w.assigned, w.process)
     asked = env.now
     ev = mx.acquire(env, w.name)
     if ev is not None:
@@ -83,7 +83,7 @@ def _at(x: FastRun, pc: int, now: float) -> Any:
     if x.record:
         return _recorded(x, pc, s)
     w, env = x.w, x.env
-    mx = x.m.mutex(s.mutex, s.scope, w.assigned)
+    mx = x.m.mutex(s.mutex, s.scope, w.assigned, w.process)
     ev = mx.acquire(env, w.name)
     if ev is not None:
         return _wait(x, pc, s, mx, ev)

@@ -28,19 +28,6 @@ struct Jacobian {
 template <class F>
 __device__ __noinline__ Jacobian<F> dbl(const Jacobian<F> p) {
     if (p.is_inf()) return p;
-#if FIELD_MUL_PAIRS  // the same products, independent ones two per call (field.cuh)
-    Two<F> ab = sqr_pair(p.x, p.y);  // A, B
-    Two<F> ct = sqr_pair(ab.y, p.x + ab.y);  // C, (X + B)^2
-    F D = ct.y - ab.x - ct.x;
-    D = D + D;
-    F E = ab.x + ab.x + ab.x;
-    Two<F> fz = mul_pair(E, E, p.y, p.z);  // F, Y Z
-    F x3 = fz.x - D - D;
-    F C8 = ct.x + ct.x;
-    C8 = C8 + C8;
-    C8 = C8 + C8;
-    return {x3, E * (D - x3) - C8, fz.y + fz.y};
-#else
     F A = sqr(p.x);
     F B = sqr(p.y);
     F C = sqr(B);
@@ -57,7 +44,6 @@ __device__ __noinline__ Jacobian<F> dbl(const Jacobian<F> p) {
     F z3 = p.y * p.z;
     z3 = z3 + z3;
     return {x3, y3, z3};
-#endif
 }
 
 // madd-2007-bl (Z2 = 1): Z1Z1 = Z1^2, U2 = X2 Z1Z1, S2 = Y2 Z1 Z1Z1, H = U2 - X1, HH = H^2,
@@ -90,76 +76,6 @@ __device__ __noinline__ Jacobian<F> add_mixed(const Jacobian<F> p, const Affine<
     return {x3, y3, z3};
 }
 
-// XYZZ coordinates: (x, y) = (X / ZZ, Y / ZZZ) with ZZ^3 = ZZZ^2; ZZ = 0 is infinity. The
-// balanced accumulation keeps its running sums so: a mixed addition costs 8 products + 2
-// squarings (madd-2008-s) instead of 7 + 4 in Jacobian coordinates.
-template <class F>
-struct Xyzz {
-    F x, y, zz, zzz;
-    __device__ static __forceinline__ Xyzz inf() { return {F::one(), F::one(), F::zero(), F::zero()}; }
-    __device__ __forceinline__ bool is_inf() const { return zz.is_zero(); }
-    __device__ static __forceinline__ Xyzz from_affine(const Affine<F>& p) {
-        if (p.is_inf()) return inf();
-        return {p.x, p.y, F::one(), F::one()};
-    }
-    // Jacobian (X ZZ^2, Y ZZZ^2, ZZZ): X ZZ^2 / ZZZ^2 = X / ZZ, Y ZZZ^2 / ZZZ^3 = Y / ZZZ
-    __device__ __forceinline__ Jacobian<F> to_jacobian() const {
-        if (is_inf()) return Jacobian<F>::inf();
-        return {x * sqr(zz), y * sqr(zzz), zzz};
-    }
-};
-
-// mdbl-2008-s-1 (a = 0), of an affine point: U = 2y, V = U^2, W = U V, S = x V, M = 3 x^2,
-// X3 = M^2 - 2S, Y3 = M (S - X3) - W y, ZZ3 = V, ZZZ3 = W
-template <class F>
-__device__ __noinline__ Xyzz<F> dbl_affine_xyzz(const Affine<F> q) {
-    F U = q.y + q.y;
-    F V = sqr(U);
-    F W = U * V;
-    F S = q.x * V;
-    F X2 = sqr(q.x);
-    F M = X2 + X2 + X2;
-    F x3 = sqr(M) - S - S;
-    F y3 = M * (S - x3) - W * q.y;
-    return {x3, y3, V, W};
-}
-
-// madd-2008-s: P = x2 ZZ1 - X1, R = y2 ZZZ1 - Y1, PP = P^2, PPP = P PP, Q = X1 PP,
-// X3 = R^2 - PPP - 2Q, Y3 = R (Q - X3) - Y1 PPP, ZZ3 = ZZ1 PP, ZZZ3 = ZZZ1 PPP
-template <class F>
-__device__ __noinline__ Xyzz<F> add_mixed_xyzz(const Xyzz<F> p, const Affine<F> q) {
-    if (q.is_inf()) return p;
-    if (p.is_inf()) return Xyzz<F>::from_affine(q);
-#if FIELD_MUL_PAIRS  // the same products, two independent ones per call (field.cuh)
-    Two<F> us = mul_pair(q.x, p.zz, q.y, p.zzz);
-    F P = us.x - p.x;
-    F R = us.y - p.y;
-    if (P.is_zero()) {
-        if (R.is_zero()) return dbl_affine_xyzz(q);
-        return Xyzz<F>::inf();
-    }
-    Two<F> sq = sqr_pair(P, R);  // PP, R^2
-    Two<F> pq = mul_pair(P, sq.x, p.x, sq.x);  // PPP, Q
-    F x3 = sq.y - pq.x - pq.y - pq.y;
-    Two<F> ry = mul_pair(R, pq.y - x3, p.y, pq.x);
-    Two<F> zz = mul_pair(p.zz, sq.x, p.zzz, pq.x);
-    return {x3, ry.x - ry.y, zz.x, zz.y};
-#else
-    F P = q.x * p.zz - p.x;
-    F R = q.y * p.zzz - p.y;
-    if (P.is_zero()) {
-        if (R.is_zero()) return dbl_affine_xyzz(q);
-        return Xyzz<F>::inf();
-    }
-    F PP = sqr(P);
-    F PPP = P * PP;
-    F Q = p.x * PP;
-    F x3 = sqr(R) - PPP - Q - Q;
-    F y3 = R * (Q - x3) - p.y * PPP;
-    return {x3, y3, p.zz * PP, p.zzz * PPP};
-#endif
-}
-
 // add-2007-bl: U1 = X1 Z2Z2, U2 = X2 Z1Z1, S1 = Y1 Z2 Z2Z2, S2 = Y2 Z1 Z1Z1, H = U2 - U1,
 // I = (2H)^2, J = H I, r = 2 (S2 - S1), V = U1 I, X3 = r^2 - J - 2V,
 // Y3 = r (V - X3) - 2 S1 J, Z3 = ((Z1 + Z2)^2 - Z1Z1 - Z2Z2) H
@@ -167,25 +83,6 @@ template <class F>
 __device__ __noinline__ Jacobian<F> add(const Jacobian<F> p, const Jacobian<F> q) {
     if (q.is_inf()) return p;
     if (p.is_inf()) return q;
-#if FIELD_MUL_PAIRS  // the same products, independent ones two per call (field.cuh)
-    Two<F> zz = sqr_pair(p.z, q.z);  // Z1Z1, Z2Z2
-    Two<F> u = mul_pair(p.x, zz.y, q.x, zz.x);  // U1, U2
-    Two<F> yz = mul_pair(p.y, q.z, q.y, p.z);
-    Two<F> sv = mul_pair(yz.x, zz.y, yz.y, zz.x);  // S1, S2
-    F H = u.y - u.x;
-    F r = sv.y - sv.x;
-    if (H.is_zero()) {
-        if (r.is_zero()) return dbl(p);
-        return Jacobian<F>::inf();
-    }
-    r = r + r;
-    Two<F> ir = sqr_pair(H + H, r);  // I, r^2
-    Two<F> jv = mul_pair(H, ir.x, u.x, ir.x);  // J, V
-    F x3 = ir.y - jv.x - jv.y - jv.y;
-    Two<F> sy = mul_pair(sv.x, jv.x, r, jv.y - x3);  // S1 J, r (V - X3)
-    F z3 = (sqr(p.z + q.z) - zz.x - zz.y) * H;
-    return {x3, sy.y - sy.x - sy.x, z3};
-#else
     F Z1Z1 = sqr(p.z);
     F Z2Z2 = sqr(q.z);
     F U1 = p.x * Z2Z2;
@@ -209,7 +106,6 @@ __device__ __noinline__ Jacobian<F> add(const Jacobian<F> p, const Jacobian<F> q
     F t = p.z + q.z;
     F z3 = (sqr(t) - Z1Z1 - Z2Z2) * H;
     return {x3, y3, z3};
-#endif
 }
 
 // k P for a small k (double and add, most significant bit first).

@@ -21,40 +21,16 @@
 //    thread holds them all (a bucket of 2^20 entries -- witnesses are mostly 0 and 1 --
 //    takes log_8 levels of 16 additions, not one thread's serial chain); *_acc_empty;
 // 3. *_set_reduce: per segment of a set, sum_k (k + 1) B_k by running sums;
-// 4. *_sum_groups (tree over segments) + *_combine (Horner over the g sets, c-bit shifts;
-//    Jacobian result, made affine on the host).
-// Macros: G1_ACC_MIN_BLOCKS (default 3), the launch bound of g1_acc_balanced (128 threads):
-// 3 blocks per SM cap it at 170 registers (12 warps per SM; 1: 255 registers, 8 warps):
-// G1 precomputed 2^20 11.70 against 12.19 ms side by side on the H200 (docs/benchmarks.md);
-// ACC_FLUSH_SLOTS (default 1) 1 stores a boundary piece when its run ends instead of
-// holding it in registers to the end of the thread (fewer registers: it saved G2 precomputed
-// 8.6 % of the lazy G2 build's spills; against the G2 build kept, the same accumulation,
-// 31.00 / 31.08 ms on the H200; G1 unchanged; docs/benchmarks.md); 0 holds them.
-// ACC_XYZZ (default 0) 1: level 0 keeps its running sum in XYZZ coordinates (10 products per
-// mixed addition instead of 11) and stores it as Jacobian; 0: Jacobian throughout. (Off
-// until measured on the device: docs/benchmarks.md.)
-// ACC_AFFINE (default 0) 1 compiles *_acc_affine (msm_affine.cuh): level 0 with affine batch
-// additions sharing one inversion per pass (gpu/msm.py launches it instead of
-// *_acc_balanced when $CUZK_KERNEL_DEFINES sets ACC_AFFINE=1; its scratch is a named buffer).
+// 4. *_sum_groups (tree over segments); the Horner over the g sets (c-bit shifts) runs on
+//    the host (gpu/msm_tail.py), which also makes the Jacobian result affine.
+// Launch bound: g1_acc_balanced (128 threads) runs at least 3 blocks per SM, which caps it
+// at 170 registers (12 warps per SM): G1 precomputed 2^20 11.70 against 12.19 ms with no cap
+// (255 registers) side by side on the H200 (docs/benchmarks.md). A boundary piece is stored
+// when its run ends, not held in registers to the end of the thread (fewer registers).
+// The switches measured against these (G1_ACC_MIN_BLOCKS, ACC_FLUSH_SLOTS=0, ACC_XYZZ=1,
+// ACC_AFFINE=1 with msm_affine.cuh, the one-thread *_combine Horner) lost on the H200 and
+// were retired (issue 29; figures: docs/history/2026-12-01-benchmarks.md, docs/benchmarks.md).
 #include "curve.cuh"
-#ifndef ACC_FLUSH_SLOTS
-#define ACC_FLUSH_SLOTS 1
-#endif
-#ifndef ACC_XYZZ
-#define ACC_XYZZ 0
-#endif
-#ifndef ACC_AFFINE
-#define ACC_AFFINE 0
-#endif
-#if ACC_XYZZ
-#define ACC_T Xyzz<F>
-#define ACC_OUT(a) (a).to_jacobian()
-#define ACC_ADD(a, p) add_mixed_xyzz(a, p)
-#else
-#define ACC_T Jacobian<F>
-#define ACC_OUT(a) (a)
-#define ACC_ADD(a, p) add_mixed(a, p)
-#endif
 
 __device__ __forceinline__ u32 window_raw(const u32* s, int bit, int c) {
     int word = bit >> 5, off = bit & 31;
@@ -164,9 +140,6 @@ __device__ __forceinline__ void put_slot(u32* slots, u32* kv, long long p, u32 k
     if (ok) store_jacobian(slots + p * 3 * W, v);
 }
 
-#if ACC_AFFINE
-#include "msm_affine.cuh"
-#endif
 
 // Level 0. starts: exclusive prefix sum of the counts, nbuckets + 1 entries.
 template <class F>
@@ -193,29 +166,21 @@ __device__ void acc_balanced(const u32* points, const u32* order, const u32* sta
         long long b = a, b_first = a;
         long long bstart = starts[b], bend = starts[b + 1];
         bool head_ok = false, tail_ok = false;
-        ACC_T acc = ACC_T::inf();
+        Jacobian<F> acc = Jacobian<F>::inf();
         bool fresh = true;
         for (long long j = lo; j < hi; j++) {
             u32 e = order[j];
             Affine<F> p = load_affine_vec<F>(points + (u64)(e & 0x7fffffffu) * 2 * W);
             if (e >> 31) p.y = -p.y;
-            acc = fresh ? ACC_T::from_affine(p) : ACC_ADD(acc, p);
+            acc = fresh ? Jacobian<F>::from_affine(p) : add_mixed(acc, p);
             fresh = false;
             if (j + 1 == bend || j + 1 == hi) {
-                Jacobian<F> sum = ACC_OUT(acc);
+                Jacobian<F> sum = acc;
                 if (bstart < lo) {
-#if ACC_FLUSH_SLOTS
                     store_jacobian(slots + (2 * t) * 3 * W, sum);
-#else
-                    head = sum;
-#endif
                     head_ok = true;
                 } else if (bend > hi) {
-#if ACC_FLUSH_SLOTS
                     store_jacobian(slots + (2 * t + 1) * 3 * W, sum);
-#else
-                    tail = sum;
-#endif
                     tail_ok = true;
                 } else {
                     store_jacobian(buckets + b * 3 * W, sum);
@@ -230,15 +195,10 @@ __device__ void acc_balanced(const u32* points, const u32* order, const u32* sta
                 }
             }
         }
-#if ACC_FLUSH_SLOTS  // values already stored: keys and flags only
         put_slot<F>(slots, kv, 2 * t, (u32)b_first, false, head);
         kv[4 * t + 1] = head_ok;
         put_slot<F>(slots, kv, 2 * t + 1, (u32)b, false, tail);
         kv[4 * t + 3] = tail_ok;
-#else
-        put_slot<F>(slots, kv, 2 * t, (u32)b_first, head_ok, head);
-        put_slot<F>(slots, kv, 2 * t + 1, (u32)b, tail_ok, tail);
-#endif
     }
 }
 
@@ -329,20 +289,6 @@ __device__ void sum_groups(const u32* in, u32* out, long long groups, int len) {
     }
 }
 
-// out = sum_j 2^(j c) sums[j], Jacobian (one thread; Horner over the g sets). The host turns
-// it affine: one inversion there costs microseconds, here a serial chain of ~570 products.
-template <class F>
-__device__ void combine(const u32* sums, u32* out, int g, int c) {
-    const int W = sizeof(F) / 4;
-    if (blockIdx.x * blockDim.x + threadIdx.x != 0) return;
-    Jacobian<F> acc = load_jacobian<F>(sums + (u64)(g - 1) * 3 * W);
-    for (int j = g - 2; j >= 0; j--) {
-        for (int i = 0; i < c; i++) acc = dbl(acc);
-        acc = add(acc, load_jacobian<F>(sums + (u64)j * 3 * W));
-    }
-    store_jacobian(out, acc);
-}
-
 // table[t n + i] = affine(2^(t shift) P_i), t < T (fixed-base tables; built once per key)
 template <class F>
 __device__ void precompute(const u32* points, u32* table, long long n, int shift, int T) {
@@ -359,9 +305,6 @@ __device__ void precompute(const u32* points, u32* table, long long n, int shift
     }
 }
 
-#ifndef G1_ACC_MIN_BLOCKS
-#define G1_ACC_MIN_BLOCKS 3  // 1: no cap (255 registers); 4: 128 registers (16 warps per SM)
-#endif
 #define DEFINE_SIGNED_MSM(G, F, MIN_BLOCKS)                                                    \
     extern "C" __global__ void __launch_bounds__(128, MIN_BLOCKS)                              \
         G##_acc_balanced(const u32* points, const u32* order, const u32* starts,               \
@@ -386,26 +329,11 @@ __device__ void precompute(const u32* points, u32* table, long long n, int shift
                                               int len) {                                       \
         sum_groups<F>(in, out, groups, len);                                                   \
     }                                                                                          \
-    extern "C" __global__ void G##_combine(const u32* sums, u32* out, int g, int c) {          \
-        combine<F>(sums, out, g, c);                                                           \
-    }                                                                                          \
     extern "C" __global__ void G##_precompute(const u32* points, u32* table, long long n,      \
                                               int shift, int T) {                              \
         precompute<F>(points, table, n, shift, T);                                             \
     }
 
-DEFINE_SIGNED_MSM(g1, Fq, G1_ACC_MIN_BLOCKS)
+DEFINE_SIGNED_MSM(g1, Fq, 3)  // 3 blocks per SM: 170 registers (header)
 DEFINE_SIGNED_MSM(g2, Fq2, 1)
 
-#if ACC_AFFINE
-#define DEFINE_AFFINE_ACC(G, F)                                                                \
-    extern "C" __global__ void __launch_bounds__(128, 1)                                       \
-        G##_acc_affine(const u32* points, const u32* order, const u32* starts,                 \
-                       long long nbuckets, long long L, u32* buckets, u32* slots, u32* kv,     \
-                       long long nthreads, u32* scratch, int B, int min_pairs) {               \
-        acc_affine<F>(points, order, starts, nbuckets, L, buckets, slots, kv, nthreads,        \
-                      scratch, B, min_pairs);                                                  \
-    }
-DEFINE_AFFINE_ACC(g1, Fq)
-DEFINE_AFFINE_ACC(g2, Fq2)
-#endif

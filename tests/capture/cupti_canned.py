@@ -10,8 +10,20 @@ def api(corr: int, t: int, name: str, kind: str = "RUNTIME") -> dict:
 
 
 def one_partition() -> list[dict]:
+    """The context, the API calls, their activity records, then the NVTX markers."""
     return [
         {"kind": "CONTEXT", "context_id": 1, "device_id": 0, "null_stream_id": 7},
+        *_api_calls(),
+        *_activities(),
+        {"kind": "MARKER", "timestamp": 50, "flags": 2, "id": 5, "name": "partition"},
+        {"kind": "MARKER", "timestamp": 60, "flags": 1, "id": 6, "name": "tick"},
+        {"kind": "MARKER", "timestamp": 5000, "flags": 4, "id": 5, "name": ""},
+    ]
+
+
+def _api_calls() -> list[dict]:
+    """The runtime / driver calls, by correlation id."""
+    return [
         api(1, 100, "cudaMalloc_v3020"),
         api(2, 150, "cudaHostAlloc_v3020"),
         api(3, 200, "cudaMemcpyAsync_v3020"),
@@ -22,6 +34,17 @@ def one_partition() -> list[dict]:
         api(8, 4000, "cudaFreeAsync_v11020"),
         api(9, 4100, "cudaFree_v3020"),
         api(10, 4200, "cudaMemsetAsync_v3020"),
+    ]
+
+
+def _activities() -> list[dict]:
+    """The memory, copy, kernel, sync and memset records the calls correlate with."""
+    return [*_before_sync(), *_after_sync()]
+
+
+def _before_sync() -> list[dict]:
+    """Allocations, the upload, the kernel and the stream synchronisation."""
+    return [
         {
             "kind": "MEMORY2",
             "timestamp": 100,
@@ -88,6 +111,12 @@ def one_partition() -> list[dict]:
             "stream_id": 13,
             "correlation_id": 6,
         },
+    ]
+
+
+def _after_sync() -> list[dict]:
+    """The download, the frees and the memset."""
+    return [
         {
             "kind": "MEMCPY",
             "copy_kind": "DTOH",
@@ -131,7 +160,4 @@ def one_partition() -> list[dict]:
             "correlation_id": 10,
             "device_id": 0,
         },
-        {"kind": "MARKER", "timestamp": 50, "flags": 2, "id": 5, "name": "partition"},
-        {"kind": "MARKER", "timestamp": 60, "flags": 1, "id": 6, "name": "tick"},
-        {"kind": "MARKER", "timestamp": 5000, "flags": 4, "id": 5, "name": ""},
     ]

@@ -34,13 +34,25 @@ def test_no_command():
     assert "give the program after --" in _refused(["-o", "p.json"])
 
 
-def test_not_python():
-    assert "is not a Python program" in _refused(["--", "./prover", "--gpu"])
+def test_other_programs_go_through_the_injection_library(tmp_path, monkeypatch):
+    """A program that is not Python: the injection library is built (into the cache),
+    then the missing driver is the refusal."""
+    from cuzk_sim.capture import inject_build
+
+    try:
+        inject_build.find_cupti(), inject_build.find_compiler()
+    except InputError as e:
+        pytest.skip(f"no toolchain for the injection library here: {e}")
+    monkeypatch.setenv("CUZK_SIM_CACHE", str(tmp_path))
+    monkeypatch.setattr(cupti_run.ctypes, "CDLL", _no_driver)
+    assert "no NVIDIA driver" in _refused(["--", "./prover", "--gpu"])
+    assert len(list(tmp_path.glob("inject/*/libcuzk_capture.so"))) == 1
 
 
 def test_no_cupti(monkeypatch):
     monkeypatch.setattr(cupti_run.importlib.util, "find_spec", lambda name: None)
-    assert "pip install 'cuzk-sim[capture]'" in _refused(["--", sys.executable, "-c", "pass"])
+    args = ["--via", "cupti-python", "--", sys.executable, "-c", "pass"]
+    assert "pip install 'cuzk-sim[capture]'" in _refused(args)
 
 
 def test_no_gpu(monkeypatch):

@@ -76,11 +76,7 @@ int main() {
         std::string k = name;
         std::function<void()> f;
         if (k == "fr_bitrev") f = [&] { fr_bitrev(p[0], v[1], (int)v[2]); };
-        else if (k == "fr_bitrev_scale") f = [&] { fr_bitrev_scale(p[0], v[1], (int)v[2], p[3], p[4], (int)v[5], p[6], (int)v[7]); };
         else if (k == "fr_bitrev_tiled") f = [&] { fr_bitrev_tiled(p[0], (int)v[1], p[2], p[3], (int)v[4], p[5], (int)v[6]); };
-        else if (k == "fr_ntt_reg8") f = [&] { fr_ntt_reg8(p[0], p[1], p[2], (int)v[3], (int)v[4], (int)v[5], (int)v[6], p[7], p[8], p[9], (int)v[10]); };
-        else if (k == "fr_ntt_reg4") f = [&] { fr_ntt_reg4(p[0], p[1], p[2], (int)v[3], (int)v[4], (int)v[5], (int)v[6], p[7], p[8], p[9], (int)v[10]); };
-        else if (k == "fr_ntt_reg2") f = [&] { fr_ntt_reg2(p[0], p[1], p[2], (int)v[3], (int)v[4], (int)v[5], (int)v[6], p[7], p[8], p[9], (int)v[10]); };
         else if (k == "fr_ntt_group_tw") f = [&] { fr_ntt_group_tw(p[0], p[1], p[2], (int)v[3], (int)v[4], (int)v[5], (int)v[6]); };
         else if (k == "fr_ntt_pass") f = [&] { fr_ntt_pass(p[0], p[1], p[2], (int)v[3], (int)v[4], (int)v[5], (int)v[6], p[7], (int)v[8], (int)v[9]); };
         else if (k == "fr_scale") f = [&] { fr_scale(p[0], p[1], v[2]); };

@@ -1,9 +1,9 @@
 """kernels/field.cuh compiled by the host C++ compiler (FIELD_HOST_EMULATION: the PTX carry
 steps emulated with an explicit carry flag), run in CI without a GPU: the wide-chain
 Montgomery product (the default) and the 64-bit C product against Python ints, a b 2^(-32N)
-mod m, for Fr and Fq, edges included; the dedicated Fq square (mont_sqr_wide, FIELD_SQR)
-against a^2 2^(-32N) mod m; the three inverses (divsteps, binary, Fermat). Skipped when no C++
-compiler is installed."""
+mod m, for Fr and Fq, edges included; the Fq square the curve code calls against a^2
+2^(-32N) mod m; the (Fermat) inverse; both with the defaults (lazy Fq) and with the field's
+baseline FIELD_MUL_WIDE=0 (canonical values). Skipped when no C++ compiler is installed."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ HARNESS = r"""
 #include "field.cuh"
 #include <cstdio>
 // stdin: "r|q a_0 .. a_{N-1} b_0 .. b_{N-1}" (hex limbs); stdout: wide product, C product;
-// "i|j a_0 .. a_{N-1}" (Fr | Fq): the divsteps, binary and Fermat inverses of a;
-// "t a_0 .. a_11": the Fq square mont_sqr_wide(a), then sqr(a) (what the curve code calls);
+// "i|j a_0 .. a_{N-1}" (Fr | Fq): the (Fermat) inverse of a;
+// "t a_0 .. a_11": the Fq square sqr(a) (what the curve code calls);
 // "o a b" (Fq, limbs < 2q): a + b, a - b, -a, a.canonical(), a stored, is_zero(a), a == b
 template <class F> void put(const F& x) {
     for (int i = F::N - 1; i >= 0; i--) printf("%08x", x.v[i]);
@@ -41,7 +41,6 @@ template <class F> void one() {
 template <class F> void square() {
     F a;
     for (int i = 0; i < F::N; i++) if (scanf("%x", &a.v[i]) != 1) return;
-    put(mont_sqr_wide(a));
     put(sqr(a));
     printf("\n");
 }
@@ -61,8 +60,6 @@ template <class F> void ops() {
 template <class F> void inv() {
     F a;
     for (int i = 0; i < F::N; i++) if (scanf("%x", &a.v[i]) != 1) return;
-    put(inverse_safegcd(a));
-    put(inverse_binary(a));
     put(inverse(a));
     printf("\n");
 }
@@ -80,13 +77,14 @@ int main() {
 """
 
 
-@pytest.fixture(scope="module", params=["", "FIELD_LAZY=0", "FIELD_SQR=1"])
+@pytest.fixture(scope="module", params=["", "FIELD_MUL_WIDE=0"])
 def harness(request, tmp_path_factory):
-    """The field harness with the defaults (lazy Fq), FIELD_LAZY=0 and FIELD_SQR=1 (sqr()
-    by mont_sqr_wide); `.lazy` says whether Fq values may come out in [q, 2q)."""
+    """The field harness with the defaults (lazy Fq) and with the field's baseline
+    FIELD_MUL_WIDE=0 (no lazy reduction); `.lazy` says whether Fq values may come out in
+    [q, 2q)."""
     flags = [f"-D{flag}" for flag in request.param.split()]
     path = build(tmp_path_factory.mktemp("field_emu"), HARNESS, flags)
-    return Harness(path, "FIELD_LAZY=0" not in request.param)
+    return Harness(path, "FIELD_MUL_WIDE=0" not in request.param)
 
 
 class Harness(NamedTuple):
@@ -136,19 +134,17 @@ def test_products_match_python_ints(harness, name, m, n):
         assert c == want, f"C product of {a}, {b}"  # the C product reduces canonically
 
 
-def _squares(harness, name: str, n: int, values: list[int]) -> list[list[int]]:
+def _squares(harness, name: str, n: int, values: list[int]) -> list[int]:
     stdin = "".join(f"{name} {_limbs_hex(a, n)}\n" for a in values)
     out = subprocess.run([str(harness)], input=stdin, capture_output=True, text=True, check=True)
     words = [int(x, 16) for x in out.stdout.split()]
-    assert len(words) == 2 * len(values)
-    return [words[2 * k : 2 * k + 2] for k in range(len(values))]
+    assert len(words) == len(values)
+    return words
 
 
 def test_fq_squares_match_python_ints(harness):
-    """mont_sqr_wide(a) = a^2 2^-384 mod q, and so does sqr(a) (the dedicated square under
-    the default FIELD_SQR=1), for edges (0, 1, q - 1, limbs of all ones, values near the top
-    bit of q, top bits of limbs that the doubled limbs carry up) and random values. (Fq
-    only: the square needs m < 2^(32 N - 2), which r, at 2^254.9, is not.)"""
+    """sqr(a) = a^2 2^-384 mod q, for edges (0, 1, q - 1, limbs of all ones, values near the
+    top bit of q, top bits of limbs) and random values."""
     name, m, n = "t", Q, 12
     rng = random.Random(n + 7)
     top = m.bit_length()
@@ -161,18 +157,16 @@ def test_fq_squares_match_python_ints(harness):
     if harness.lazy:  # inputs up to 2q - 1
         values += [a + m for a in values[:600]] + [2 * m - 1, m]
     inv = pow(2 ** (32 * n), -1, m)
-    for a, got in zip(values, _squares(harness, name, n, values), strict=True):
-        for g in got:
-            _check(g, a * a * inv % m, m, harness.lazy, f"mont_sqr_wide, sqr of {a}")
+    for a, g in zip(values, _squares(harness, name, n, values), strict=True):
+        _check(g, a * a * inv % m, m, harness.lazy, f"sqr of {a}")
 
 
 @given(st.lists(st.integers(0, 2 * Q - 1), min_size=1, max_size=40))
 def test_fq_squares_match_python_ints_for_any_values(harness, values):
     values = [a if harness.lazy else a % Q for a in values]
     inv = pow(2**384, -1, Q)
-    for a, got in zip(values, _squares(harness, "t", 12, values), strict=True):
-        for g in got:
-            _check(g, a * a * inv % Q, Q, harness.lazy, f"mont_sqr_wide, sqr of {a}")
+    for a, g in zip(values, _squares(harness, "t", 12, values), strict=True):
+        _check(g, a * a * inv % Q, Q, harness.lazy, f"sqr of {a}")
 
 
 def test_fq_additions_and_zero_tests_on_lazy_values(harness):
@@ -201,9 +195,8 @@ def test_fq_additions_and_zero_tests_on_lazy_values(harness):
 
 @pytest.mark.parametrize("name, m, n", [("i", R, 8), ("j", Q, 12)])
 def test_inverses_match_python_ints(harness, name, m, n):
-    """inverse_safegcd (divsteps), inverse_binary (Kaliski) and inverse (Fermat) of a
-    Montgomery a R give the Montgomery form of a^-1, (a R)^-1 R^2 mod m; 0 gives 0 (lazy
-    Fq: for inputs and outputs anywhere in [0, 2q))."""
+    """inverse (Fermat) of a Montgomery a R gives the Montgomery form of a^-1, (a R)^-1 R^2
+    mod m; 0 gives 0 (lazy Fq: for inputs and outputs anywhere in [0, 2q))."""
     rng = random.Random(n + 1)
     edges = [0, 1, 2, 3, m - 1, m - 2, (m - 1) // 2, (m + 1) // 2, 2 ** (32 * n) % m]
     edges += [2**k for k in (29, 30, 31, 32, 60, 61, 200, m.bit_length() - 1)]
@@ -214,12 +207,11 @@ def test_inverses_match_python_ints(harness, name, m, n):
     stdin = "".join(f"{name} {_limbs_hex(a, n)}\n" for a in values)
     out = subprocess.run([str(harness)], input=stdin, capture_output=True, text=True, check=True)
     lines = out.stdout.split()
-    assert len(lines) == 3 * len(values)
+    assert len(lines) == len(values)
     mont = 2 ** (32 * n)
-    for k, a in enumerate(values):
+    for a, g in zip(values, lines, strict=True):
         want = pow(a, -1, m) * mont * mont % m if a % m else 0
-        for what, g in zip(("divsteps", "binary", "Fermat"), lines[3 * k : 3 * k + 3], strict=True):
-            _check(int(g, 16), want, m, lazy, f"{what} inverse of {a}")
+        _check(int(g, 16), want, m, lazy, f"Fermat inverse of {a}")
 
 
 CURVE_HARNESS = r"""
@@ -227,8 +219,8 @@ CURVE_HARNESS = r"""
 #include "curve.cuh"
 #include <cstdio>
 // stdin: "g|h k x y ..." (k affine G1 (g) or G2 (h) points, Montgomery hex limbs, Fq2 as
-// c0 c1); stdout: the affine sum by XYZZ mixed additions, then by Jacobian mixed additions
-// (as the accumulation runs them), then 2 P_0 by dbl, then sum 2 P_i by full additions
+// c0 c1); stdout: the affine sum by Jacobian mixed additions (as the accumulation runs
+// them), then 2 P_0 by dbl, then sum 2 P_i by full additions
 template <class T> static void get(Fp<T>& a) { for (int i = 0; i < 12; i++) scanf("%x", &a.v[i]); }
 static void get(Fq2& a) { get(a.c0); get(a.c1); }
 template <class T> static void put(const Fp<T>& a) {
@@ -237,20 +229,17 @@ template <class T> static void put(const Fp<T>& a) {
 }
 static void put(const Fq2& a) { put(a.c0); put(a.c1); }
 template <class F> void run(int k) {
-    Xyzz<F> ax = Xyzz<F>::inf();
     Jacobian<F> aj = Jacobian<F>::inf(), d = Jacobian<F>::inf(), af = Jacobian<F>::inf();
     for (int i = 0; i < k; i++) {
         Affine<F> p;
         get(p.x);
         get(p.y);
-        ax = i == 0 ? Xyzz<F>::from_affine(p) : add_mixed_xyzz(ax, p);
         aj = i == 0 ? Jacobian<F>::from_affine(p) : add_mixed(aj, p);
         af = add(af, dbl(Jacobian<F>::from_affine(p)));  // full additions of 2 P_i
         if (i == 0) d = dbl(Jacobian<F>::from_affine(p));
     }
-    Affine<F> rx = to_affine(ax.to_jacobian()), rj = to_affine(aj), rd = to_affine(d);
-    Affine<F> rf = to_affine(af);
-    put(rx.x); put(rx.y); put(rj.x); put(rj.y); put(rd.x); put(rd.y); put(rf.x); put(rf.y);
+    Affine<F> rj = to_affine(aj), rd = to_affine(d), rf = to_affine(af);
+    put(rj.x); put(rj.y); put(rd.x); put(rd.y); put(rf.x); put(rf.y);
     printf("\n");
 }
 int main() {
@@ -261,29 +250,17 @@ int main() {
 """
 
 
-@pytest.fixture(
-    scope="module",
-    params=[
-        "FQ2_SQR=0",
-        "FQ2_SQR=1",
-        "FIELD_MUL_PAIRS=1",
-        "FQ2_SQR=1 FIELD_MUL_PAIRS=1",
-        "FIELD_SQR=1",
-        "FIELD_LAZY=0",
-        "FQ2_LAZY=1",
-    ],
-)
+@pytest.fixture(scope="module", params=["", "FIELD_MUL_WIDE=0"])
 def curve_harness(request, tmp_path_factory):
-    """The curve harness built with the Fq2 squaring and the paired products on, with the
-    dedicated Fq square on, the lazy reduction off, and with it on for G2 too."""
+    """The curve harness built with the defaults and with the field's baseline."""
     flags = [f"-D{flag}" for flag in request.param.split()]
     return build(tmp_path_factory.mktemp("curve_emu"), CURVE_HARNESS, flags)
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
-def test_xyzz_accumulation_matches_py_ecc(curve_harness, group):
-    """Runs of mixed additions as level 0 of the accumulation adds a bucket's points: XYZZ
-    (madd-2008-s, mdbl-2008-s-1 when a point meets itself) and Jacobian, vs py_ecc; with
+def test_accumulation_matches_py_ecc(curve_harness, group):
+    """Runs of mixed additions as level 0 of the accumulation adds a bucket's points
+    (Jacobian), vs py_ecc; with
     P + P, P + (-P), infinity inside a run, and random runs; dbl of the first point; and
     the sum of the doubled points by full Jacobian additions (add-2007-bl)."""
     import py_ecc.optimized_bls12_381 as bls
@@ -321,7 +298,6 @@ def test_xyzz_accumulation_matches_py_ecc(curve_harness, group):
         for pt in r:
             want = bls.add(want, pt)
         got = [int(v, 16) * FQ_MONT_INV % Q for v in line.split()]
-        assert got[:w] == coords(want), f"XYZZ sum of a run of {len(r)}"
-        assert got[w : 2 * w] == coords(want), f"Jacobian sum of a run of {len(r)}"
-        assert got[2 * w : 3 * w] == coords(bls.double(r[0])), "dbl"
-        assert got[3 * w :] == coords(bls.double(want)), "Jacobian full additions"
+        assert got[:w] == coords(want), f"Jacobian sum of a run of {len(r)}"
+        assert got[w : 2 * w] == coords(bls.double(r[0])), "dbl"
+        assert got[2 * w :] == coords(bls.double(want)), "Jacobian full additions"

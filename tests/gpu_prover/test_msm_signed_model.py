@@ -47,12 +47,29 @@ def test_signed_digits_recode_every_scalar(c):
 def model_msm(
     points: list[int], scalars: list[int], shape: SignedShape, chunk: int, fan: int = LEVEL_FAN_IN
 ) -> int:
-    n, c, nw, g = len(points), shape.c, shape.windows, shape.sets
-    per_set, nb = shape.per_set, shape.buckets
+    n, c, g = len(points), shape.c, shape.sets
+    nb = shape.buckets
     base = points
     if shape.precomputed:  # table[t n + i] = 2^(t g c) P_i
         base = [(p << (t * g * c)) % Q for t in range(shape.tables) for p in points]
-    # counting sort (signed_count / signed_scatter)
+    starts, order = _model_sort(scalars, shape, n)
+    buckets: list[int | None] = [None] * nb
+    writes = [0] * nb
+    items = _model_level0(base, starts, order, nb, chunk, buckets, writes)
+    _model_levels(items, nb, fan, buckets, writes)
+    # acc_empty
+    for b in range(nb):
+        if starts[b] == starts[b + 1]:
+            buckets[b] = 0
+            writes[b] += 1
+    assert writes == [1] * nb, "every bucket written exactly once"
+    return _model_reduce(buckets, shape)
+
+
+def _model_sort(scalars: list[int], shape: SignedShape, n: int) -> tuple[list[int], list]:
+    """signed_count / signed_scatter: the buckets' starts and the sorted (index, sign)."""
+    c, nw, g = shape.c, shape.windows, shape.sets
+    per_set, nb = shape.per_set, shape.buckets
     keyed = []
     for i, s in enumerate(scalars):
         for w, mag, neg in signed_digits(s, c, nw):
@@ -67,11 +84,21 @@ def model_msm(
     for b, idx, neg in keyed:
         order[cursor[b]] = (idx, neg)
         cursor[b] += 1
+    return starts, order
+
+
+def _model_level0(
+    base: list[int],
+    starts: list[int],
+    order: list,
+    nb: int,
+    chunk: int,
+    buckets: list[int | None],
+    writes: list[int],
+) -> list[tuple[int, int, bool]]:
+    """acc_balanced (level 0): thread t adds entries [t L, (t + 1) L); a bucket wholly inside
+    is final; pieces of crossing buckets go to slots 2t (began before) / 2t + 1 (continues)."""
     total = starts[nb]
-    # acc_balanced (level 0): thread t adds entries [t L, (t + 1) L); a bucket wholly inside
-    # is final; pieces of crossing buckets go to slots 2t (began before) / 2t + 1 (continues)
-    buckets: list[int | None] = [None] * nb
-    writes = [0] * nb
     threads = -(-max(1, total) // chunk)
     items: list[tuple[int, int, bool]] = []  # (value, key, valid) per slot
     for t in range(threads):
@@ -104,7 +131,17 @@ def model_msm(
                         b += 1
                         bstart, bend = starts[b], starts[b + 1]
         items += [(head[0], b_first, head[1]), (tail[0], b, tail[1])]
-    # acc_level: the same over the slots (fan-in `fan`), until one thread holds them all
+    return items
+
+
+def _model_levels(
+    items: list[tuple[int, int, bool]],
+    nb: int,
+    fan: int,
+    buckets: list[int | None],
+    writes: list[int],
+) -> None:
+    """acc_level: the same over the slots (fan-in `fan`), until one thread holds them all."""
     while True:
         keys = [k for _, k, _ in items]
         assert keys == sorted(keys), "slot keys must stay monotone"
@@ -136,13 +173,12 @@ def model_msm(
             assert not any(ok for _, _, ok in out)
             break
         items = out
-    # acc_empty
-    for b in range(nb):
-        if starts[b] == starts[b + 1]:
-            buckets[b] = 0
-            writes[b] += 1
-    assert writes == [1] * nb, "every bucket written exactly once"
-    # set_reduce + tree: per set, sum_k (k + 1) B_k by segments
+
+
+def _model_reduce(buckets: list, shape: SignedShape) -> int:
+    """set_reduce + tree: per set, sum_k (k + 1) B_k by segments; then the Horner over the
+    sets with c-bit shifts."""
+    c, g, per_set = shape.c, shape.sets, shape.per_set
     segs = shape.segments
     seg_len = per_set // segs
     sums = []

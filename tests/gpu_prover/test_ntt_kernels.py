@@ -1,5 +1,7 @@
-"""Every NTT stage-group kernel (gpu/ntt.py NTT_KERNELS, under the product switches that
-gpu_bench.py compares) against the reference domain's NTT, Python ints. GPU tests."""
+"""Every NTT stage-group kernel (gpu/ntt.py NTT_KERNELS: the default fr_ntt_pass and the
+baseline fr_ntt_group_tw, with the field product's default and its baseline
+FIELD_MUL_WIDE=0, as gpu_bench.py compares them) against the reference domain's NTT, Python
+ints. GPU tests, except the option checks."""
 
 from __future__ import annotations
 
@@ -13,16 +15,19 @@ from cuzk_sim.reference.domain import Domain
 from cuzk_sim.reference.field import R
 
 
-def test_unknown_kernel_is_refused(monkeypatch):
-    from cuzk_sim.gpu.ntt import default_kernel
+@pytest.mark.parametrize("retired", ["fr_ntt_radix8", "fr_ntt_reg8", "fr_ntt_pass_c2"])
+def test_unknown_kernel_is_refused(monkeypatch, retired):
+    from cuzk_sim.gpu.ntt import default_kernel, ntt_launches
 
-    monkeypatch.setenv("CUZK_NTT_KERNEL", "fr_ntt_radix8")
+    monkeypatch.setenv("CUZK_NTT_KERNEL", retired)
     with pytest.raises(ValueError, match="CUZK_NTT_KERNEL must be one of"):
         default_kernel()
+    with pytest.raises(ValueError, match="NTT kernel must be one of"):
+        ntt_launches(None, None, 0, kernel_name=retired)  # refused before any launch
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("defines", ["", "FIELD_MUL_WIDE=0", "NTT_TW_INLINE=1"])
+@pytest.mark.parametrize("defines", ["", "FIELD_MUL_WIDE=0"])
 @pytest.mark.parametrize("name", NTT_KERNELS)
 def test_ntt_kernel_matches_reference(monkeypatch, name, defines):
     import cupy as cp
@@ -31,7 +36,7 @@ def test_ntt_kernel_matches_reference(monkeypatch, name, defines):
 
     monkeypatch.setenv("CUZK_KERNEL_DEFINES", defines)
     rng = random.Random(len(name) + len(defines))
-    for log_n in (1, 2, 3, 5, 11, 13):  # stage groups with k = 1, 2, 3, ... (x2 falls back at 1)
+    for log_n in (1, 2, 3, 5, 11, 13):  # stage groups with k = 1, 2, 3, ...
         n = 1 << log_n
         dom = Domain(n)
         values = [rng.randrange(R) for _ in range(n)]
@@ -57,37 +62,7 @@ def _gpu_transform(cp, fn, values, t, n):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("log_n", [1, 2, 3, 4, 6, 7, 8, 9, 10, 16, 17])
-def test_register_kernel_sizes_and_transforms(monkeypatch, log_n):
-    """fr_ntt_reg8 (reg4 / reg2 for 2 and 4 elements) at every launch shape: one group
-    (k = 1 .. 8, several groups per warp below k = 8), two launches, three launches (2^17:
-    6, 6, 5 stages), and the inverse and coset transforms built on it, against the
-    reference domain."""
-    import cupy as cp
-    from cuzk_sim.gpu import ntt as gntt
-
-    monkeypatch.setenv("CUZK_NTT_KERNEL", "fr_ntt_reg8")
-    monkeypatch.setenv("CUZK_KERNEL_DEFINES", "")
-    rng = random.Random(1000 + log_n)
-    n = 1 << log_n
-    dom = Domain(n)
-    g = dom.default_coset
-    values = [rng.randrange(R) for _ in range(n)]
-    values[-1] = R - 1
-    t = gntt.DeviceTables.from_buffer(
-        cp.asarray(gntt.domain_tables(log_n, dom.omega, g, 1).pack()), log_n
-    )
-    for fn, want in (
-        (gntt.ntt, dom.ntt(values)),
-        (gntt.intt, dom.intt(values)),
-        (gntt.coset_ntt, dom.coset_ntt(values, g)),
-        (gntt.coset_intt, dom.coset_intt(values, g)),
-    ):
-        assert _gpu_transform(cp, fn, values, t, n) == want, (fn.__name__, log_n)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("name", [k for k in NTT_KERNELS if k != "fr_ntt_reg8"])
+@pytest.mark.parametrize("name", NTT_KERNELS)
 @pytest.mark.parametrize("bitrev", ["tiled", "scatter"])
 def test_group_kernels_transforms(name, bitrev):
     """The stage-group kernels with the input factor (1/n, g^j) in the tiled bit reversal
@@ -117,20 +92,13 @@ def test_group_kernels_transforms(name, bitrev):
             assert got == want, (name, fn.__name__, log_n)
 
 
-PASS_SWITCHES = [
-    "",
-    "NTT_PASS_FR_MUL=1",
-    "NTT_PASS_PLANES=1",
-    "NTT_PASS_FR_MUL=1 NTT_PASS_PLANES=1",
-    "NTT_PASS_TABLE=0",
-    "NTT_PASS_TW_STAGE=1",
-]
+PASS_SWITCHES = ["", "FIELD_MUL_WIDE=0"]
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("defines", PASS_SWITCHES)
 def test_pass_kernel_three_passes_match_reference(monkeypatch, defines):
-    """fr_ntt_pass under each switch with passes of at most 4 stages (PASS_LOG patched), so
+    """fr_ntt_pass under each field product with passes of at most 4 stages (PASS_LOG patched), so
     that 2^12 runs three passes (a middle one from the per-pass table, as 2^24's second),
     every transform against the reference domain."""
     import cupy as cp

@@ -1,13 +1,13 @@
 """A Python model of kernels/ntt.cu's index arithmetic (bit reversal, then stage groups of
-fr_ntt_group with two-level twiddle tables), checked against the reference NTT. Runs in CI:
-it catches a wrong group base, stride or twiddle exponent without a GPU."""
+fr_ntt_group_tw, the baseline, with two-level twiddle tables), checked against the reference
+NTT. Runs in CI: it catches a wrong group base, stride or twiddle exponent without a GPU."""
 
 from __future__ import annotations
 
 import random
 
 import pytest
-from cuzk_sim.gpu.ntt import reg_rounds, reg_stage_groups, split_bits, stage_groups
+from cuzk_sim.gpu.ntt import split_bits, stage_groups
 from cuzk_sim.reference.domain import Domain
 from cuzk_sim.reference.field import R
 
@@ -53,125 +53,6 @@ def test_stage_groups_cover_every_stage_once():
             sum(k for _, k in groups[:i]) for i in range(len(groups))
         ]
         assert sum(k for _, k in groups) == log_n and all(1 <= k <= 10 for _, k in groups)
-
-
-def _reg_index(idx: int, tt: int, tg_log: int, s0: int, q: int) -> int:
-    m, o = idx & ((1 << q) - 1), tt + ((idx >> q) << tg_log)
-    return ((o >> s0) << (s0 + q)) | (m << s0) | (o & ((1 << s0) - 1))
-
-
-def _rotl(s: int, c: int, bits: int) -> int:
-    c %= bits
-    return ((s << c) | (s >> (bits - c))) & ((1 << bits) - 1)
-
-
-def _model_reg_ntt(values: list[int], omega: int) -> list[int]:
-    """kernels/ntt.cu fr_ntt_reg8 (reg4, reg2) lane by lane: per warp-block the twiddle
-    slots, each lane's registers, the rounds and the shared-memory exchanges."""
-    n = len(values)
-    log_n = n.bit_length() - 1
-    lo_bits, hi_count = split_bits(log_n)
-    lo_t = [pow(omega, i, R) for i in range(1 << lo_bits)]
-    hi_t = [pow(omega, j << lo_bits, R) for j in range(hi_count)]
-
-    def twiddle(e: int) -> int:
-        return hi_t[e >> lo_bits] * lo_t[e & ((1 << lo_bits) - 1)] % R
-
-    a = [values[int(f"{i:0{log_n}b}"[::-1], 2) if log_n else 0] for i in range(n)]
-    for st, k in reg_stage_groups(log_n):
-        el = min(3, k)
-        e_count, tg_log = 1 << el, k - el
-        per_block, groups = 32 >> tg_log, n >> k
-        assert 0 <= tg_log <= 5
-        for blk in range(-(-groups // per_block)):
-            b0 = blk * per_block
-            sw = {}
-            for lane in range(32):
-                for i in range(e_count):
-                    idx = lane + 32 * i
-                    gi, e = idx >> k, idx & ((1 << k) - 1)
-                    if e and b0 + gi < groups:
-                        sl = e.bit_length() - 1
-                        kk = e - (1 << sl)
-                        low = (b0 + gi) & ((1 << st) - 1)
-                        sw[idx] = twiddle((low + (kk << st)) << (log_n - st - sl - 1))
-            lanes = []
-            for lane in range(32):
-                g, tt = lane >> tg_log, lane & ((1 << tg_log) - 1)
-                b = b0 + g
-                base = ((b >> st) << (st + k)) | (b & ((1 << st) - 1))
-                lanes.append((g << k, tt, base, b < groups))
-            # load consecutive rows per warp (row i 2^tg_log + tt), stage through shared
-            # memory into round 0's order
-            smem0 = {}
-            for gofs, tt, base, ok in lanes:
-                for i in range(e_count):
-                    j = (i << tg_log) | tt
-                    smem0[gofs + j] = a[base + (j << st)] if ok else 0
-            x = [
-                [smem0[gofs + _reg_index(i, tt, tg_log, 0, el)] for i in range(e_count)]
-                for gofs, tt, _, _ in lanes
-            ]
-            prev = None
-            for s0, q in reg_rounds(k, el):
-                if prev is not None:  # exchange through shared memory
-                    smem: dict[int, int] = {}
-                    for (gofs, tt, _, _), xs in zip(lanes, x, strict=True):
-                        for i in range(e_count):
-                            slot = gofs + _reg_index(i, tt, tg_log, *prev)
-                            assert slot not in smem
-                            smem[slot] = xs[i]
-                    for (gofs, tt, _, _), xs in zip(lanes, x, strict=True):
-                        for i in range(e_count):
-                            xs[i] = smem[gofs + _reg_index(i, tt, tg_log, s0, q)]
-                for (gofs, tt, _, ok), xs in zip(lanes, x, strict=True):
-                    for p in range(q):  # constant geometry: rotate, pair slots r, r + E/2
-                        xs[:] = [xs[_rotl(s, 1, el)] for s in range(e_count)]
-                        for r in range(e_count // 2):
-                            v = xs[r + e_count // 2]
-                            if st + s0 + p and ok:
-                                i = _rotl(r, p + 1, el)
-                                o = tt + ((i >> q) << tg_log)
-                                kk = ((i & ((1 << p) - 1)) << s0) | (o & ((1 << s0) - 1))
-                                v = v * sw[gofs + (1 << (s0 + p)) + kk] % R
-                            u = xs[r]
-                            xs[r], xs[r + e_count // 2] = (u + v) % R, (u - v) % R
-                    for _ in range(q, el):
-                        xs[:] = [xs[_rotl(s, 1, el)] for s in range(e_count)]
-                prev = (s0, q)
-            for (_, tt, base, ok), xs in zip(lanes, x, strict=True):
-                if ok:
-                    for i in range(e_count):
-                        a[base + (_reg_index(i, tt, tg_log, *prev) << st)] = xs[i]
-    return a
-
-
-@pytest.mark.parametrize("log_n", [1, 2, 3, 4, 5, 7, 8, 9, 11, 13])
-def test_register_kernel_model_matches_reference(log_n):
-    rng = random.Random(100 + log_n)
-    dom = Domain(1 << log_n)
-    values = [rng.randrange(R) for _ in range(1 << log_n)]
-    assert _model_reg_ntt(values, dom.omega) == dom.ntt(values)
-
-
-@pytest.mark.slow
-@pytest.mark.slowtier  # 2^17 in Python: seconds
-def test_register_kernel_model_three_launches():
-    """2^17: three launches (6, 6, 5 stages), the middle one with st > 0 and st + k < log n."""
-    assert len(reg_stage_groups(17)) == 3
-    rng = random.Random(17)
-    dom = Domain(1 << 17)
-    values = [rng.randrange(R) for _ in range(1 << 17)]
-    assert _model_reg_ntt(values, dom.omega) == dom.ntt(values)
-
-
-def test_register_rounds_cover_each_group_once():
-    for log_n in range(1, 32):
-        for _, k in reg_stage_groups(log_n):
-            el = min(3, k)
-            assert 1 <= k <= 8 and 0 <= k - el <= 5
-            rounds = reg_rounds(k, el)
-            assert sum(q for _, q in rounds) == k and all(1 <= q <= el for _, q in rounds)
 
 
 def _rev(x: int, bits: int) -> int:

@@ -21,7 +21,6 @@ SLOW_CASES = (
     "tests/interop/test_prove_verify_interop.py::test_snarkjs_accepts_our_proof[big_domain]",
     "tests/interop/test_formats_vs_snarkjs.py::test_r1cs_matches_snarkjs_export[big_domain]",
     "tests/gpu_prover/test_kernels_compile.py::test_kernel_compiles[msm_signed.cu]",
-    "tests/gpu_prover/test_msm_affine_host.py::test_affine_kernels_compile_with_nvrtc",
 )
 FILES = sorted({case.split("::")[0] for case in SLOW_CASES})
 

@@ -19,7 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TREES = {"cuzk_sim": "cuzk_sim", "cuzk_sim/gpu": "gpu", "cuzk_sim/reference": "reference"}
-DATA = ("*.cu", "*.cuh", "*.toml")
+DATA = ("*.cu", "*.cuh", "*.toml", "*.c")  # *.c: capture's injection library source
 
 
 def source_files() -> set[str]:
@@ -56,6 +56,7 @@ def test_the_wheel_holds_every_module_of_the_source_tree(wheel: Path) -> None:
     names = {n for n in zipfile.ZipFile(wheel).namelist() if ".dist-info/" not in n}
     expected = source_files()
     assert "cuzk_sim/validation/__init__.py" in expected  # the package the list forgot
+    assert "cuzk_sim/capture/inject/cuzk_capture.c" in expected  # built at first use
     assert sorted(expected - names) == []
     assert sorted(names - expected) == []
 
