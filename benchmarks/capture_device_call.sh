@@ -10,18 +10,25 @@
 #     takes all of the card but the cap, the model is asked again at the card actually
 #     left (at.json, still before the run), N fixtures run at once; judge -> processes.json;
 #  4. with the time left: capture our own prover (gpu-run of a one-worker, one-partition
-#     scenario, the sync allocator) and compare with its dry-run plan and its CUDA-event
-#     step times (benchmarks/capture_compare.py) -> $OUT/compare.txt.
-# Each stage runs under `timeout`, its rc logged in $OUT/steps.txt; a failed stage does
-# not stop the next. The work folder ($W) is tarred into $OUT/capture-work.tgz at the end.
+#     scenario at 2^DOMAIN_LOG2, the sync allocator), take the trace's last span of
+#     transient device memory (the timed partition, after the key's generation and the
+#     warm-up partition: `capture --span -1`) and compare it with the scenario's dry-run
+#     plan and the run's CUDA-event step times (benchmarks/capture_compare.py, like with
+#     like: cuzk_sim/capture/step_times.py) -> $OUT/compare.txt.
+# STAGES picks the parts: "fixture" (1-3), "prover" (4, with the injection library of 1);
+# default both. Each stage runs under `timeout`, its rc logged in $OUT/steps.txt; a failed
+# stage does not stop the next. The work folder ($W) is tarred into $OUT/capture-work.tgz.
 # Usage (device machine, repo root): WHL=../.whl-s28 bash benchmarks/capture_device_call.sh
-# env: BUDGET (190 s), DOMAIN_LOG2 (18), HOLD_MS (1500), W (/tmp/cap)
+#   the prover alone: STAGES=prover BUDGET=105 WHL=... bash benchmarks/capture_device_call.sh
+# env: BUDGET (190 s), STAGES ("fixture prover"), DOMAIN_LOG2 (22), HOLD_MS (1500), W (/tmp/cap)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 W=${W:-/tmp/cap}
 mkdir -p "$OUT"
 rm -rf "$W" && mkdir -p "$W/runs"
 BUDGET=${BUDGET:-190}
+STAGES=${STAGES:-fixture prover}
+has() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 t0=$(date +%s)
 left() { echo $((BUDGET - ($(date +%s) - t0))); }
 stamp() { echo "[$(($(date +%s) - t0)) s] $*" | tee -a "$OUT/steps.txt"; }
@@ -44,13 +51,16 @@ stamp "start; $(head -2 "$W/gpu.txt" | tail -1)"
 
 # 1. builds
 NVCC=$(command -v nvcc || ls /usr/local/cuda*/bin/nvcc 2>/dev/null | head -1)
-timeout 90 "${NVCC:-nvcc}" -O2 -arch=sm_90 -o "$W/alloc_loop" tests/capture/fixtures/alloc_loop.cu \
-  > "$W/build.log" 2>&1
-stamp "nvcc fixture rc=$?"
+if has fixture; then
+  timeout 90 "${NVCC:-nvcc}" -O2 -arch=sm_90 -o "$W/alloc_loop" tests/capture/fixtures/alloc_loop.cu \
+    > "$W/build.log" 2>&1
+  stamp "nvcc fixture rc=$?"
+fi
 timeout 60 $PY -c "from cuzk_sim.capture.inject_build import find_cupti, injection_library
 c = find_cupti(); print(c); print(injection_library(c))" >> "$W/build.log" 2>&1
 stamp "injection library rc=$? ($(tail -1 "$W/build.log"))"
 
+fixture_stages() {
 # 2. the fixture alone, then captured
 timeout 30 "$W/alloc_loop" --iters 1 > "$W/context.log" 2>&1
 stamp "fixture alone rc=$?: $(grep -m1 'FIXTURE context' "$W/context.log")"
@@ -112,9 +122,12 @@ for r in json.load(open(sys.argv[1]))['runs']: print(r['n'], r['label'], r['vram
     --smi "$W/smi-apps.log" 2>&1 | tee -a "$OUT/steps.txt"
   stamp "judge rc=${PIPESTATUS[0]}"
 fi
+}
+if has fixture; then fixture_stages; fi
 
 # 4. our prover, captured, with the time left
-K=${DOMAIN_LOG2:-18}
+has prover || exit 0
+K=${DOMAIN_LOG2:-22}
 T=$(( $(left) - 15 ))
 if [ "$T" -lt 30 ]; then
   stamp "no time left for the prover's capture ($T s)"
@@ -122,26 +135,32 @@ if [ "$T" -lt 30 ]; then
 fi
 SETS=(--set 'workload[0].count=1' --set 'workload[0].partitions=1'
       --set "plan.gpu_prover.domain_log2=$K" --set 'plan.gpu_prover.allocator="sync"')
-# the reference: the scenario's own plan (what gpu-run runs: its partition shape), and
-# gpu-plan's synthetic shape of the same flags beside it
+# the reference: the scenario's own plan (what gpu-run runs: its partition shape)
 timeout 60 $PY -c "import sys
 from cuzk_sim import api
 s = api.load(sys.argv[1], {'workload[0].count': 1, 'workload[0].partitions': 1,
     'plan.gpu_prover.domain_log2': int(sys.argv[2]), 'plan.gpu_prover.allocator': 'sync'})
 print(s.plans['porep'].to_json())" scenarios/validation/base.toml "$K" > "$W/dry.json" 2> "$W/dry.err"
-stamp "dry-run plan rc=$?"
-timeout 60 $PY -m cuzk_sim gpu-plan --domain-log2 "$K" --key-pinned --allocator sync --json \
-  > "$W/gpu-plan.json" 2>> "$W/dry.err"
-T=$(( $(left) - 10 ))
-timeout "$T" $PY -m cuzk_sim capture --via injection -o "$W/prover-plan.json" \
+stamp "dry-run plan rc=$? (2^$K)"
+T=$(( $(left) - 12 ))
+# the whole trace is kept (--save-trace) whatever the span; the span's plan is made from it
+timeout "$T" $PY -m cuzk_sim capture --via injection -o "$W/prover-whole.json" \
   --save-trace "$W/prover-trace.json" -- \
   python3 -P -m cuzk_sim gpu-run scenarios/validation/base.toml "${SETS[@]}" \
   --details "$W/details.json" > "$W/prover-capture.log" 2>&1
 stamp "capture prover rc=$? (limit $T s)"
+timeout 30 $PY -c "import json, sys
+from cuzk_sim.capture.trace import Trace
+from cuzk_sim.capture.to_plan import busy_spans, trace_to_plan
+t = Trace.from_dict(json.load(open(sys.argv[1])), sys.argv[1])
+imp = trace_to_plan(t, span=-1)
+sp = busy_spans(t, imp.pid, imp.device)
+print('spans of transient device memory (s from the first, length):',
+      ', '.join(f'{(a - sp[0][0]) / 1e9:.2f} +{(b - a) / 1e9:.3f}' for a, b in sp))
+open(sys.argv[2], 'w').write(imp.plan.to_json() + '\\n')" \
+  "$W/prover-trace.json" "$W/prover-plan.json" 2>&1 | tail -3 | tee -a "$OUT/steps.txt"
+stamp "span -1 plan rc=${PIPESTATUS[0]}"
 timeout 30 $PY benchmarks/capture_compare.py "$W/prover-plan.json" "$W/dry.json" \
-  --details "$W/details.json" > "$OUT/compare.txt" 2>&1
+  --trace "$W/prover-trace.json" --details "$W/details.json" --span -1 > "$OUT/compare.txt" 2>&1
 stamp "prover plan vs the scenario's plan rc=$?"
-{ echo "--- against gpu-plan's synthetic shape"
-  timeout 30 $PY benchmarks/capture_compare.py "$W/prover-plan.json" "$W/gpu-plan.json"; } \
-  >> "$OUT/compare.txt" 2>&1
-cat "$OUT/compare.txt" | head -30
+cat "$OUT/compare.txt" | head -40

@@ -19,6 +19,12 @@ Definitions (T = simulated time of the run, `sim_time_s`):
 - host cores = thread-seconds of CPU work (synthesis, plan CPU steps) / (cores · T).
 - synthesis busy = seconds synthesizers spent synthesizing / (synthesizers · T); host-RAM
   wait = seconds they waited for the RAM budget / (synthesizers · T).
+- GPU workers starved = seconds GPU workers waited for a synthesized partition, after
+  their first (the pipeline's fill), / (GPU workers · T).
+- CPU pool busy = seconds the GPU workers' CPU pool (groth16_pool, per device) had a job
+  running / the time from its first job to T (the pipeline's fill left out), mean over
+  the devices whose pool runs whole-pool jobs (B_G2 MSM on the CPU: its jobs queue behind
+  each other); 0 when none does (one-thread jobs side by side).
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from typing import Any, Literal
 from cuzk_sim.model.counters import Proof, RunCounters
 from cuzk_sim.throughput import per_hour, seconds_per_proof
 
-Bottleneck = Literal["synthesis", "gpu", "copy", "mutex", "host-ram", "none"]
+Bottleneck = Literal["synthesis", "gpu", "copy", "mutex", "host-ram", "cpu-pool", "none"]
 
 # a resource busier than this share of the run is a candidate for the bottleneck; below
 # it, nothing is saturated and the arrivals (the workload) set the throughput
@@ -39,6 +45,10 @@ SATURATED = 0.5
 # the mutex is the bottleneck (not an engine) when the engines work less than this share
 # of the time it is held: the lock serialises CPU work or waits, not GPU work
 ENGINE_SHARE_OF_LOCK = 0.8
+# the host side (synthesis, host RAM) sets the pace only if the GPU workers waited for
+# partitions at least this share of their time: synthesizers busy while the channel to
+# the GPUs is full (they hold their permits) are not the bound
+STARVED = 0.05
 
 
 @dataclass(frozen=True)
@@ -76,6 +86,8 @@ class RunMetrics:
     fallbacks_taken: int
     bottleneck: Bottleneck
     evidence: str
+    gpu_starved: float = 0.0  # share of GPU worker time spent waiting for a partition
+    cpu_pool_busy: float = 0.0  # share of its time the serial CPU pool had a job (device mean)
 
     def to_dict(self) -> dict[str, Any]:
         """The --json keys (documented in docs/simulator.md, "Metrics")."""
@@ -92,6 +104,8 @@ class RunMetrics:
             "host_core_utilization": self.host_core_utilization,
             "synthesis_busy": self.synthesis_busy,
             "host_ram_wait": self.host_ram_wait,
+            "gpu_starved": self.gpu_starved,
+            "cpu_pool_busy": self.cpu_pool_busy,
             "fallbacks_taken": self.fallbacks_taken,
             "bottleneck": self.bottleneck,
             "bottleneck_evidence": self.evidence,
@@ -148,6 +162,9 @@ class RunCounts:
     host_cores: int
     core_work_s: float  # thread-seconds of CPU work
     fallbacks_taken: int
+    gpu_workers: int = 0
+    # per device, of the pools whose jobs queue (serial): seconds busy, first job's start
+    pool_busy: tuple[tuple[float, float], ...] = ()
 
 
 def _kind_metrics(kind: str, proofs: list[Proof], done_at: dict) -> KindMetrics:
@@ -197,6 +214,9 @@ def measure(run: RunCounts) -> RunMetrics:
     synthesis_busy = _share(c.synth_busy_s, synths * t)
     host_ram_wait = _share(c.ram_wait_s, synths * t)
     host_cores = _share(run.core_work_s, run.host_cores * t)
+    starved = _share(c.starved_s, run.gpu_workers * t)
+    pools = run.pool_busy
+    pool = sum(_share(b, t - first) for b, first in pools) / len(pools) if pools else 0.0
     # an open stream of arrivals that the farm keeps up with (no backlog at the end beyond
     # what is in flight) is limited by its arrivals, however busy a stage is
     backlog = sum(not p.finished for p in c.proofs)
@@ -213,6 +233,8 @@ def measure(run: RunCounts) -> RunMetrics:
         synthesis=synthesis_busy,
         host_ram=host_ram_wait,
         host_cores=host_cores,
+        pool=pool,
+        starved=starved if run.gpu_workers else None,
         keeps_up=f"{backlog} of {len(c.proofs)} proofs unfinished at the end" if keeps_up else "",
     )
     return RunMetrics(
@@ -224,6 +246,8 @@ def measure(run: RunCounts) -> RunMetrics:
         host_core_utilization=host_cores,
         synthesis_busy=synthesis_busy,
         host_ram_wait=host_ram_wait,
+        gpu_starved=starved,
+        cpu_pool_busy=pool,
         fallbacks_taken=run.fallbacks_taken,
         bottleneck=verdict,
         evidence=evidence,
@@ -238,32 +262,46 @@ def bottleneck(
     host_ram: float,
     host_cores: float,
     keeps_up: str = "",
+    pool: float = 0.0,
+    starved: float | None = None,
 ) -> tuple[Bottleneck, str]:
     """The stage that sets the throughput, and the figures that say so.
 
     Shares of the run: GPU compute and copy engines busy (mean over devices), mutex held,
-    synthesizers synthesizing, synthesizers waiting on the host RAM budget. The largest
-    wins if it reaches SATURATED; else nothing is saturated ("none": the arrivals set the
-    pace). On the device side the mutex wins over the engines only when the engines work
-    less than ENGINE_SHARE_OF_LOCK of the time it is held (the lock serialises other
-    work); between the engines, the busier. Synthesizers slowed by too few cores count as
-    synthesis (host-core utilization is part of the evidence). keeps_up: set (a sentence
-    on the backlog) when an open arrival stream is kept up with: then "none" too."""
-    device_side = max(gpu, copy, mutex)
+    synthesizers synthesizing, synthesizers waiting on the host RAM budget, the serial CPU
+    pool busy, GPU workers starved of partitions (None: not counted). The largest wins if
+    it reaches SATURATED; else nothing is saturated ("none": the arrivals set the pace).
+    The host side (synthesis, host RAM) wins only while the GPU workers waited for
+    partitions at least STARVED of their time: else synthesizers kept busy behind a full
+    channel are not the bound, the GPU side is. On the GPU side the CPU pool wins when it
+    is the busiest of its figures (the GPU section waits on its jobs: the batch additions
+    need prep_msm's bit vectors inside the mutex); the mutex wins over the engines only when they
+    work less than ENGINE_SHARE_OF_LOCK of the time it is held (the lock serialises other
+    work); between the engines, the busier. Synthesizers slowed by too few cores count as synthesis
+    (host-core utilization is part of the evidence). keeps_up: set (a sentence on the
+    backlog) when an open arrival stream is kept up with: then "none" too."""
+    engines = max(gpu, copy)
+    device_side = max(gpu, copy, mutex, pool)
     candidates = {"synthesis": synthesis, "host-ram": host_ram, "device": device_side}
     top = max(candidates, key=lambda k: candidates[k])
     evidence = (
         f"synthesizers busy {synthesis:.0%}, waiting on host RAM {host_ram:.0%}; "
-        f"GPU compute {gpu:.0%}, copy engines {copy:.0%}, mutex held {mutex:.0%}; "
-        f"host cores {host_cores:.0%}"
+        f"GPU compute {gpu:.0%}, copy engines {copy:.0%}, mutex held {mutex:.0%}"
+        + (f", CPU pool busy {pool:.0%}" if pool else "")
+        + (f", GPU workers waiting for partitions {starved:.0%}" if starved is not None else "")
+        + f"; host cores {host_cores:.0%}"
     )
     if keeps_up:
         return "none", f"keeps up with its arrivals ({keeps_up}): {evidence}"
+    fed = starved is not None and starved < STARVED and device_side >= SATURATED
+    if top != "device" and fed:
+        top = "device"  # the GPU side never waited for the host: the host is not the bound
     if candidates[top] < SATURATED:
         return "none", f"nothing saturated (under capacity): {evidence}"
     if top != "device":
         return top, evidence  # type: ignore[return-value]
-    engines = max(gpu, copy)
+    if pool >= max(engines, mutex):
+        return "cpu-pool", evidence
     if mutex > 0 and engines < ENGINE_SHARE_OF_LOCK * mutex:
         return "mutex", evidence
     return ("gpu" if gpu >= copy else "copy"), evidence

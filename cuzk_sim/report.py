@@ -22,6 +22,7 @@ BOTTLENECK_NAMES = {
     "copy": "copy-bound",
     "mutex": "mutex-bound",
     "host-ram": "host-RAM-bound",
+    "cpu-pool": "CPU-pool-bound (groth16_pool)",
     "none": "nothing saturated",
 }
 

@@ -34,6 +34,8 @@ DRY_RUN_NULL_KEYS = (
     "host_core_utilization",
     "synthesis_busy",
     "host_ram_wait",
+    "gpu_starved",
+    "cpu_pool_busy",
     "bottleneck",
 )
 DRY_RUN_NULL_KIND_KEYS = (

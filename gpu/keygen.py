@@ -99,16 +99,28 @@ class KeyStats:
 
 
 def host_array(rows: int, words: int, pinned: bool) -> np.ndarray:
-    """(rows, words) uint32 in host memory; pinned: one cudaHostAlloc of exactly its size
-    (CuPy's pinned pool, behind cupyx.empty_pinned, rounds every allocation up to a power
-    of two: a 12 GiB stage of a 2^27 key would lock 16 GiB, the whole key 96 GiB for 72)."""
+    """(rows, words) uint32 in host memory; pinned (and not empty): `pinned_empty`."""
     if not pinned or rows * words == 0:
         return np.empty((rows, words), dtype=np.uint32)
+    return pinned_empty((rows, words), np.uint32)
+
+
+def pinned_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """An array in one cudaHostAlloc of exactly its bytes: what the dry run's
+    `key_points.pinned.*` buffers record. CuPy's pinned pool, behind cupyx.empty_pinned,
+    rounds every allocation up to a power of two (a 12 GiB stage of a 2^27 key would lock
+    16 GiB, the whole key 96 GiB for 72); an empty array still comes from it (no bytes,
+    and it counts as pinned: `device.host_is_pinned`)."""
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    if nbytes == 0:
+        import cupyx
+
+        return cupyx.empty_pinned(shape, dtype)
     import cupy
 
     portable = 1  # cudaHostAllocPortable: pinned for every context (every GPU's workers)
-    mem = cupy.cuda.PinnedMemory(4 * rows * words, portable)
-    return np.ndarray((rows, words), np.uint32, cupy.cuda.PinnedMemoryPointer(mem, 0))
+    mem = cupy.cuda.PinnedMemory(nbytes, portable)
+    return np.ndarray(shape, dtype, cupy.cuda.PinnedMemoryPointer(mem, 0))
 
 
 def allocate_in_order(

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .bucket_scan import bucket_starts, spare_of
 from .device import Buffer, Device
 from .flags import MsmAlgo
 
@@ -299,7 +300,6 @@ def _signed_sort(
 ) -> None:
     """The signed MSM's counting sort: each window's digits counted per bucket, the
     buckets' starts (a prefix sum), the entries scattered into `order`."""
-    import cupy
 
     from .module import launch
 
@@ -309,8 +309,7 @@ def _signed_sort(
     c, nw, g = np.int32(shape.c), np.int32(shape.windows), np.int32(shape.sets)
     counts.fill(0)
     launch(f, "signed_count", k, s, counts, np.int64(k), c, nw, g, sel, use_sel)
-    starts[0] = 0
-    cupy.cumsum(counts[:nb], out=starts[1 : nb + 1])
+    bucket_starts(counts, starts, nb, spare_of(bufs))
     counts[:nb] = starts[:nb]  # counts becomes the cursor
     order = bufs["order"].array
     scatter = (np.int64(k), c, nw, g, sel, use_sel, np.int64(n))
@@ -441,7 +440,6 @@ def _msm_unsigned(
     bufs = {k: dev.alloc(f"{stage}.{k}", v) for k, v in shape.scratch().items()}
 
     def run() -> None:
-        import cupy
 
         from .module import launch
 
@@ -452,8 +450,7 @@ def _msm_unsigned(
         c, nw, nb = np.int32(shape.c), np.int32(shape.windows), shape.buckets
         counts.fill(0)
         launch("msm.cu", "msm_count", n * shape.windows, s, counts, np.int64(n), c, nw)
-        starts[0] = 0
-        cupy.cumsum(counts[:nb], out=starts[1 : nb + 1])
+        bucket_starts(counts, starts, nb, spare_of(bufs))
         counts[:nb] = starts[:nb]  # counts becomes the cursor
         order = bufs["order"].array
         launch("msm.cu", "msm_scatter", n * shape.windows, s, counts, order, np.int64(n), c, nw)

@@ -145,20 +145,28 @@ _HOST_KEYS: dict[tuple[int, bool, bool], tuple[ProvingKey, HostKey]] = {}
 
 
 def pin_points(points: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The same arrays in page-locked host memory (cupyx.empty_pinned), which
+    """The same arrays in page-locked host memory, one cudaHostAlloc of exactly its bytes
+    each (keygen.pinned_empty: the plan's `key_points.pinned.*` buffers), which
     `Device.copy_htod` uploads by DMA with no staging copy."""
-    import cupyx
+    from .keygen import pinned_empty
 
     out = {}
     for stage, arr in points.items():
-        out[stage] = cupyx.empty_pinned(arr.shape, arr.dtype)
+        out[stage] = pinned_empty(arr.shape, arr.dtype)
         out[stage][...] = arr
     return out
 
 
+def key_points_by_stage(shape: PartitionShape) -> dict[str, int]:
+    """Bytes of each stage's key points (affine G1 96 B, G2 192 B), in stage order; a
+    stage without points has no buffer."""
+    sizes = shape.msm_sizes().items()
+    return {s: 4 * POINT_WORDS[g] * n for s, (g, n) in sizes if n > 0}
+
+
 def key_points_bytes(shape: PartitionShape) -> int:
     """Bytes of the key's points one partition uploads (affine G1 96 B, G2 192 B)."""
-    return sum(4 * POINT_WORDS[group] * count for group, count in shape.msm_sizes().values())
+    return sum(key_points_by_stage(shape).values())
 
 
 def host_key(pk: ProvingKey, pinned: bool = False, compact: bool = False) -> HostKey:
@@ -250,8 +258,10 @@ def partition(
     if flags.key_pinned:  # held by the key cache across partitions (not freed here)
         # one per key: partitions of one shape share a key (the pipeline's synthetic data
         # does; two circuits of one shape would be two keys, not told apart here)
-        key_buffer = f"key_points.pinned.2^{shape.log_n}"
-        dev.pin_host(key_buffer, key_points_bytes(shape), note="key_pinned")
+        # one page-locked buffer per stage, in stage order, as the key is made (keygen's
+        # allocate_in_order, pin_points): a capture sees these allocations
+        for stage, nbytes in key_points_by_stage(shape).items():
+            dev.pin_host(f"key_points.pinned.2^{shape.log_n}.{stage}", nbytes, note="key_pinned")
     with dev.critical_section():
         d_a, d_bc = upload_abc(dev, shape, flags, data)
         d_tab = dev.alloc("d_ntt_tables", tables_bytes(shape.log_n))

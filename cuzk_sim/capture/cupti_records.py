@@ -76,9 +76,12 @@ class _Records:
             if not isinstance(r, dict) or not isinstance(r.get("kind"), str):
                 raise TraceError(f"{source}: record {i}: expected an object with a 'kind' name")
             self.by_kind.setdefault(r["kind"], []).append(r)
+        # a runtime call and the driver calls it makes share one correlation id: the
+        # runtime's wins (the call the program made, issued first); the H200 capture of
+        # 2026-12-03 named every cudaMalloc by its inner cuCtxGetDevice before this
         self.calls = {
             r.get("correlation_id"): (r.get("start"), str(r.get("api_name") or ""))
-            for kind in ("RUNTIME", "DRIVER")
+            for kind in ("DRIVER", "RUNTIME")
             for r in self.by_kind.get(kind, [])
         }
         self.device_of: dict[Any, int] = {}

@@ -20,8 +20,14 @@ at the time the host issued it). The mapping:
   device-side dependency) is dropped and counted; the plan ends with a `sync` of every
   named stream (a process's work is done when it exits).
 
-A window (`window`, `occurrence`) picks one partition's repeated work: the K-th NVTX
-range of that name, or from the K-th marker of that name to the next one (or the end).
+A window picks one partition's repeated work: (`window`, `occurrence`) the K-th NVTX
+range of that name, or from the K-th marker of that name to the next one (or the end);
+or (`span`) the K-th stretch of transient device memory, for a program that marks
+nothing: from an allocation made while none of the process's transient device buffers is
+live to the free that leaves none (a buffer never freed in the trace is not transient: a
+key or cache held for the whole run does not join every partition into one span; K < 0
+counts from the end). Our prover's partitions are such spans (each allocates and frees
+its own buffers), so is its key generation and its warm-up partition before them.
 """
 
 from __future__ import annotations
@@ -106,6 +112,46 @@ def window_bounds(trace: Trace, pid: int, name: str | None, occurrence: int) -> 
         f"{trace.source}: --window {name!r}: no NVTX range or marker of that name "
         f"(names: {', '.join(map(repr, known)) or 'none recorded'})"[:400]
     )
+
+
+def busy_spans(trace: Trace, pid: int, device: int) -> list[tuple[float, float]]:
+    """[start, end) in ns of each stretch of transient device memory of process `pid` on
+    `device` (module docstring), in order. Every one ends: a buffer never freed is not
+    transient."""
+    events = sorted(
+        (e for e in trace.memory if e.pid == pid and e.device == device and e.memory == "device"),
+        key=lambda e: (e.t_ns, _ORDER[e.op]),
+    )
+    transient: set[int] = set()  # id() of each allocation freed later in the trace
+    open_: dict[int, MemEvent] = {}
+    for e in events:
+        if e.op == "alloc":
+            open_[e.address] = e
+        elif e.address in open_:
+            transient.add(id(open_.pop(e.address)))
+    live: dict[int, bool] = {}  # address -> transient
+    spans: list[tuple[float, float]] = []
+    start: float | None = None
+    for e in events:
+        if e.op == "alloc":
+            live[e.address] = id(e) in transient
+            if live[e.address] and start is None:
+                start = e.t_ns
+        elif live.pop(e.address, False) and not any(live.values()) and start is not None:
+            spans.append((start, e.t_ns + 1))
+            start = None
+    return spans
+
+
+def span_bounds(trace: Trace, pid: int, device: int, span: int) -> tuple[float, float]:
+    """The `span`-th (1-based; negative from the end) of `busy_spans`."""
+    spans = busy_spans(trace, pid, device)
+    if span == 0 or abs(span) > len(spans):
+        raise TraceError(
+            f"{trace.source}: --span {span}: process {pid} on GPU {device} has {len(spans)} "
+            "stretch(es) of transient device memory (1.. or -1.. from the end)"
+        )
+    return spans[span - 1 if span > 0 else span]
 
 
 def _default_stream(trace: Trace, pid: int, device: int) -> tuple[int | None, bool]:
@@ -216,12 +262,18 @@ def trace_to_plan(
     window: str | None = None,
     occurrence: int = 1,
     name: str | None = None,
+    span: int | None = None,
 ) -> Imported:
     """The plan of one process on one device (chosen when the trace has several), over
-    the whole trace or one window (module docstring)."""
+    the whole trace or one window: an NVTX range or marker, or a span (module docstring)."""
     pid = _choose("processes", trace.pids(), pid, "--pid", trace.source)
     device = _choose("devices", trace.devices(pid), device, "--device", trace.source)
-    t0, t1 = window_bounds(trace, pid, window, occurrence)
+    if span is not None and window is not None:
+        raise TraceError(f"{trace.source}: --window and --span: choose one")
+    if span is not None:
+        t0, t1 = span_bounds(trace, pid, device, span)
+    else:
+        t0, t1 = window_bounds(trace, pid, window, occurrence)
     default, known = _default_stream(trace, pid, device)
     events = _events(trace, pid, device)
     freed_at: dict[int, int] = {}  # id(alloc event) -> time of its free
@@ -262,9 +314,11 @@ def trace_to_plan(
         "window": None if window is None else {"name": window, "occurrence": occurrence},
         "default_stream": default,
     }
+    if span is not None:
+        meta["span"] = span
     if ctx is not None:
         meta["context_bytes"] = ctx
-    label = window if window is not None else "whole trace"
+    label = window if window is not None else f"span {span}" if span is not None else "whole trace"
     plan = Plan(name or f"captured pid {pid} gpu {device} ({label})", tuple(b.steps), meta)
     plan.validate(trace.source)
     return Imported(

@@ -36,6 +36,15 @@ WindowOpt = Annotated[
 OccurrenceOpt = Annotated[
     int, typer.Option("--occurrence", help="Which occurrence of --window (1 = the first).")
 ]
+SpanOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--span",
+        help="One partition's work in a program that marks none: the K-th stretch of "
+        "transient device memory (from an allocation while none is live to the free that "
+        "leaves none; -1 = the last). Instead of --window.",
+    ),
+]
 PidOpt = Annotated[int | None, typer.Option("--pid", help="The process (when several).")]
 DeviceOpt = Annotated[int | None, typer.Option("--device", help="The GPU (when several).")]
 NameOpt = Annotated[str | None, typer.Option("--name", help="The plan's name.")]
@@ -68,13 +77,14 @@ def emit(
     name: str | None,
     as_json: bool,
     save_trace: Path | None,
+    span: int | None = None,
 ) -> None:
     """The shared tail of both commands: trace -> plan, summary, files (all or none)."""
     from cuzk_sim.capture.summary import facts, render
     from cuzk_sim.capture.to_plan import trace_to_plan
     from cuzk_sim.outputs import write_all
 
-    imported = trace_to_plan(trace, pid, device, window, occurrence, name)
+    imported = trace_to_plan(trace, pid, device, window, occurrence, name, span)
     files = {}
     if out is not None:
         files[out] = (imported.plan.to_json() + "\n").encode()
@@ -103,6 +113,7 @@ def import_nsys(
     name: NameOpt = None,
     as_json: JsonOpt = False,
     save_trace: TraceOpt = None,
+    span: SpanOpt = None,
 ) -> None:
     """The plan of one process on one GPU from an Nsight Systems export
     (`nsys profile --trace=cuda,nvtx --cuda-memory-usage=true`, then
@@ -113,7 +124,7 @@ def import_nsys(
         _check_out("-o", out)
         _check_out("--save-trace", save_trace)
         trace = read_nsys(report)
-        emit(trace, out, window, occurrence, pid, device, name, as_json, save_trace)
+        emit(trace, out, window, occurrence, pid, device, name, as_json, save_trace, span)
     except InputError as e:
         raise _fail(e) from None
 
@@ -128,6 +139,7 @@ def capture(
     name: NameOpt = None,
     as_json: JsonOpt = False,
     save_trace: TraceOpt = None,
+    span: SpanOpt = None,
     via: Annotated[
         str,
         typer.Option(
@@ -147,7 +159,7 @@ def capture(
         _check_out("-o", out)
         _check_out("--save-trace", save_trace)
         trace = run_captured(list(ctx.args), via)
-        emit(trace, out, window, occurrence, pid, device, name, as_json, save_trace)
+        emit(trace, out, window, occurrence, pid, device, name, as_json, save_trace, span)
     except InputError as e:
         raise _fail(e) from None
 

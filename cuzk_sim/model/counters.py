@@ -32,4 +32,6 @@ class RunCounters:
     partitions_failed: int = 0
     synth_busy_s: float = 0.0  # seconds synthesizers spent synthesizing
     ram_wait_s: float = 0.0  # seconds synthesizers waited on the host RAM budget
+    # seconds GPU workers waited for a synthesized partition, after their first one
+    starved_s: float = 0.0
     stopped_at_oom: bool = False

@@ -354,6 +354,12 @@ class Simulation:
             open_stream=any(a.every_s for a in cfg.arrivals),
             host_cores=cfg.host_cores,
             core_work_s=m.cores.work_s,
+            gpu_workers=len(self.workers),
+            pool_busy=tuple(
+                (b, m.pool_first_s[k])
+                for k, b in sorted(m.pool_busy_s.items())
+                if k in m.serial_pools
+            ),
             fallbacks_taken=sum(not e.fatal for e in self.recorder.oom_events),
         )
 

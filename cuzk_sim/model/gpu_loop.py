@@ -42,10 +42,15 @@ class GpuLoop:
         ctx = self.ctx
         env, m, counters = ctx.env, ctx.machine, ctx.counters
         rec = m.recorder
+        served = False  # the wait for a worker's first partition is the pipeline's fill
         try:
             while True:
                 get = self.waiting_get[w.name] = ctx.queues.partitions.get()
+                asked = env.now
                 item = yield get
+                if served:  # metrics.py: GPU workers waiting for synthesized partitions
+                    counters.starved_s += env.now - asked
+                served = True
                 m.events += 1
                 proof, p = item.item
                 self.current[w.name] = (proof, p)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import simpy
 
@@ -54,8 +55,13 @@ class Machine:
     # when each persistent pinned host buffer (the process's) is page-locked: a worker that
     # finds it live while another is still pinning it waits for that (interpreter.alloc_host)
     pinned_at: dict[str, float] = field(default_factory=dict)
-    # CPU thread pools (Cpu.pool), per device: the end of the job issued last to each
-    pools: dict[str, float | simpy.Event] = field(default_factory=dict)
+    # CPU thread pools (Cpu.pool), per device: each one's queue (steps/cpu.py PoolChain)
+    pools: dict[str, Any] = field(default_factory=dict)
+    # seconds each pool (by its per-device key) had a job running, and the pools that ran
+    # a job over all their threads (their jobs queue behind each other: metrics.py)
+    pool_busy_s: dict[str, float] = field(default_factory=dict)
+    pool_first_s: dict[str, float] = field(default_factory=dict)  # its first job's start
+    serial_pools: set[str] = field(default_factory=set)
     # how much slower a pooled CPU job of this kind runs under the host's current load
     # (the syntheses sharing its memory bandwidth: model/host_side.py); 1.0 without
     cpu_slowdown: Callable[[str], float] = field(default=lambda kind: 1.0)

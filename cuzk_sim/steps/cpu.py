@@ -10,7 +10,7 @@ waits for.
 from __future__ import annotations
 
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 import simpy
@@ -35,8 +35,10 @@ class Cpu:
     size: int
     threads: int = 1
     stream: str = "host"
-    # a helper-thread step run by a thread pool (cuzk's groth16_pool): it starts after the
-    # step issued before it to the same pool by any worker on the same device (FIFO)
+    # a helper-thread step run by a thread pool (cuzk's groth16_pool), per device (FIFO):
+    # a job of many threads (a Pippenger over the pool) starts after every job issued
+    # before it; a one-thread job after the last many-thread job issued before it, beside
+    # other one-thread jobs (PoolChain)
     pool: str = ""
     op: Literal["cpu"] = "cpu"
 
@@ -49,6 +51,53 @@ class CpuIn(StepIn):
     threads: Threads = 1
     stream: Name = "host"
     pool: Annotated[str, StringConstraints(max_length=256)] = ""
+
+
+@dataclass
+class PoolChain:
+    """A thread pool's FIFO queue as the model keeps it, per device: the end of the last
+    job that took the whole pool (`barrier`) and the ends of the one-thread jobs issued
+    since (`since`). A float is a known end, an Event one still to come (shared cores)."""
+
+    barrier: float | simpy.Event = 0.0
+    since: list[float | simpy.Event] = field(default_factory=list)
+    covered_to: float = 0.0  # the union of its jobs' intervals so far ends here
+
+    def after(self, s: Cpu) -> list[float | simpy.Event]:
+        """What a job issued now waits for: a whole-pool job for everything before it."""
+        return [self.barrier, *self.since] if s.threads > 1 else [self.barrier]
+
+    def issued(self, s: Cpu, end: float | simpy.Event) -> None:
+        if s.threads > 1:
+            self.barrier, self.since = end, []
+            return
+        # bounded: the known ends folded into their latest, the pending events kept
+        known = [x.value if isinstance(x, simpy.Event) else x for x in self.since if _known(x)]
+        pending = [x for x in self.since if not _known(x)]
+        self.since = [*pending, *([max(known)] if known else []), end]
+
+
+def _busy(m: Machine, w: Worker, s: Cpu, chain: PoolChain, start: float, end: float) -> None:
+    """The pool's busy time (the union of its jobs' intervals, metrics.py); a pool that
+    ran a whole-pool job is `serial`: its jobs queue behind each other."""
+    key = _pool(w, s)
+    m.pool_busy_s[key] = m.pool_busy_s.get(key, 0.0) + max(end - max(start, chain.covered_to), 0)
+    m.pool_first_s[key] = min(m.pool_first_s.get(key, start), start)
+    chain.covered_to = max(chain.covered_to, end)
+    if s.threads > 1:
+        m.serial_pools.add(key)
+
+
+def _known(x: float | simpy.Event) -> bool:
+    return not isinstance(x, simpy.Event) or x.processed
+
+
+def _chain(m: Machine, w: Worker, s: Cpu) -> PoolChain:
+    key = _pool(w, s)
+    chain = m.pools.get(key)
+    if chain is None:
+        chain = m.pools[key] = PoolChain()
+    return chain
 
 
 def _pool(w: Worker, s: Cpu) -> str:
@@ -70,12 +119,14 @@ def cpu(m: Machine, w: Worker, s: Cpu, seconds: float, parts: Any = None) -> Non
         w.t_ready = end = start + seconds
     else:
         start = max(w.t_ready, w.streams.get(s.stream, 0.0))
-        if s.pool:
-            start = max(start, m.pools.get(_pool(w, s), 0.0))
+        chain = _chain(m, w, s) if s.pool else None
+        if chain is not None:
+            start = max(start, *chain.after(s))  # type: ignore[type-var]
             seconds *= m.cpu_slowdown(s.kind)
         w.streams[s.stream] = end = start + seconds
-        if s.pool:
-            m.pools[_pool(w, s)] = end
+        if chain is not None:
+            _busy(m, w, s, chain, start, end)
+            chain.issued(s, end)
     m.cores.work_s += seconds * s.threads  # host-core utilization (metrics.py)
     if m.recorder.record:
         m.recorder.spans.append(Span(w.name, -1, s.name, "cpu", start, end))
@@ -98,10 +149,11 @@ def cpu_shared(
         return
     prev = w.streams.get(s.stream, 0.0)
     if s.pool:
-        after = m.pools.get(_pool(w, s), 0.0)
+        chain = _chain(m, w, s)
         seconds *= m.cpu_slowdown(s.kind)
-        proc = env.process(_helper(m, w, s, prev, w.t_ready, seconds, after))
-        w.streams[s.stream] = m.pools[_pool(w, s)] = proc
+        proc = env.process(_helper(m, w, s, prev, w.t_ready, seconds, chain.after(s), chain))
+        w.streams[s.stream] = proc
+        chain.issued(s, proc)
     elif without_process and not isinstance(prev, simpy.Event):
         start = max(prev, w.t_ready)
         ev = m.cores.run(seconds, s.threads, start)
@@ -117,19 +169,24 @@ def cpu_shared(
 
 def _helper(
     m: Machine, w: Worker, s: Cpu, prev: float | simpy.Event, ready: float, seconds: float,
-    after: float | simpy.Event = 0.0,
+    after: tuple[float | simpy.Event, ...] | list[float | simpy.Event] = (),
+    chain: PoolChain | None = None,
 ) -> Generator[simpy.Event, object, float]:  # fmt: skip
-    """After the stream's previous work, the pool's previous job (`after`) and the
-    worker's issue time, run on the shared cores; returns its end time."""
+    """After the stream's previous work, the pool's jobs it queues behind (`after`) and
+    the worker's issue time, run on the shared cores; returns its end time."""
     env, cores = m.env, m.cores  # the cores of its issue (a daemon restart brings new ones)
     if isinstance(prev, simpy.Event):
         prev = prev.value if prev.processed else (yield prev)
-    if isinstance(after, simpy.Event):
-        after = after.value if after.processed else (yield after)
-    start = max(ready, prev, after)
+    start = max(ready, prev)
+    for job in after:
+        if isinstance(job, simpy.Event):
+            job = job.value if job.processed else (yield job)
+        start = max(start, job)
     if start > env.now:
         yield env.timeout(start - env.now)
     yield cores.run(seconds, s.threads)
+    if chain is not None:
+        _busy(m, w, s, chain, start, env.now)
     if m.recorder.record:
         m.recorder.spans.append(Span(w.name, -1, s.name, "cpu", start, env.now))
     return env.now

@@ -69,35 +69,3 @@ def test_an_extra_allocation_is_named():
 
 def _event_index(steps, i):
     return sum(isinstance(s, (Alloc, Free)) for s in steps[:i])
-
-
-def test_the_compare_script_matches_times_by_copies():
-    """benchmarks/capture_compare.py's time matching, by hand: a reference upload,
-    two kernel steps, a result copy; the capture has the upload, three kernels and a
-    memset for those two steps, and the result copy."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import capture_compare
-
-    from cuzk_sim.plan import Copy, Kernel
-
-    MiB = 1 << 20
-    ref = Plan("ref", (Copy("u1", 8 * MiB, "HtoD", True), Kernel("k1", "ntt", 1),
-                       Kernel("k2", "msm_g1", 1), Copy("r1", 2048, "DtoH", False)))  # fmt: skip
-    cap = Plan("cap", (Copy("c0", 8 * MiB, "HtoD", True, seconds=1.0e-3),
-                       Kernel("a", "captured", 0, seconds=0.3e-3),
-                       Kernel("b", "captured", 0, seconds=0.3e-3),
-                       Kernel("memset", "memset", 64, seconds=0.05e-3),
-                       Kernel("c", "captured", 0, seconds=0.2e-3),
-                       Copy("c1", 2048, "DtoH", False, seconds=0.01e-3)))  # fmt: skip
-    ms = {"u1": 1.02, "k1": 0.5, "k2": 0.36, "r1": 0.0102}
-    details = {"steps": {k: {"n": 1, "gpu_ms": v} for k, v in ms.items()}}
-    rows = capture_compare.timing_rows(cap, ref, details)
-    got = [(w, round(a * 1e3, 6), round(b * 1e3, 6)) for w, a, b in rows]
-    assert got == [
-        ("copy u1", 1.0, 1.02),
-        ("kernels k1 .. k2 (2 steps)", 0.85, 0.86),  # 0.3 + 0.3 + 0.05 + 0.2; 0.5 + 0.36
-        ("copy r1", 0.01, 0.0102),
-    ]

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import capture_processes as cp  # noqa: E402
 
 
-def _run_script(tmp, driver: bool = False):
+def _run_script(tmp, driver: bool = False, extra_env: dict[str, str] | None = None):
     """The device script against the stand-ins; with `driver`, a stand-in libcuda.so.1
     (cuInit and cuDeviceGetCount answer: one device) lets `capture` run the emulated
     fixture, which writes the records the injection library would."""
@@ -56,6 +56,7 @@ def _run_script(tmp, driver: bool = False):
         "W": str(work),
         "FAKE_CARD": str(tmp / "card.json"),
         "BUDGET": "190",
+        **(extra_env or {}),
     }
     env.pop("PYTHONPATH", None)
     if driver:
@@ -109,6 +110,19 @@ def test_the_script_runs_every_stage_and_keeps_to_eight_files(device_run):
     with tarfile.open(out / "capture-work.tgz") as tar:
         names = tar.getnames()
     assert "./runs/n3-+2pct/proc3.log" in names and "./context.log" in names
+
+
+def test_stages_prover_runs_the_prover_part_only(tmp_path):
+    done, out, _ = _run_script(tmp_path, extra_env={"STAGES": "prover", "BUDGET": "100"})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    steps = (out / "steps.txt").read_text()
+    want = ("injection library rc=", "dry-run plan rc=0 (2^22)", "capture prover rc=",
+            "span -1 plan rc=", "prover plan vs the scenario's plan rc=", "done;")  # fmt: skip
+    for stage in want:
+        assert stage in steps, steps
+    for stage in ("nvcc fixture", "fixture alone", "predictions rc=", "judge rc="):
+        assert stage not in steps, steps
+    assert not (out / "predictions.json").exists()
 
 
 def test_predictions_are_written_before_the_runs_from_the_source_plan(device_run):

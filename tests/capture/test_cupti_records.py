@@ -19,6 +19,20 @@ def test_records_give_the_hand_worked_plan():
     assert trace.memory[2].api == "cuMemAllocAsync" and trace.memory[2].allocator == "async"
 
 
+def test_a_runtime_call_is_named_before_the_driver_calls_inside_it():
+    """A runtime call's inner driver calls carry its correlation id (every cudaMalloc of
+    the H200 capture of 2026-12-03 was named cuCtxGetDevice): the runtime call names the
+    allocation and gives the host time a kernel was issued."""
+    from cupti_canned import api
+
+    recs = one_partition()
+    recs += [api(1, 101, "cuCtxGetDevice", kind="DRIVER"), api(5, 403, "cuLaunchKernel", "DRIVER")]
+    trace = records_to_trace(recs, 4242, "prog.py")
+    assert trace.memory[0].api == "cudaMalloc_v3020" and trace.memory[0].allocator == "sync"
+    assert [k.issued_ns for k in trace.kernels] == [400]
+    assert trace_to_plan(trace).plan.steps == EXPECTED
+
+
 def test_markers_become_ranges_and_marks():
     trace = records_to_trace(one_partition(), 4242, "prog.py")
     assert set(trace.ranges) == {

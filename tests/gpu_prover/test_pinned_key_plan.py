@@ -1,5 +1,5 @@
 """ProverFlags.key_pinned without a GPU: the flag's validation, the dry-run plan (its meta,
-the key copies priced at the pinned rate, one persistent pinned host buffer), the model's
+the key copies priced at the pinned rate, one persistent pinned host buffer per stage), the model's
 pricing of it, and Device.copy_htod's no-staging path with a stand-in for CuPy."""
 
 from __future__ import annotations
@@ -67,23 +67,35 @@ def test_the_plan_records_the_flag_and_prices_every_key_copy_as_pinned():
     assert not any(s.pinned for s in off.steps if isinstance(s, Copy))
 
 
-def test_one_persistent_pinned_host_buffer_holds_the_key_and_device_memory_is_unchanged():
+def test_one_persistent_pinned_host_buffer_per_stage_holds_the_key_and_device_memory_is_unchanged():
+    """The key is page-locked as it is made: one cudaHostAlloc per stage, in stage order
+    (keygen.allocate_in_order, pin_points); a capture of the prover sees five host
+    allocations, so the plan has five (issue 28, H200 capture 2026-12-03)."""
     n = 1 << 20
     on = dry_run_plan(PartitionShape.synthetic(20), ProverFlags(key_pinned=True))
     off = dry_run_plan(PartitionShape.synthetic(20))
     host = [s for s in on.steps if isinstance(s, Alloc) and s.memory == "host_pinned"]
-    assert len(host) == 1
-    assert host[0].persistent and host[0].bytes == _key_bytes_by_hand(n) == 603_979_488
-    assert not any(
-        getattr(s, "buffer", None) == host[0].buffer for s in on.steps[1:] if s.op == "free"
-    )
-    # the same steps otherwise: drop the host buffer and the copies' pinned mark
-    rest = [s for s in on.steps if s is not host[0]]
+    # h: n - 1 G1 points, a and b_g1: n G1, b_g2: n G2, l: n - 2 G1 (96 B / 192 B each)
+    want = [96 * (n - 1), 96 * n, 96 * n, 192 * n, 96 * (n - 2)]
+    assert [s.bytes for s in host] == want
+    assert [s.buffer.rsplit(".", 1)[1] for s in host] == [
+        "msm_h",
+        "msm_a",
+        "msm_b_g1",
+        "msm_b_g2",
+        "msm_l",
+    ]
+    assert all(s.persistent for s in host)
+    assert sum(want) == _key_bytes_by_hand(n) == 603_979_488
+    names = {s.buffer for s in host}
+    assert not any(getattr(s, "buffer", None) in names for s in on.steps if s.op == "free")
+    # the same steps otherwise: drop the host buffers and the copies' pinned mark
+    rest = [s for s in on.steps if s not in host]
     rest = [replace(s, pinned=False) if isinstance(s, Copy) else s for s in rest]
     assert rest == list(off.steps)
-    # the host buffer is taken before the lock (page-locking is host work)
+    # the host buffers are taken before the lock (page-locking is host work)
     lock_at = next(i for i, s in enumerate(on.steps) if s.op == "lock")
-    assert on.steps.index(host[0]) < lock_at
+    assert max(on.steps.index(s) for s in host) < lock_at
 
 
 def test_chunked_uploads_of_a_pinned_key_are_all_pinned():

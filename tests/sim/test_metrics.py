@@ -13,12 +13,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from cuzk_sim import api
 from cuzk_sim.cli import app
 from cuzk_sim.metrics import bottleneck, percentile
 from cuzk_sim.model.compiled import compile_plan
 from cuzk_sim.model.engine import Arrivals, EngineConfig, Simulation
 from cuzk_sim.plan import Alloc, Copy, Cpu, Free, Kernel, Lock, Plan, Unlock
 from cuzk_sim.plans.circuits import CircuitShape
+from cuzk_sim.runner import simulate
 from tests.sim.sim_toys import MIB, run_plan, toy_profile
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
@@ -146,7 +148,15 @@ def test_json_carries_the_metrics_and_fallbacks_taken():
     assert data["proofs_failed"] == 3 and data["proofs_completed"] == 0
     assert data["seconds_per_proof"] is None and data["proofs_per_hour"] is None
     assert set(data["devices"]["0"]) >= {"compute_utilization", "copy_utilization"}
-    assert data["bottleneck"] in ("synthesis", "gpu", "copy", "mutex", "host-ram", "none")
+    assert data["bottleneck"] in (
+        "synthesis",
+        "gpu",
+        "copy",
+        "mutex",
+        "host-ram",
+        "cpu-pool",
+        "none",
+    )
 
 
 def test_run_table_shows_failures_next_to_seconds_per_proof():
@@ -190,3 +200,41 @@ def test_the_metric_keys_are_documented():
         assert f"`{key}`" in docs, key
     for key in data["devices"]["0"]:
         assert f"`{key}`" in docs, key
+
+
+def test_bottleneck_names_the_cpu_pool_when_it_binds():
+    """cards-porep on an H100 (B_G2 MSM on the CPU): the host's 20 syntheses would allow
+    ~19 s/proof, but each partition's prep_msm (1.6 s) and B_G2 MSM (1.0 s) run one after
+    another in the device's groth16_pool: >= 10 x 2.6 = 26 s/proof, while the H100's
+    kernels take well under that. So the pool is busy nearly all the run, the GPU workers
+    never wait for a partition (the channel is full), the synthesizers stay busy behind
+    it, and the verdict must be the pool, not synthesis."""
+    path = SCENARIOS / "sweeps" / "cards-porep.toml"
+    r = simulate(api.load(path, {"hardware.card": "h100-80gb"}))
+    m = r.metrics
+    assert r.seconds_per_proof >= 10 * (1.6 + 1.0)  # the pool's chain, by hand
+    assert m.synthesis_busy > 0.9 and m.gpu_starved < 0.05
+    assert m.cpu_pool_busy > 0.85 > max(d.compute_utilization for d in m.devices)
+    assert m.bottleneck == "cpu-pool"
+    assert "CPU pool busy" in m.evidence
+
+
+def test_bottleneck_stays_synthesis_where_synthesis_binds():
+    """host-synthesis-bound-32-cores: 32 cores hold 5 syntheses of 6.4 threads at once, a
+    partition every ~29 / 5 = 5.8 s at best against a GPU section of ~2-3 s: the GPU
+    workers wait for partitions, so synthesis is the bound."""
+    r = simulate(api.load(SCENARIOS / "host-synthesis-bound-32-cores.toml"))
+    m = r.metrics
+    assert m.gpu_starved > 0.05
+    assert m.bottleneck == "synthesis"
+
+
+def test_bottleneck_rules_starved_and_pool():
+    args = dict(gpu=0.3, copy=0.1, mutex=0.9, synthesis=1.0, host_ram=0.0, host_cores=0.4)
+    # synthesizers busy and GPU workers starved: synthesis
+    assert bottleneck(**args, starved=0.3)[0] == "synthesis"
+    # synthesizers busy but the GPU side never waited for them: the GPU side
+    assert bottleneck(**args, starved=0.0)[0] == "mutex"  # engines 0.3 < 0.8 x 0.9
+    assert bottleneck(**args, starved=0.0, pool=0.95)[0] == "cpu-pool"
+    # a pool less busy than the GPU engines is not the bound
+    assert bottleneck(**{**args, "gpu": 0.9}, starved=0.0, pool=0.6)[0] == "gpu"

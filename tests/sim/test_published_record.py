@@ -320,3 +320,20 @@ def test_the_cpu_pool_chain_is_per_device() -> None:
     assert len(jobs) == 2
     first, second = jobs.values()
     assert any(a0 < b1 and b0 < a1 for a0, a1 in first for b0, b1 in second)
+
+
+def test_one_thread_pool_jobs_run_side_by_side_without_a_pippenger_in_the_pool() -> None:
+    """The B_G2 MSM on the GPU: the groth16_pool gets only prep_msm, a par_map(1, ...)
+    job on one of its 32 threads, so two workers of one device run theirs at once (no
+    Pippenger over the pool to queue behind). With the B_G2 MSM on the CPU (the test
+    above) the same device's jobs never overlap."""
+    path = ROOT / "scenarios" / "sweeps" / "cards-porep-gpu-bound.toml"
+    r = simulate(api.load(path, {"workload[0].count": 1}), record=True)
+    jobs: dict[str, list[tuple[float, float]]] = {}
+    for s in r.spans:
+        assert s.name != "b_g2_msm"  # on the GPU: no CPU job of that name
+        if s.name == "prep_msm":
+            jobs.setdefault(s.track, []).append((s.start_s, s.end_s))
+    assert len(jobs) == 3  # three workers, one device
+    spans = sorted(x for v in jobs.values() for x in v)
+    assert any(b0 < a1 for (_, a1), (b0, _) in zip(spans, spans[1:], strict=False))

@@ -123,3 +123,44 @@ def test_cards_sweep_prices_each_card_by_its_own_profile():
         assert line in DOC, line
     # the cards differ where the card is the bottleneck (no pre-staging)
     assert len({round(rows[c, "off"]["seconds_per_proof"], 1) for c in CARDS}) >= 4
+
+
+def _dominates(a, b) -> bool:
+    """Card a has at least as much of every resource the scaling rules scale by (integer
+    rate for the kernels, memory bandwidth for NTT, PCIe rate for copies) and strictly
+    more of one: by the rules' arithmetic its GPU section is no longer than b's."""
+    pairs = [(a.int_rate, b.int_rate), (a.mem_bw, b.mem_bw), (a.pcie_bytes, b.pcie_bytes)]
+    return all(x >= y for x, y in pairs) and any(x > y for x, y in pairs)
+
+
+def test_gpu_bound_cards_sweep_gives_each_card_its_own_figure():
+    """cards-porep-gpu-bound-sweep: with the B_G2 MSM on the GPU on a host that keeps the
+    card fed, every preset is bound by its own GPU section (verdict gpu, copy or mutex,
+    never the host side or the CPU pool), the nine s/proof are pairwise distinct, and a
+    card with more of every scaled resource is faster. With the B_G2 MSM on the CPU the
+    pool's chain binds: 10 partitions x (1.6 + 1.0) s = 26 s/proof at least, for every
+    card. The doc's table is the sweep's."""
+    from cuzk_sim.cards import CARDS, card_profile
+
+    out = api.sweep(SWEEPS / "cards-porep-gpu-bound-sweep.toml", jobs=1, plots=False)
+    rows = {(r["hardware.card"], r["variant.b_g2_msm"]): r for r in out.rows}
+    assert {c for c, _ in rows} == set(CARDS)
+    gpu = {c: rows[c, "gpu"] for c in CARDS}
+    for c, r in gpu.items():
+        assert r["safe"] and r["priced_by"] == card_profile(c, "cuzk")
+        assert r["bottleneck"] in ("gpu", "copy", "mutex"), (c, r["bottleneck"])
+        assert rows[c, "cpu"]["seconds_per_proof"] >= 10 * (1.6 + 1.0)
+    spp = {c: r["seconds_per_proof"] for c, r in gpu.items()}
+    assert len({round(v, 2) for v in spp.values()}) == len(CARDS)  # pairwise distinct
+    ordered = [(a, b) for a in CARDS for b in CARDS if _dominates(CARDS[a], CARDS[b])]
+    assert len(ordered) >= 10  # e.g. h200 over h100, rtx5090 over rtx4090 and rtx5070ti
+    for a, b in ordered:
+        assert spp[a] < spp[b], (a, b, spp[a], spp[b])
+    for c in CARDS:
+        kind = "measured" if c == "rtx5070ti" else "derived"
+        line = (
+            f"| {c} | {gpu[c]['priced_by']} ({kind}) | "
+            f"{rows[c, 'cpu']['seconds_per_proof']:.2f} ({rows[c, 'cpu']['bottleneck']}) | "
+            f"{spp[c]:.2f} ({gpu[c]['bottleneck']}) |"
+        )
+        assert line in DOC, line
