@@ -50,6 +50,9 @@ class RunReport:
             partitions_completed=sum(j.status == "proved" for j in self.jobs),
             partitions_failed=sum(j.status == "failed" for j in self.jobs),
             seconds_per_proof=spp,
+            # the setup before the clock started, as the model's setup phase: the page-
+            # locking of the key's pinned host memory (made before the run, hostdata.py)
+            setup_s=float(getattr(self, "host_start", {}).get("key_alloc_seconds", 0.0)),
             peak_vram_bytes={
                 g: self.peak.get(g, 0) if g in used else 0 for g in range(self.spec.gpus)
             },

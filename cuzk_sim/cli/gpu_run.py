@@ -143,75 +143,10 @@ def gpu_run(
     """Run a scenario on the GPU; exit 1 on an OOM or a stall (and, with --verify, on an
     invalid proof or a lost job). --device dry-run runs the pipeline without a GPU on the model's
     allocator ledger: memory only, no timings (its output says DRY RUN)."""
-    from cuzk_sim.results.tables import print_run
-    from cuzk_sim.scenario import load_scenario
-
     try:
-        for opt, p in (("--trace", trace), ("--log", log), ("--details", details)):
-            if p is not None:
-                check_output_path(opt, p, inputs={"SCENARIO": scenario})
-        from cuzk_sim.io.outputs import check_distinct
-
-        check_distinct({"--trace": trace, "--log": log, "--details": details})
-        if device not in ("real", "dry-run"):
-            raise InputError(f"--device {device!r}: expected real or dry-run")
-        if verify and device != "real":
-            raise InputError(
-                "--verify needs --device real (the reference proofs come from the GPU)"
-            )
-        from cuzk_sim.gpu.backends import gpu_missing
-
-        missing = gpu_missing() if device == "real" else None
-        if missing:
-            raise InputError(f"--device real: {missing}; --device dry-run runs without a GPU")
-        from cuzk_sim.gpu.backends import backend_for
-        from cuzk_sim.gpu.faults import Fault, FaultPlan
-        from cuzk_sim.gpu.partition_data import reference_data
-        from cuzk_sim.gpu.pipeline import RealRun
-        from cuzk_sim.gpu.prover import PartitionShape
-        from cuzk_sim.gpu.run_spec import KindWork, RunSpec
-
-        try:
-            faults = FaultPlan(tuple(Fault.parse(f) for f in fault or []), fault_seed)
-        except ValueError as e:
-            raise InputError(str(e)) from None
-        from cuzk_sim.scenario.overrides import parse_assignment
-
-        changes = dict(parse_assignment(a) for a in overrides or [])
-        scn = load_scenario(scenario, changes or None)
-        try:
-            spec = RunSpec.from_scenario(scn)
-        except ValueError as e:
-            raise InputError(str(e)) from None
-        buffers = {b for k in spec.work for b, _ in scn.plans[k].buffers()}
-        try:
-            faults.check_buffers(buffers)
-        except ValueError as e:
-            raise InputError(f"{scenario}: {e}") from None
-        refs = None
-        if verify:
-            refs = {}
-            for kind, w in spec.work.items():
-                try:
-                    refs[kind] = reference_data(w.shape.log_n, key_pinned=w.flags.key_pinned)
-                except ValueError as e:
-                    raise InputError(f"{scenario}: plan.gpu_prover.domain_log2: {e}") from None
-            work = {
-                k: KindWork(PartitionShape.of_key(refs[k].pk), w.flags)
-                for k, w in spec.work.items()
-            }
-            spec = dataclasses.replace(spec, work=work)
-        try:
-            run = RealRun(
-                spec,
-                backend_for(device, spec),
-                faults=faults,
-                verify=refs,
-                step_times=any(p is not None for p in (trace, log, details)),
-                say=lambda line: Console(stderr=True).print(line, markup=False, soft_wrap=True),
-            )
-        except ValueError as e:  # CUZK_SIM_PIPELINE_TUNE
-            raise InputError(str(e)) from None
+        _check_options(scenario, device, verify, trace=trace, log=log, details=details)
+        scn = _scenario(scenario, overrides)
+        run = _real_run(scenario, scn, device, fault, fault_seed, verify, (trace, log, details))
         try:
             result = run.execute()
         except ValueError as e:  # e.g. hardware.vram larger than the GPU
@@ -225,20 +160,135 @@ def gpu_run(
 
     describe(result, scn)
     result.device = device  # "dry-run": its JSON and table say so, with no timings
+    _print_result(result, info, as_json)
+    _write_outputs(result, info, trace, details)
+    if (
+        result.oom
+        or result.stalled
+        or info["proofs_invalid"]
+        or info["jobs_lost"]
+        or any(info["leaked_bytes"].values())
+    ):
+        raise typer.Exit(EXIT_MISMATCH)
+
+
+def _check_options(scenario: Path, device: str, verify: bool, **outputs: Path | None) -> None:
+    """The output paths (writable, distinct, not the scenario), the device and --verify;
+    an InputError naming the option otherwise."""
+    for name, p in outputs.items():
+        if p is not None:
+            check_output_path(f"--{name}", p, inputs={"SCENARIO": scenario})
+    from cuzk_sim.io.outputs import check_distinct
+
+    check_distinct({f"--{name}": p for name, p in outputs.items()})
+    if device not in ("real", "dry-run"):
+        raise InputError(f"--device {device!r}: expected real or dry-run")
+    if verify and device != "real":
+        raise InputError("--verify needs --device real (the reference proofs come from the GPU)")
+    from cuzk_sim.gpu.backends import gpu_missing
+
+    missing = gpu_missing() if device == "real" else None
+    if missing:
+        raise InputError(f"--device real: {missing}; --device dry-run runs without a GPU")
+
+
+def _scenario(scenario: Path, overrides: list[str] | None) -> Any:
+    """The scenario with the --set changes applied."""
+    from cuzk_sim.scenario.overrides import parse_assignment
+    from cuzk_sim.scenario import load_scenario
+
+    changes = dict(parse_assignment(a) for a in overrides or [])
+    return load_scenario(scenario, changes or None)
+
+
+def _real_run(
+    scenario: Path,
+    scn: Any,
+    device: str,
+    fault: list[str] | None,
+    fault_seed: int,
+    verify: bool,
+    outputs: tuple[Path | None, ...],
+) -> Any:
+    """The pipeline's run of `scn` (gpu/pipeline.py RealRun), its faults checked against
+    the plan's buffers; with `verify`, each kind's partitions are reference circuits."""
+    from cuzk_sim.gpu.backends import backend_for
+    from cuzk_sim.gpu.faults import Fault, FaultPlan
+    from cuzk_sim.gpu.pipeline import RealRun
+    from cuzk_sim.gpu.run_spec import RunSpec
+
+    try:
+        faults = FaultPlan(tuple(Fault.parse(f) for f in fault or []), fault_seed)
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    try:
+        spec = RunSpec.from_scenario(scn)
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    buffers = {b for k in spec.work for b, _ in scn.plans[k].buffers()}
+    try:
+        faults.check_buffers(buffers)
+    except ValueError as e:
+        raise InputError(f"{scenario}: {e}") from None
+    refs = _references(scenario, spec) if verify else None
+    if refs is not None:
+        from cuzk_sim.gpu.prover import PartitionShape
+        from cuzk_sim.gpu.run_spec import KindWork
+
+        work = {
+            k: KindWork(PartitionShape.of_key(refs[k].pk), w.flags) for k, w in spec.work.items()
+        }
+        spec = dataclasses.replace(spec, work=work)
+    try:
+        return RealRun(
+            spec,
+            backend_for(device, spec),
+            faults=faults,
+            verify=refs,
+            step_times=any(p is not None for p in outputs),
+            say=lambda line: Console(stderr=True).print(line, markup=False, soft_wrap=True),
+        )
+    except ValueError as e:  # CUZK_SIM_PIPELINE_TUNE
+        raise InputError(str(e)) from None
+
+
+def _references(scenario: Path, spec: Any) -> dict[str, Any]:
+    """--verify: each kind's reference circuit and key at the plan's domain."""
+    from cuzk_sim.gpu.partition_data import reference_data
+
+    refs = {}
+    for kind, w in spec.work.items():
+        try:
+            refs[kind] = reference_data(w.shape.log_n, key_pinned=w.flags.key_pinned)
+        except ValueError as e:
+            raise InputError(f"{scenario}: plan.gpu_prover.domain_log2: {e}") from None
+    return refs
+
+
+def _print_result(result: Any, info: dict[str, Any], as_json: bool) -> None:
+    """The result as `run` prints it (JSON, or the table and what only a real run has)."""
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
-    else:
-        console = Console()
-        print_run(result, console)
-        console.print(
-            f"jobs: {info['jobs']}; verified proofs {info['proofs_verified']}, invalid "
-            f"{info['proofs_invalid']}; leaked bytes {info['leaked_bytes']}; "
-            f"faults injected {info['faults_injected']}",
-            markup=False,
-        )
-        from cuzk_sim.gpu.hostdata import report_line
+        return
+    from cuzk_sim.results.tables import print_run
 
-        console.print(report_line(info["host"]), markup=False, soft_wrap=True)
+    console = Console()
+    print_run(result, console)
+    console.print(
+        f"jobs: {info['jobs']}; verified proofs {info['proofs_verified']}, invalid "
+        f"{info['proofs_invalid']}; leaked bytes {info['leaked_bytes']}; "
+        f"faults injected {info['faults_injected']}",
+        markup=False,
+    )
+    from cuzk_sim.gpu.hostdata import report_line
+
+    console.print(report_line(info["host"]), markup=False, soft_wrap=True)
+
+
+def _write_outputs(
+    result: Any, info: dict[str, Any], trace: Path | None, details: Path | None
+) -> None:
+    """--trace and --details; a write that fails is a one-line input error (exit 2)."""
     try:
         if trace:
             from cuzk_sim.results.run_trace import write_chrome_trace
@@ -250,14 +300,6 @@ def gpu_run(
             write_text(details, json.dumps(info, indent=1))
     except OSError as e:
         raise _fail_input(InputError(f"cannot write output: {e}")) from None
-    if (
-        result.oom
-        or result.stalled
-        or info["proofs_invalid"]
-        or info["jobs_lost"]
-        or any(info["leaked_bytes"].values())
-    ):
-        raise typer.Exit(EXIT_MISMATCH)
 
 
 def register(app: typer.Typer) -> None:

@@ -26,6 +26,7 @@ THROUGHPUT_DEFINITION = (
 # say: every figure that is a time; its JSON carries them as null
 DRY_RUN_NULL_KEYS = (
     "seconds_per_proof",
+    "setup_s",
     "proofs_per_hour",
     "sim_time_s",
     "mutex_wait_s",
@@ -106,6 +107,9 @@ class SimResult:
     # the pipeline's fill included (its `batch_elapsed / completed`); None: none completed
     bench_seconds_per_proof: float | None = None
     peak_core_demand: float = 0.0  # most CPU threads asked for at once (0: never counted)
+    # the setup phase before the first proof (not in s/proof): the seconds the process
+    # spent page-locking its persistent host buffers (the proving key, pinned once)
+    setup_s: float = 0.0
     events: int = 0  # scheduler wake-ups processed (for benchmarks)
     pce_extractions: int = 0
     # set when the run ran out of events with proofs neither completed nor failed (a
@@ -172,6 +176,7 @@ class SimResult:
             "host_budget_bytes": self.host_budget_bytes,
             "peak_core_demand": self.peak_core_demand,
             "seconds_per_proof": self.seconds_per_proof,
+            "setup_s": self.setup_s,
             "proofs_per_hour": per_hour(self.seconds_per_proof),
             "proofs_submitted": self.proofs_submitted,
             "proofs_completed": self.proofs_completed,

@@ -97,6 +97,8 @@ def run_table(result: SimResult) -> Table:
         f"{result.proofs_completed} / {result.proofs_failed} / {result.proofs_submitted}",
     )
     t.add_row("throughput", _throughput(result))
+    if result.setup_s and not result.dry_run:  # before the first proof: not in s/proof
+        t.add_row("setup, before proof 1", f"{result.setup_s:.1f} s")
     m = result.metrics
     if m is not None and not result.dry_run:
         _metric_rows(t, m)

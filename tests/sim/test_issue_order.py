@@ -13,6 +13,7 @@ import dataclasses
 import pytest
 from sim_toys import MIB, run_plan, toy_profile
 
+from cuzk_sim.model.engine import Arrivals
 from cuzk_sim.model.fast import FastPaths
 from cuzk_sim.plan.contract import Alloc, Copy, Free, Kernel, Plan
 from cuzk_sim.steps.kernel import ISSUE_S, LAUNCH_S
@@ -75,10 +76,12 @@ def test_a_partition_ends_when_its_queued_work_does(fast):
 
 
 @pytest.mark.parametrize("fast", FAST, ids=["fast", "plain"])
-def test_a_second_worker_waits_for_the_key_another_is_still_pinning(fast):
-    # the process's key (persistent page-locked): w0 pins it 11-13 (pin_fixed 2 s); w1
-    # finds it live at 11 but can use it only at 13. Then both queue an MSM of 5 s at
-    # 13: 13-18 and 18-23, and fall into phase (each result 1 s): ends 24 and 25.
+def test_the_process_key_is_pinned_in_the_setup_phase_before_the_first_proof(fast):
+    # the process's key (persistent page-locked, pin_fixed 2 s) is pinned before the
+    # first proof, as gpu-run pins its key before its clock starts (issue 24): no worker
+    # waits for it. Both workers reach their MSM at 11 (no pinning in the partition):
+    # 11-16 and 16-21, then each result 1 s: ends 22 and 23 (with the pinning inside the
+    # first partition they were 24 and 25). The 2 s are the run's setup, not its s/proof.
     steps = (
         Alloc("key", 4, memory="host_pinned", persistent=True),
         *MSM_THEN_RESULT,
@@ -92,4 +95,46 @@ def test_a_second_worker_waits_for_the_key_another_is_still_pinning(fast):
         fast=fast,
         profile=profile,
     )
-    assert ends(r) == pytest.approx([24.0, 25.0])
+    assert ends(r) == pytest.approx([22.0, 23.0])
+    assert r.setup_s == pytest.approx(2.0 + 4 / 1e12)
+    assert r.to_dict()["setup_s"] == pytest.approx(2.0 + 4 / 1e12)
+
+
+@pytest.mark.parametrize("fast", FAST, ids=["fast", "plain"])
+def test_after_a_restart_the_new_process_pins_the_key_in_the_run_and_a_second_worker_waits(
+    fast,
+):
+    # proof 1 at 0 (partitions from 11, key pinned in setup: ends 22 and 23, as above);
+    # the daemon restarts at 25 (its pinned memory gone); proof 2 at 30, partitions from
+    # 41. The new process pins the key inside the run: w0 pins it 41-43 (pin_fixed 2 s),
+    # w1 finds it live at 41 but can use it only at 43; both issue their MSM at 43: 43-48
+    # and 48-53, results in phase: ends 54 and 55 -- each 2 s after the same run with an
+    # instant pin (52 and 53). Had w1 not waited, its MSM would have run 41-46.
+    steps = (Alloc("key", 4, memory="host_pinned", persistent=True), *MSM_THEN_RESULT)
+    arrivals = (Arrivals("toy", 1), Arrivals("toy", 1, start_s=30.0))
+    got = {}
+    for fixed in (2.0, 0.0):
+        profile = dataclasses.replace(toy_profile(), pin_rate=1e12, pin_fixed=fixed)
+        _, got[fixed] = run_plan(
+            Plan("p", steps, meta=LEGACY),
+            workers=2,
+            partitions=2,
+            record=True,
+            fast=fast,
+            profile=profile,
+            arrivals=arrivals,
+            restarts_s=(25.0,),
+        )
+    assert ends(got[2.0]) == pytest.approx([22.0, 23.0, 54.0, 55.0])
+    assert ends(got[0.0]) == pytest.approx([22.0, 23.0, 52.0, 53.0])
+    assert got[2.0].setup_s == pytest.approx(2.0)  # the first process's setup only
+
+
+def test_a_key_the_host_budget_cannot_hold_is_not_pinned_in_setup_its_step_fails():
+    # 4 bytes of key against a 3-byte host budget: the setup phase leaves it (0 s of
+    # setup) and the partition's own alloc fails on the host, as before the setup phase
+    steps = (Alloc("key", 4, memory="host_pinned", persistent=True), *MSM_THEN_RESULT)
+    profile = dataclasses.replace(toy_profile(), pin_rate=1e12, pin_fixed=2.0)
+    _, r = run_plan(Plan("p", steps, meta=LEGACY), profile=profile, host_ram_budget=3)
+    assert r.setup_s == 0.0
+    assert r.oom and r.fatal_ooms[0].where == "host" and r.fatal_ooms[0].buffer == "key"

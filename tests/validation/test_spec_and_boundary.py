@@ -99,3 +99,32 @@ def test_caps_are_percentages_of_the_boundary_within_the_card():
         ("+1%", 1010 * MIB),
         ("card", 1050 * MIB),  # +10 % (1100 MiB) exceeds the card: dropped
     ]
+
+
+def test_bundled_production_grid_covers_what_issue_24_asks():
+    # issue 24 item 3: 2^26 and 2^27; 1 and 2 workers; streamed plans whose VRAM budgets
+    # give 12-24 GiB plans and today's msm_chunk plans; caps -3, -1, +1, +3 %
+    from cuzk_sim.gpu.streaming import plan_peak
+
+    spec = load_spec(VALIDATION / "h200-production.toml")
+    by = {c.name: c.scenario for c in spec.configs}
+    plans = {n: s.plans["porep"] for n, s in by.items()}
+    assert {p.meta["domain_size"] for p in plans.values()} == {1 << 26, 1 << 27}
+    assert {s.config.gpu_workers_per_device for s in by.values()} == {1, 2}
+    assert {c.caps for c in spec.configs} == {(-3.0, -1.0, 1.0, 3.0)}
+    assert not any(c.generous for c in spec.configs)
+    streamed = {n for n, p in plans.items() if p.meta["flags"]["overlap_uploads"]}
+    chunked = {n for n, p in plans.items() if p.meta["flags"]["msm_chunk"] == 1 << 24}
+    assert streamed and chunked and streamed | chunked == set(plans)
+    gib = 2**30
+    for n in streamed:  # a budget of 14 or 24 GiB, the plan's peak within it, 12-24 GiB
+        budget = plans[n].meta["flags"]["vram_budget_bytes"]
+        assert budget in (14 * gib, 24 * gib)
+        assert 12 * gib <= plan_peak(plans[n]) <= budget
+    for n in chunked:  # today's plans: no overlap of the chunks' uploads, no split MSM
+        f = plans[n].meta["flags"]
+        assert not f["overlap_uploads"] and not f["split_msm"] and f["key_pinned"]
+    # every plan is PoRep-shaped (the base's default for porep) and 2 proofs of 2
+    # partitions: s/proof is compared on runs of >= 4 partitions (compare.py)
+    assert {p.meta["witness"] for p in plans.values()} == {"porep"}
+    assert {sum(a.count * a.partitions for a in s.config.arrivals) for s in by.values()} == {4}
