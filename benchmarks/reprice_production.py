@@ -20,8 +20,8 @@ import re
 import sys
 from pathlib import Path
 
-from cuzk_sim.simulate.runner import simulate
 from cuzk_sim.scenario import load_scenario
+from cuzk_sim.simulate.runner import simulate
 
 BASE = "scenarios/validation/base.toml"
 MIB = 2**20

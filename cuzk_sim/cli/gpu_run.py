@@ -194,8 +194,8 @@ def _check_options(scenario: Path, device: str, verify: bool, **outputs: Path | 
 
 def _scenario(scenario: Path, overrides: list[str] | None) -> Any:
     """The scenario with the --set changes applied."""
-    from cuzk_sim.scenario.overrides import parse_assignment
     from cuzk_sim.scenario import load_scenario
+    from cuzk_sim.scenario.overrides import parse_assignment
 
     changes = dict(parse_assignment(a) for a in overrides or [])
     return load_scenario(scenario, changes or None)

@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from cuzk_sim.profiles.profile import Profile
-from cuzk_sim.results.metrics import EngineUse, MutexUse, RunCounts, measure
+from cuzk_sim.io.units import format_size
 from cuzk_sim.model import faults, synthesis
 from cuzk_sim.model.allocator import DeviceMemory
 from cuzk_sim.model.compiled import CompiledPlan
@@ -34,8 +33,8 @@ from cuzk_sim.model.config import Arrivals, EngineConfig
 from cuzk_sim.model.context import RunContext
 from cuzk_sim.model.cores import HostCores
 from cuzk_sim.model.counters import Proof, RunCounters
-from cuzk_sim.model.fast import FastLayer, FastPaths
 from cuzk_sim.model.device import SimDevice
+from cuzk_sim.model.fast import FastLayer, FastPaths
 from cuzk_sim.model.gpu_loop import GpuLoop
 from cuzk_sim.model.host import HostMemory, PceCache
 from cuzk_sim.model.host_side import HostSide
@@ -44,10 +43,11 @@ from cuzk_sim.model.machine import Machine, Recorder
 from cuzk_sim.model.queues import Queues
 from cuzk_sim.model.runtime import Worker
 from cuzk_sim.plan.builders.circuits import CircuitShape
+from cuzk_sim.profiles.profile import Profile
+from cuzk_sim.results.metrics import EngineUse, MutexUse, RunCounts, measure
 from cuzk_sim.results.recording import Timeline
 from cuzk_sim.results.sim_result import SimResult, seconds_per_proof
 from cuzk_sim.steps.alloc import pin_before_run
-from cuzk_sim.io.units import format_size
 
 __all__ = ["Arrivals", "EngineConfig", "Simulation", "plan_cpu_demand"]
 

@@ -16,8 +16,8 @@ from statistics import mean
 import pytest
 from typer.testing import CliRunner
 
-from cuzk_sim.profiles.profile import load_profile
 from cuzk_sim.cli import app
+from cuzk_sim.profiles.profile import load_profile
 
 runner = CliRunner()
 RAW = Path(__file__).parents[2] / "docs" / "validation" / "h200-2026-12-03-production"
