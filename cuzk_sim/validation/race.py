@@ -115,6 +115,8 @@ def race_rows(predictions: dict[str, Any], reals: list[dict]) -> list[dict[str, 
                 "config": p["config"],
                 "cap": p["cap"],
                 "vram": p["vram"],
+                # the card the runs really had (the ballast's 2 MiB steps)
+                "achieved_vram": sorted({int(r.get("achieved_vram") or p["vram"]) for r in runs}),
                 "model_p": pm,
                 "model_ci95": p["p_oom"]["ci95"],
                 "model_replicas": p["p_oom"]["replicas"],
