@@ -11,7 +11,7 @@
 # env: PRED (the predictions committed before the call: docs/validation/<raw folder>/
 #   predictions.json, carried next to the tree, since docs/ is not sent; without it the
 #   call predicts first, ~20 s of one core), RACE_END (s after the start at which the
-#   runs stop, default 235: the grid is resumable, every finished run is on disk),
+#   runs stop, default 258: the grid is resumable, every finished run is on disk),
 #   CUZK_COMMIT (the sending tree's commit), WHL (the wheels' folder), DEVICE (real, the
 #   default; dry-run checks this script on a machine without a GPU).
 # Cost, from the committed runs of 2026-12-01 (docs/validation/h200-2026-12-01-3a949ba,
@@ -19,10 +19,10 @@
 # synthetic key made, one partition warmed up); a two-worker run at 2^18 then costs
 # ~0.215 s per proof plus the model asked at the achieved card (~0.5 s for 10 proofs).
 # A race run here is 2 proofs (8 partitions), stops at its first OOM, and asks the model
-# once per cap (repeat 0): ~0.5 s, so a round of the 24 race caps (3 racing configurations
-# and the mutex control, x 6 caps) ~12 s: ~15 rounds of the 20 planned in the ~185 s after
-# the ~50 s start. Runs go repeat by repeat over all
-# caps (grid.py, _race_rounds): when RACE_END comes first every cap has about as many
+# once per cap (repeat 0): ~0.45 s. Rounds 1-10 run the 24 race caps (3 racing
+# configurations and the mutex control, x 6 caps; ~11 s), rounds 11-20 the racing 18
+# (~8 s): ~190 s for all 20 after the ~60 s start. Runs go repeat by repeat over all caps
+# (grid.py, _race_rounds): when RACE_END comes first every cap has about as many
 # repeats (>= 10 to count). The runs all happen in one process (as the grid's always
 # have): each a fresh pipeline on pools emptied and a ballast placed anew, but one CUDA
 # context, one synthetic key and one process's clocks; docs/validation.md says what
@@ -53,7 +53,7 @@ else
   stamp "predicted here rc=$?"
 fi
 cp "$G/predictions.json" "$OUT/predictions.json"
-left=$((t0 + ${RACE_END:-235} - $(date +%s)))
+left=$((t0 + ${RACE_END:-258} - $(date +%s)))
 stamp "race runs for at most $left s"
 timeout -k 5 $left python3 -P -m cuzk_sim validate $SPEC --out "$G" --device "${DEVICE:-real}" \
   >"$W/validate.log" 2>&1

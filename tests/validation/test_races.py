@@ -135,13 +135,18 @@ def test_hand_made_real_runs_are_judged_by_their_frequency(tmp_path):
     assert not rows["race-1%"]["within"]  # |0.5 - 0.3| > 0.15
     assert rows["race+0%"]["within"]  # |0.35 - 0.3| <= 0.15
     assert not rows["race+1%"]["counted"]  # 5 repeats < 10
+    # 0.5 and 0.35 both lie in 0.1078 .. 0.6032, and 0.0 in 0 of 5's 0 .. 0.4345
+    # (z^2 / (n + z^2) = 3.8415 / 8.8415)
+    assert rows["race-1%"]["in_interval"] and rows["race+0%"]["in_interval"]
+    assert rows["race+1%"]["in_interval"]
     assert summary["criteria"]["race_within_15pct"] is False
     report = (tmp_path / "report.md").read_text()
     assert (
-        "| c@race-1% | 1024.0 | 0.50 (0.50-0.50) | 3 of 10 | 0.30 (0.11-0.60) | +0.20 | **no** |"
-        in report
+        "| c@race-1% | 1024.0 | 0.50 (0.50-0.50) | 3 of 10 | 0.30 (0.11-0.60) | +0.20 | **no** "
+        "| yes |" in report
     )
     assert "race caps within 0.15: 1 / 2" in report
+    assert "inside the real frequency's 95 % Wilson interval: 2 / 2" in report
     assert (tmp_path / "race.png").exists()
 
 
@@ -215,3 +220,13 @@ def test_the_race_spec_is_the_grids_racing_configurations_and_a_mutex_control():
     caps = race_caps(b, spec.race_caps, control.scenario.config.context_overhead)
     ps = [model_probability(control, v, 20)["p"] for _, v in caps]
     assert len(ps) == len(spec.race_caps) and set(ps) <= {0.0, 1.0} and ps[0] == 1.0, ps
+
+
+def test_a_configuration_may_run_its_own_number_of_race_repeats(tmp_path, scenario_file):
+    spec = _spec(tmp_path, scenario_file, "race_caps = [-2, -1, 0, 1, 2]\nrace_repeats = 20")
+    spec.write_text(spec.read_text() + "race_repeats = 12\n")  # the configuration's own
+    pred = predict(load_spec(spec))
+    assert {p["repeats"] for p in pred["runs"] if p.get("race")} == {12}
+    spec.write_text(spec.read_text().replace("race_repeats = 12", "race_repeats = 9"))
+    with pytest.raises(InputError, match="race_repeats"):
+        load_spec(spec)
