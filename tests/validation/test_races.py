@@ -140,7 +140,10 @@ def test_hand_made_real_runs_are_judged_by_their_frequency(tmp_path):
     assert rows["race-1%"]["in_interval"] and rows["race+0%"]["in_interval"]
     assert rows["race+1%"]["in_interval"]
     assert summary["criteria"]["race_within_15pct"] is False
+    # races alone: no ordinary caps, so no verdict criterion to fail vacuously
+    assert set(summary["criteria"]) == {"race_within_15pct"} and summary["device"] == "real"
     report = (tmp_path / "report.md").read_text()
+    assert "No ordinary caps in this spec" in report
     assert (
         "| c@race-1% | 1024.0 | 0.50 (0.50-0.50) | 3 of 10 | 0.30 (0.11-0.60) | +0.20 | **no** "
         "| yes |" in report
