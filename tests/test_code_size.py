@@ -19,7 +19,6 @@ FUNCTION_TREES = ("cuzk_sim", "gpu", "reference", "tests")  # all but benchmarks
 
 # "path" (module) or "path:function" -> who splits it (issue 29)
 ALLOWED = {
-    "cuzk_sim/validation/grid.py:run_grid": "issue 29, helper s27 (validation/grid split)",
 }
 
 

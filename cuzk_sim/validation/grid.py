@@ -282,17 +282,13 @@ def pipeline_executor(device: str) -> RealExecutor:
     return execute
 
 
-def run_grid(
-    spec: ValidationSpec,
-    out: Path,
-    execute: RealExecutor,
-    only: str | None = None,
-    say: Callable[[str], None] = print,
-    fresh: bool = False,
-) -> tuple[list, dict]:
+def _predictions(
+    spec: ValidationSpec, out: Path, fresh: bool, say: Callable[[str], None]
+) -> dict[str, Any]:
+    """The predictions of `out` when they are this spec's (resuming), else new ones,
+    written whole before any real run."""
     from cuzk_sim.io.outputs import write_text
 
-    out.mkdir(parents=True, exist_ok=True)
     pred_path, real_path = out / "predictions.json", out / "real.jsonl"
     predictions = None
     if pred_path.exists() and not fresh:
@@ -313,76 +309,116 @@ def run_grid(
                 f"{predictions.get('profile')!r}, not {profile!r}; use another --out or --fresh"
             )
         say(f"resuming: predictions from {pred_path} ({predictions['date']})")
-    else:
-        say(f"predicting {len(spec.configs)} configurations (bisection to {spec.tolerance:g})")
-        predictions = predict(spec)
-        write_text(pred_path, json.dumps(predictions, indent=1))
-        if fresh and real_path.exists():
-            real_path.unlink()
-        say(f"wrote {len(predictions['runs'])} predictions to {pred_path}")
+        return predictions
+    say(f"predicting {len(spec.configs)} configurations (bisection to {spec.tolerance:g})")
+    predictions = predict(spec)
+    write_text(pred_path, json.dumps(predictions, indent=1))
+    if fresh and real_path.exists():
+        real_path.unlink()
+    say(f"wrote {len(predictions['runs'])} predictions to {pred_path}")
+    return predictions
+
+
+def _race_rounds(races: list[dict]) -> list[tuple[dict, int]]:
+    """Race runs repeat by repeat: round r runs repeat r of every race cap of every
+    configuration, so that a call cut short leaves every cap with about as many repeats
+    and a drift of the card over the call (clocks, temperature) spreads over all caps
+    instead of falling on the last ones."""
+    most = max((int(p["repeats"]) for p in races), default=0)
+    return [(p, r) for r in range(most) for p in races if r < int(p["repeats"])]
+
+
+def run_grid(
+    spec: ValidationSpec,
+    out: Path,
+    execute: RealExecutor,
+    only: str | None = None,
+    say: Callable[[str], None] = print,
+    fresh: bool = False,
+) -> tuple[list, dict]:
+    out.mkdir(parents=True, exist_ok=True)
+    predictions = _predictions(spec, out, fresh, say)
+    real_path = out / "real.jsonl"
     _rebuild_reals(real_path, predictions, say)
     scenarios = {c.name: c.scenario for c in spec.configs}
     reals = read_reals(real_path)
-    verdict = {(r["key"], r["repeat"]): bool(r["real"]["oom"]) for r in reals}
+    done = {(r["key"], r["repeat"]) for r in reals}
     first_real = {r["key"]: r["real"] for r in reals if r["repeat"] == 0}
     # the model a run is judged against: asked again at the card the first run really had
     judged = {r["key"]: r["model_at_achieved"] for r in reals if r["repeat"] == 0}
     todo = [p for p in predictions["runs"] if only is None or fnmatch.fnmatch(p["config"], only)]
+    for p in todo:
+        if p["config"] not in scenarios:
+            raise InputError(
+                f"{out / 'predictions.json'}: configuration {p['config']!r} is not in the spec"
+            )
     with real_path.open("a") as f:
-        for p in todo:
-            scn = scenarios.get(p["config"])
-            if scn is None:
-                raise InputError(f"{pred_path}: configuration {p['config']!r} is not in the spec")
+
+        def one(p: dict, repeat: int) -> None:
+            if (p["key"], repeat) in done:
+                return
+            rec = _run_one(scenarios[p["config"]], p, repeat, execute)
+            f.write(json.dumps(rec) + "\n")
+            f.flush()
+            os.fsync(f.fileno())  # a run that ended is on disk before the next starts
+            done.add((p["key"], repeat))
+            if repeat == 0:
+                judged[p["key"]] = rec["model_at_achieved"]
+                first_real[p["key"]] = rec["real"]
+            say(_said(p, repeat, rec))
+
+        for p in (p for p in todo if not p.get("race")):
             # a run whose first real verdict disagrees is repeated: timing-dependent? So
             # is one where both OOM at different buffers (is the real first buffer
             # stable?) and one where both fit with peaks more than 2 % apart (is the real
             # peak stable?)
-            # a race run (validation/race.py) runs its planned repeats, whatever they give
-            planned = int(p["repeats"]) if p.get("race") else spec.repeats + 1
-            for repeat in range(planned):
+            for repeat in range(spec.repeats + 1):
                 model = judged.get(p["key"]) or p["model"]
-                if repeat and not p.get("race") and not _disagrees(model, first_real[p["key"]]):
+                if repeat and not _disagrees(model, first_real[p["key"]]):
                     break
-                if (p["key"], repeat) in verdict:
-                    continue
-                t0 = time.perf_counter()
-                real, details = execute(at_vram(scn, p["vram"]))
-                achieved = min(details["achieved_vram_bytes"].values(), default=p["vram"])
-                at_achieved = None
-                if achieved != p["vram"]:  # the ballast's 2 MiB steps: the card really had
-                    at_achieved = simulate(at_vram(scn, achieved)).to_dict(log_lines=0)
-                rec = {
-                    "key": p["key"],
-                    "achieved_vram": achieved,
-                    "model_at_achieved": at_achieved,
-                    "repeat": repeat,
-                    "config": p["config"],
-                    "cap": p["cap"],
-                    "vram": p["vram"],
-                    "date": _now(),
-                    "wall_s": time.perf_counter() - t0,
-                    "real": real,
-                    "details": details,
-                }
-                f.write(json.dumps(rec) + "\n")
-                f.flush()
-                os.fsync(f.fileno())  # a run that ended is on disk before the next starts
-                verdict[(p["key"], repeat)] = bool(real["oom"])
-                if repeat == 0:
-                    judged[p["key"]] = at_achieved
-                    first_real[p["key"]] = real
-                say(
-                    f"{p['key']}#{repeat}: model "
-                    + (
-                        f"P(OOM) {p['p_oom']['p']:.2f}"
-                        if p.get("race")
-                        else ("OOM" if p["model"]["oom"] else "fits")
-                    )
-                    + ", "
-                    f"{real.get('device') or 'real'} {'OOM' if real['oom'] else 'fits'} "
-                    f"({real['first_oom_buffer'] or '-'}), {rec['wall_s']:.1f} s"
-                )
+                one(p, repeat)
+        # a race run (validation/race.py) runs its planned repeats, whatever they give
+        for p, repeat in _race_rounds([p for p in todo if p.get("race")]):
+            one(p, repeat)
     return write_report(out, predictions)
+
+
+def _run_one(scn: Scenario, p: dict, repeat: int, execute: RealExecutor) -> dict[str, Any]:
+    """One real execution of prediction `p`, as the record real.jsonl keeps."""
+    t0 = time.perf_counter()
+    real, details = execute(at_vram(scn, p["vram"]))
+    achieved = min(details["achieved_vram_bytes"].values(), default=p["vram"])
+    at_achieved = None
+    # the ballast's 2 MiB steps: the model asked again at the card the run really had
+    # (a race run's repeats all have the card of its first: asked once)
+    if achieved != p["vram"] and not (p.get("race") and repeat):
+        at_achieved = simulate(at_vram(scn, achieved)).to_dict(log_lines=0)
+    return {
+        "key": p["key"],
+        "achieved_vram": achieved,
+        "model_at_achieved": at_achieved,
+        "repeat": repeat,
+        "config": p["config"],
+        "cap": p["cap"],
+        "vram": p["vram"],
+        "date": _now(),
+        "wall_s": time.perf_counter() - t0,
+        "real": real,
+        "details": details,
+    }
+
+
+def _said(p: dict, repeat: int, rec: dict) -> str:
+    real = rec["real"]
+    if p.get("race"):
+        model = f"P(OOM) {p['p_oom']['p']:.2f}"
+    else:
+        model = "OOM" if p["model"]["oom"] else "fits"
+    return (
+        f"{p['key']}#{repeat}: model {model}, {real.get('device') or 'real'} "
+        f"{'OOM' if real['oom'] else 'fits'} ({real['first_oom_buffer'] or '-'}), "
+        f"{rec['wall_s']:.1f} s"
+    )
 
 
 def _disagrees(model: dict, real: dict) -> bool:
@@ -401,10 +437,15 @@ def write_report(out: Path, predictions: dict) -> tuple[list, dict]:
     from cuzk_sim.validation.race import race_markdown, race_plot, race_rows
 
     reals = read_reals(out / "real.jsonl")
-    rows = compare_runs([p for p in predictions["runs"] if not p.get("race")], reals)
+    ordinary = [p for p in predictions["runs"] if not p.get("race")]
+    rows = compare_runs(ordinary, reals)
     summary = summarize(rows)
     races = race_rows(predictions, reals)
     summary["races"] = races
+    if not ordinary:  # a spec of races alone (h200-races): no verdicts to agree or miss
+        summary["criteria"] = {}
+        summary["device"] = " and ".join(sorted({r["device"] for r in races}, reverse=True))
+        summary["device"] = summary["device"] or "real"
     if any(r["device"] != "dry-run" for r in races):  # a dry run's outcomes are fixed
         summary["criteria"]["race_within_15pct"] = all(r["within"] for r in races if r["counted"])
     dates = sorted(r["date"] for r in reals)
@@ -419,7 +460,10 @@ def write_report(out: Path, predictions: dict) -> tuple[list, dict]:
             f"**Re-priced after the runs** ({predictions['repriced_after_runs']}): these "
             "are not the predictions registered before the runs.\n"
         )
-    text = report_markdown(rows, summary, header)
+    if ordinary:
+        text = report_markdown(rows, summary, header)
+    else:
+        text = f"{header}\nNo ordinary caps in this spec: its race caps alone (below).\n"
     if predictions.get("races"):
         text += race_markdown(races, predictions["races"])
         if races:

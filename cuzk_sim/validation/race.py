@@ -87,7 +87,7 @@ def race_predictions(
                 "vram": vram,
                 "partitions": partitions,
                 "race": True,
-                "repeats": spec.race_repeats,
+                "repeats": c.race_repeats or spec.race_repeats,
                 "model": simulate(at_vram(c.scenario, vram)).to_dict(log_lines=0),
                 "p_oom": model_probability(c, vram, spec.race_replicas),
             }
@@ -115,6 +115,8 @@ def race_rows(predictions: dict[str, Any], reals: list[dict]) -> list[dict[str, 
                 "config": p["config"],
                 "cap": p["cap"],
                 "vram": p["vram"],
+                # the card the runs really had (the ballast's 2 MiB steps)
+                "achieved_vram": sorted({int(r.get("achieved_vram") or p["vram"]) for r in runs}),
                 "model_p": pm,
                 "model_ci95": p["p_oom"]["ci95"],
                 "model_replicas": p["p_oom"]["replicas"],
@@ -125,6 +127,9 @@ def race_rows(predictions: dict[str, Any], reals: list[dict]) -> list[dict[str, 
                 "error": pm - k / n,
                 "counted": n >= MIN_RACE_REPEATS,
                 "within": n >= MIN_RACE_REPEATS and abs(pm - k / n) <= RACE_TOLERANCE,
+                # the fairer reading with few repeats: is the model's P a frequency these
+                # runs could well have come from (inside their 95 % Wilson interval)?
+                "in_interval": low <= pm <= high,
                 "device": str(runs[0]["real"].get("device") or "real"),
             }
         )
@@ -144,8 +149,8 @@ def race_markdown(rows: list[dict[str, Any]], decisions: list[dict[str, Any]]) -
     out += [
         "",
         f"| race run | VRAM MiB | model P(OOM) (95 % CI) | {real} OOMs | {real} frequency "
-        f"(95 % Wilson) | model - {real} | within 0.15 |",
-        "|---|---|---|---|---|---|---|",
+        f"(95 % Wilson) | model - {real} | within 0.15 | model in the interval |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         mlo, mhi = r["model_ci95"]
@@ -154,7 +159,7 @@ def race_markdown(rows: list[dict[str, Any]], decisions: list[dict[str, Any]]) -
         out.append(
             f"| {r['key']} | {r['vram'] / 2**20:.1f} | {r['model_p']:.2f} ({mlo:.2f}-{mhi:.2f})"
             f" | {r['real_ooms']} of {r['real_runs']} | {r['real_p']:.2f} ({lo:.2f}-{hi:.2f}) "
-            f"| {r['error']:+.2f} | {ok} |"
+            f"| {r['error']:+.2f} | {ok} | {'yes' if r['in_interval'] else '**no**'} |"
         )
     counted = [r for r in rows if r["counted"]]
     out.append("")
@@ -162,6 +167,15 @@ def race_markdown(rows: list[dict[str, Any]], decisions: list[dict[str, Any]]) -
         f"- race caps within {RACE_TOLERANCE}: {sum(r['within'] for r in counted)} / "
         f"{len(counted)} (with >= {MIN_RACE_REPEATS} {real} repeats)"
         + ("; dry runs: outcomes fixed, no criterion" if dry else "")
+    )
+    out.append(
+        f"- model P(OOM) inside the {real} frequency's 95 % Wilson interval: "
+        f"{sum(r['in_interval'] for r in counted)} / {len(counted)}"
+    )
+    out.append(
+        "- the two readings: with n repeats a model that is exactly right still misses "
+        "0.15 at a cap of P 0.5 with probability 0.34 (n = 10), 0.12 (n = 20); it leaves "
+        "the 95 % interval about 5 % of the time whatever n"
     )
     return "\n".join(out) + "\n"
 

@@ -14,6 +14,7 @@ set = { "engine.gpus.gpu_workers_per_device" = 2, "plan.gpu_prover.allocator" = 
 kinds = { snapdeals = { domain_log2 = 16 } }   # optional: another shape for one kind
 caps = [-3, 3]                                 # optional: this configuration's caps
 race = true                                    # optional: run its race caps (below)
+race_repeats = 10                              # optional: this configuration's own
 ```
 
 Races (docs/validation.md, "Races"): a configuration whose model P(OOM), over
@@ -21,7 +22,8 @@ Races (docs/validation.md, "Races"): a configuration whose model P(OOM), over
 at any of `race_caps` (percents around the boundary, within +-5 %), or that says
 `race = true`, also runs at each race cap `race_repeats` times (>= 10, at >= 5 caps);
 the model's P(OOM) there comes from `race_replicas` replicas. Spec keys `race_caps`,
-`race_repeats`, `race_replicas`, `race_scan` set these (defaults below).
+`race_repeats`, `race_replicas`, `race_scan` set these (defaults below); a configuration's
+own `race_repeats` overrides the spec's (e.g. fewer for a control).
 
 `set` keys are dotted paths into the base scenario (any key a scenario has). `kinds`
 gives a kind its own `[plan] gpu_prover` (merged over the base's), so one workload can
@@ -75,6 +77,7 @@ class ConfigIn(_Strict):
     caps: list[float] | None = None
     generous: bool | None = None
     race: bool = False
+    race_repeats: int | None = Field(None, ge=MIN_RACE_REPEATS, le=1000)
 
     _caps = field_validator("caps")(_check_caps)
 
@@ -114,6 +117,7 @@ class Configuration:
     caps: tuple[float, ...]
     generous: bool
     race: bool = False  # marked racing by the spec (race caps run whatever the model says)
+    race_repeats: int | None = None  # its own real runs per race cap (else the spec's)
 
 
 @dataclass(frozen=True)
@@ -180,7 +184,7 @@ def load_spec(path: str | Path, profile: str | None = None) -> ValidationSpec:
         scn = build_scenario(base_raw, base_path.parent, c, where)
         caps = tuple(c.caps if c.caps is not None else spec.caps)
         generous = spec.generous if c.generous is None else c.generous
-        configs.append(Configuration(c.name, scn, caps, generous, c.race))
+        configs.append(Configuration(c.name, scn, caps, generous, c.race, c.race_repeats))
     return ValidationSpec(
         spec.name,
         source,

@@ -58,6 +58,10 @@ def test_a_marked_race_runs_its_repeats_at_every_race_cap_end_to_end(tmp_path, s
     for p in race:
         assert sorted(per_key[p["key"]]) == list(range(10))  # 10 repeats, none skipped
     assert per_key["w2-nomutex@+1%"] == [0]  # the ordinary cap: repeated only on a miss
+    # race runs go repeat by repeat over the caps (a call cut short leaves every cap
+    # about as many repeats): the 5 caps' repeat 0, then their repeat 1, ...
+    order = [(rec["repeat"], rec["cap"]) for rec in recs if rec["cap"].startswith("race")]
+    assert order == [(r, p["cap"]) for r in range(10) for p in race]
     report = (out / "report.md").read_text()
     assert "## Races" in report and "race.png" in report
     assert sum(line.startswith("| w2-nomutex@race") for line in report.splitlines()) == 5
@@ -131,13 +135,21 @@ def test_hand_made_real_runs_are_judged_by_their_frequency(tmp_path):
     assert not rows["race-1%"]["within"]  # |0.5 - 0.3| > 0.15
     assert rows["race+0%"]["within"]  # |0.35 - 0.3| <= 0.15
     assert not rows["race+1%"]["counted"]  # 5 repeats < 10
+    # 0.5 and 0.35 both lie in 0.1078 .. 0.6032, and 0.0 in 0 of 5's 0 .. 0.4345
+    # (z^2 / (n + z^2) = 3.8415 / 8.8415)
+    assert rows["race-1%"]["in_interval"] and rows["race+0%"]["in_interval"]
+    assert rows["race+1%"]["in_interval"]
     assert summary["criteria"]["race_within_15pct"] is False
+    # races alone: no ordinary caps, so no verdict criterion to fail vacuously
+    assert set(summary["criteria"]) == {"race_within_15pct"} and summary["device"] == "real"
     report = (tmp_path / "report.md").read_text()
+    assert "No ordinary caps in this spec" in report
     assert (
-        "| c@race-1% | 1024.0 | 0.50 (0.50-0.50) | 3 of 10 | 0.30 (0.11-0.60) | +0.20 | **no** |"
-        in report
+        "| c@race-1% | 1024.0 | 0.50 (0.50-0.50) | 3 of 10 | 0.30 (0.11-0.60) | +0.20 | **no** "
+        "| yes |" in report
     )
     assert "race caps within 0.15: 1 / 2" in report
+    assert "inside the real frequency's 95 % Wilson interval: 2 / 2" in report
     assert (tmp_path / "race.png").exists()
 
 
@@ -180,3 +192,44 @@ def test_predict_writes_no_race_runs_for_a_config_that_cannot_race(tmp_path, sce
     pred = predict(load_spec(tmp_path / "spec.toml"))
     assert not any(p.get("race") for p in pred["runs"])
     assert pred["races"][0]["racing"] is False
+
+
+def test_the_race_spec_is_the_grids_racing_configurations_and_a_mutex_control():
+    import tomllib
+    from pathlib import Path
+
+    from cuzk_sim.validation.race import model_probability, race_caps
+    from cuzk_sim.validation.spec import MIN_RACE_CAPS, MIN_RACE_REPEATS
+
+    here = Path("scenarios/validation")
+    raw = {n: tomllib.loads((here / f"{n}.toml").read_text()) for n in ("h200-grid", "h200-races")}
+    grid = {c["name"]: c for c in raw["h200-grid"]["config"]}
+    races = {c["name"]: c for c in raw["h200-races"]["config"]}
+    marked = {n for n, c in grid.items() if c.get("race")}
+    # the grid's racing configurations, `set` for `set`, at the grid's race caps
+    assert marked == set(races) - {"w2-caching-18-control"}
+    assert len(marked) >= 2 and {"w2-nomutex-18", "w2-prestage-aware-18"} <= marked
+    for name in marked:
+        assert races[name]["set"] == grid[name]["set"] and races[name].get("race")
+    assert raw["h200-races"]["race_caps"] == raw["h200-grid"]["race_caps"]
+    spec = load_spec("scenarios/validation/h200-races.toml")
+    assert len(spec.race_caps) >= MIN_RACE_CAPS and spec.race_repeats >= MIN_RACE_REPEATS
+    assert spec.configs[0].scenario.spec.variant.mutex_scope == "none"
+    # the control (device mutex) is unsafe below its boundary and safe above by
+    # construction: under the measured jitter its P(OOM) is exactly 1 or 0 at every cap
+    control = next(c for c in spec.configs if c.name == "w2-caching-18-control")
+    assert control.scenario.spec.variant.mutex_scope == "device"
+    b = vram_boundary(control.scenario, spec.tolerance)
+    caps = race_caps(b, spec.race_caps, control.scenario.config.context_overhead)
+    ps = [model_probability(control, v, 20)["p"] for _, v in caps]
+    assert len(ps) == len(spec.race_caps) and set(ps) <= {0.0, 1.0} and ps[0] == 1.0, ps
+
+
+def test_a_configuration_may_run_its_own_number_of_race_repeats(tmp_path, scenario_file):
+    spec = _spec(tmp_path, scenario_file, "race_caps = [-2, -1, 0, 1, 2]\nrace_repeats = 20")
+    spec.write_text(spec.read_text() + "race_repeats = 12\n")  # the configuration's own
+    pred = predict(load_spec(spec))
+    assert {p["repeats"] for p in pred["runs"] if p.get("race")} == {12}
+    spec.write_text(spec.read_text().replace("race_repeats = 12", "race_repeats = 9"))
+    with pytest.raises(InputError, match="race_repeats"):
+        load_spec(spec)
