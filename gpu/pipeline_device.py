@@ -97,7 +97,8 @@ class PipelineDevice(Device):
             self.run.event(
                 "step", worker=self.worker, step=name, kind=kind, size=size,
                 nbytes=getattr(step, "bytes", 0), pinned=getattr(step, "pinned", False),
-                seconds=end - start + gap,
+                seconds=end - start + gap, zeros=getattr(step, "zeros", None),
+                ones=getattr(step, "ones", None),
             )  # fmt: skip
         self.marks, self.mark_t0 = [], None
 
