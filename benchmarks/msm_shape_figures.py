@@ -40,7 +40,11 @@ CALLS = [
 
 def _rows(path: Path) -> tuple[dict, dict]:
     rows = json.loads(path.read_text())
-    split = {r["case"]: r["ms"] for r in rows if r["what"] == "split_msm"}
+    split = {  # G1's rows (a G2 row says "group": "g2"; none in these calls)
+        r["case"]: r["ms"]
+        for r in rows
+        if r["what"] == "split_msm" and r.get("group", "g1") == "g1"
+    }
     resident = next(r for r in rows if r.get("config") == "resident")["traced_ms"]
     return split, resident
 
