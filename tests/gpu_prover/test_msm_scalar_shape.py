@@ -173,3 +173,5 @@ def test_derived_card_profiles_keep_the_shares():
     ratio_base = price(step, base, "m") / base.kernel_seconds("msm_g1", 1 << 24, "m")
     ratio_derived = price(step, derived, "m") / derived.kernel_seconds("msm_g1", 1 << 24, "m")
     assert ratio_derived == pytest.approx(ratio_base)
+    row = next(f for f in derived.figures if f.key == "kernel.msm_g1.scalars")
+    assert row.basis == "derived" and row.source.startswith("kept from the base card")
