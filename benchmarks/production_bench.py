@@ -4,8 +4,10 @@
 - micro: G1 / G2 MSM 2^20 with random scalars (signed Pippenger, no precomputed tables;
   `gpu` = the deferred form a prove runs, window sums to the host; `full` = with the host
   Horner), NTT 2^24;
-- split: G1 MSM 2^24 with the witness shape's 0/1 scalars: the split MSM, the signed
-  Pippenger on the same scalars (their sums must be equal), and on random scalars;
+- split: G1 MSM 2^24 (and G2 MSM 2^23, rows with "group": "g2") with the witness shape's
+  0/1 scalars: the split MSM, the signed Pippenger on the same scalars (their sums must
+  be equal), and on random scalars -- what the profile's zero_share / one_share and
+  batch_add figures come from (benchmarks/msm_shape_figures.py);
 - partition: one 2^log2 partition of the shape (default 2^27, porep): synthetic data in
   pinned host memory (key points tiled from 2^14 GPU-made ones; a/b/c, witness and
   gathered scalars random, the latter of the shape's 0/1 shares), the key streamed
@@ -91,7 +93,7 @@ def bench_micro(reps: int) -> list[dict]:
     return rows
 
 
-def bench_split(reps: int, witness: str, log2: int = 24) -> list[dict]:
+def bench_split(reps: int, witness: str, log2: int = 24, group: str = "g1") -> list[dict]:
     import cupy as cp
     from cuzk_sim.gpu.device import Buffer, Device
     from cuzk_sim.gpu.msm import msm
@@ -101,39 +103,44 @@ def bench_split(reps: int, witness: str, log2: int = 24) -> list[dict]:
 
     ws = witness_shape(witness)
     n = 1 << log2
-    p = Buffer("p", 0, _device_points("g1", n).reshape(-1))
+    p = Buffer("p", 0, _device_points(group, n).reshape(-1))
     bits = shaped_scalars(np.random.default_rng(5), n, ws.zero_fraction, ws.one_fraction)
     s_bits = Buffer("s", 0, cp.asarray(bits).reshape(-1))
     s_rand = Buffer("r", 0, cp.asarray(random_scalars(np.random.default_rng(6), n)).reshape(-1))
     expected = ws.split(n)
     rows, out = [], {}
     cases = {
-        "split": lambda dev: msm_split(dev, "m", "g1", p, s_bits, n, 0, expected),
-        "pippenger, same scalars": lambda dev: [msm(dev, "m", "g1", p, s_bits, n, 0, defer=True)],
-        "pippenger, random scalars": lambda dev: [msm(dev, "m", "g1", p, s_rand, n, 0, defer=True)],
+        "split": lambda dev: msm_split(dev, "m", group, p, s_bits, n, 0, expected),
+        "pippenger, same scalars": lambda dev: [msm(dev, "m", group, p, s_bits, n, 0, defer=True)],
+        "pippenger, random scalars": lambda dev: [
+            msm(dev, "m", group, p, s_rand, n, 0, defer=True)
+        ],
     }
     for name, fn in cases.items():
         dev = Device("real")
         ms = _timeit(lambda fn=fn, dev=dev: fn(dev), reps)
         parts = fn(Device("real"))
-        out[name] = _sum_parts(parts)
-        rows.append({"what": "split_msm", "case": name, "log2": log2, "witness": witness, "ms": ms})
-        print(f"msm g1 2^{log2} {witness} [{name}]: {ms:.2f} ms", flush=True)
+        out[name] = _sum_parts(parts, group)
+        row = {"what": "split_msm", "case": name, "log2": log2, "witness": witness, "ms": ms}
+        rows.append(row if group == "g1" else {**row, "group": group})
+        print(f"msm {group} 2^{log2} {witness} [{name}]: {ms:.2f} ms", flush=True)
     equal = out["split"] == out["pippenger, same scalars"]
     print(f"split == pippenger on the same scalars: {equal}", flush=True)
     rows.append({"what": "split_equal", "equal": bool(equal)})
     return rows
 
 
-def _sum_parts(parts) -> tuple:
-    """The affine point (ints) of a list of WindowSums partials."""
+def _sum_parts(parts, group: str = "g1") -> tuple:
+    """The affine point (a tuple, comparable) of a list of WindowSums partials."""
     import py_ecc.optimized_bls12_381 as bls
     from cuzk_sim.gpu import encoding
 
-    acc = bls.Z1
+    acc, read = (
+        (bls.Z1, encoding.g1_from_limbs) if group == "g1" else (bls.Z2, encoding.g2_from_limbs)
+    )
     for v in parts:
-        acc = bls.add(acc, encoding.g1_from_limbs(v.point()))
-    return () if bls.is_inf(acc) else tuple(c.n for c in bls.normalize(acc))
+        acc = bls.add(acc, read(v.point()))
+    return () if bls.is_inf(acc) else tuple(repr(c) for c in bls.normalize(acc))
 
 
 def _tiled(block: np.ndarray, rows: int) -> np.ndarray:
@@ -491,6 +498,7 @@ def main() -> None:
         rows += bench_micro(7)
     if "split" in only:
         rows += bench_split(5, args.witness)
+        rows += bench_split(3, args.witness, 23, "g2")  # G2's shares: not measured before
     if "partition" in only:
         rows += bench_partition(
             args.log2, args.witness, parse_size(args.budget), args.reps, tuple(args.flag), link

@@ -453,12 +453,21 @@ class Device:
         return self._timed(name, lambda: src.array[:words].get())
 
     def kernel(
-        self, name: str, kind: str, size: int, fn: Callable[[], Any], fills: str | None = None
+        self,
+        name: str,
+        kind: str,
+        size: int,
+        fn: Callable[[], Any],
+        fills: str | None = None,
+        scalars: tuple[int, int] | None = None,
     ) -> Any:
         """Record (and in a run launch) kernel work `fn`. `fills`: it fills the `resident`
         buffer of that name, and a run skips it when an earlier partition did (the plan
-        records it either way: the model charges it once per device, as `copy_htod`)."""
-        self.steps.append(Kernel(name, kind, size, fills=fills))
+        records it either way: the model charges it once per device, as `copy_htod`).
+        `scalars`: (zeros, ones) the plan expects among an MSM's scalars (Kernel.zeros,
+        .ones: the profile prices each part)."""
+        zeros, ones = scalars if scalars is not None else (None, None)
+        self.steps.append(Kernel(name, kind, size, fills=fills, zeros=zeros, ones=ones))
         if not self.runs or self._found_filled(fills):
             return None
         return self._timed(name, fn)

@@ -227,8 +227,11 @@ def msm(
     algo: MsmAlgo = "signed",
     table: Buffer | None = None,
     defer: bool = False,
+    expect: tuple[int, int] | None = None,
 ) -> np.ndarray | WindowSums | None:
     """sum_{i<n} s_i P_i as affine Montgomery limbs (host array; None in dry-run).
+    expect: (zeros, ones) the plan expects among the n scalars (the witness shape's;
+    None: random), recorded on the kernel step for the model's price.
     phase_ms: if given, CUDA-event milliseconds of each phase are added to it (benchmarks).
     algo: "signed", or the baseline "unsigned" (module docstring). table: precomputed bases
     of `points` (`precompute_table`; signed only). defer (signed): return the window sums
@@ -238,11 +241,14 @@ def msm(
     beside the launches)."""
     if algo == "signed":
         return _msm_signed(
-            dev, stage, group, points, scalars, n, scalar_offset_words, phase_ms, table, defer
-        )
+            dev, stage, group, points, scalars, n, scalar_offset_words, phase_ms, table, defer,
+            expect=expect,
+        )  # fmt: skip
     if table is not None:
         raise ValueError("precomputed bases need algo='signed'")
-    return _msm_unsigned(dev, stage, group, points, scalars, n, scalar_offset_words, phase_ms)
+    return _msm_unsigned(
+        dev, stage, group, points, scalars, n, scalar_offset_words, phase_ms, expect
+    )
 
 
 class _Marks:
@@ -365,10 +371,12 @@ def _msm_signed(
     defer: bool = False,
     select: tuple[Buffer, int, int] | None = None,
     planned: int | None = None,
+    expect: tuple[int, int] | None = None,
 ) -> np.ndarray | WindowSums | None:
     """`select` = (index, start, k): only the k entries index[start:start + k] (positions
     of scalar and point) take part, the rest of a split MSM (gpu/msm_split.py); buffers
-    stay sized for n. `planned`: the kernel size the plan prices (default n)."""
+    stay sized for n. `planned`: the kernel size the plan prices (default n). `expect`:
+    (zeros, ones) the plan expects among them (`msm`)."""
     shape = SignedShape.of(group, n, precomputed=table is not None)
     bufs = {k: dev.alloc(f"{stage}.{k}", v) for k, v in shape.scratch().items()}
 
@@ -415,7 +423,7 @@ def _msm_signed(
         mark("tree_horner")
         mark.collect()
 
-    dev.kernel(stage, f"msm_{group}", n if planned is None else planned, run)
+    dev.kernel(stage, f"msm_{group}", n if planned is None else planned, run, scalars=expect)
     jw = shape.jacobian_words
     src, words = (bufs["windows"], shape.sets * jw) if defer else (bufs["result"], jw)
     out = dev.copy_dtoh(f"{stage}.result", src, words)
@@ -435,6 +443,7 @@ def _msm_unsigned(
     n: int,
     scalar_offset_words: int,
     phase_ms: dict[str, float] | None,
+    expect: tuple[int, int] | None = None,
 ) -> np.ndarray | None:
     shape = MsmShape.of(group, n)
     bufs = {k: dev.alloc(f"{stage}.{k}", v) for k, v in shape.scratch().items()}
@@ -485,7 +494,7 @@ def _msm_unsigned(
         mark("tree_horner")
         mark.collect()
 
-    dev.kernel(stage, f"msm_{group}", n, run)
+    dev.kernel(stage, f"msm_{group}", n, run, scalars=expect)
     out = dev.copy_dtoh(f"{stage}.result", bufs["result"], POINT_WORDS[group])
     for name in reversed(list(bufs)):
         dev.free(f"{stage}.{name}")

@@ -14,8 +14,10 @@ The result is two partial sums whose sum is the MSM: the ones' (one Jacobian poi
 the rest's (window sums), both `WindowSums`, finished on the host like any chunk's.
 
 The plan is fixed by the shape, not the witness: index buffers hold n entries, the
-kernels' sizes are the shape's expected counts (WitnessShape.split), and the counts
-come back in a 12-byte copy (`<stage>.split_counts`) before the rest is launched.
+kernels' sizes are the shape's expected counts (WitnessShape.split: the ones' sum a
+`batch_add_g1` / `_g2` step of `ones` points, the rest an MSM of `rest` random scalars),
+and the counts come back in a 12-byte copy (`<stage>.split_counts`) before the rest is
+launched.
 """
 
 from __future__ import annotations
@@ -26,11 +28,6 @@ import numpy as np
 
 from .device import Buffer, Device
 from .msm import LEVEL_FAN_IN, MAX_ACC_THREADS, MIN_ACC_CHUNK, POINT_WORDS, Group, WindowSums
-
-# the ones' sum is priced as an MSM of ones / ONES_PER_MSM_POINT points: one mixed addition
-# per one against Pippenger's ~windows (16 at c = 16) additions per point; an estimate
-# until the profile has a kind of its own for it
-ONES_PER_MSM_POINT = 16
 
 
 @dataclass(frozen=True)
@@ -105,10 +102,10 @@ def msm_split(
         launch("msm_signed.cu", "split_scalars", n, s, np.int64(n), index, counts)
 
     dev.kernel(f"{stage}.split", "pointwise", n, classify)
-    dev.kernel(
+    dev.kernel(  # a batch addition of the ones' points: the profile's batch_add_g1 / _g2
         f"{stage}.ones",
-        f"msm_{group}",
-        -(-expected[1] // ONES_PER_MSM_POINT),
+        f"batch_add_{group}",
+        expected[1],
         lambda: _sum_ones(group, points, index, counts, ones, acc),
     )
     jw = POINT_WORDS[group] * 3 // 2

@@ -107,8 +107,20 @@ def _chunk_msm(
             algo=flags.msm_algo,
             table=table,
             defer=True,
+            expect=expected_scalars(shape, part.stage, part.count),
         )
     ]
+
+
+def expected_scalars(shape: Any, stage: str, n: int) -> tuple[int, int] | None:
+    """(zeros, ones) the plan expects among the n scalars of a witness MSM's chunk (the
+    witness shape's `split`); None for H's (random: the quotient's coefficients) and for
+    the dense shape (all random), so that their steps read as before."""
+    ws = shape.witness_shape()
+    if stage not in SPLIT_STAGES or ws.bit_fraction == 0.0:
+        return None
+    zeros, ones, _ = ws.split(n)
+    return zeros, ones
 
 
 def _collect(

@@ -97,7 +97,8 @@ class PipelineDevice(Device):
             self.run.event(
                 "step", worker=self.worker, step=name, kind=kind, size=size,
                 nbytes=getattr(step, "bytes", 0), pinned=getattr(step, "pinned", False),
-                seconds=end - start + gap,
+                seconds=end - start + gap, zeros=getattr(step, "zeros", None),
+                ones=getattr(step, "ones", None),
             )  # fmt: skip
         self.marks, self.mark_t0 = [], None
 
@@ -173,13 +174,14 @@ class PipelineDevice(Device):
         if not self.runs:
             self.run.backend.release(self.gpu_index, self.worker, name)
 
-    def kernel(self, name: str, kind: str, size: int, fn: Callable[[], Any]) -> Any:
+    def kernel(self, name: str, kind: str, size: int, fn: Callable[[], Any], **kw: Any) -> Any:
+        """Device.kernel (`fills`, `scalars` passed on), a CuPy temporary's OOM reported."""
         if not self.runs:
-            return super().kernel(name, kind, size, fn)
+            return super().kernel(name, kind, size, fn, **kw)
         import cupy
 
         try:
-            out = super().kernel(name, kind, size, fn)
+            out = super().kernel(name, kind, size, fn, **kw)
         except cupy.cuda.memory.OutOfMemoryError as e:  # a CuPy library temporary
             err = DeviceOutOfMemory(
                 f"{name} (cupy temporary)",

@@ -72,7 +72,7 @@ def write_cuzk_log(path: Path, run: Any) -> None:
                 log.line(
                     emit.sim_step(
                         f["step"], f["kind"], f["size"], f["nbytes"], f["pinned"],
-                        int(f["seconds"] * 1e6),
+                        int(f["seconds"] * 1e6), f.get("zeros"), f.get("ones"),
                     )
                 )  # fmt: skip
             elif event == "proof_done":

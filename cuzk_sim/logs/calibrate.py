@@ -117,6 +117,8 @@ def _write_costs(raw: dict, fits: list[Fit], base: str, notes: list[str]) -> Non
         for kind, entry in raw[section].items():
             key = f"{section}.{kind}"
             fit = next((f for f in fits if f.key == key), None)
+            if "shares_source" in entry:  # not fitted by a log: the base's, as it said
+                entry["shares_source"] = f"kept from base {base}: {entry['shares_source']}"
             if fit is None:
                 entry["source"] = f"kept from base {base}: {entry.get('source', '')}".strip()
                 continue

@@ -158,15 +158,27 @@ def ntt_h(
 # --- CUZK_SIM_STEP: ours, not cuzk's (cuzk-sim gpu-run --log) ---
 
 
-def sim_step(name: str, kind: str, size: int, nbytes: int, pinned: bool, us: int) -> str:
+def sim_step(
+    name: str,
+    kind: str,
+    size: int,
+    nbytes: int,
+    pinned: bool,
+    us: int,
+    zeros: int | None = None,
+    ones: int | None = None,
+) -> str:
     """One step of our pipeline's GPU section (or its host assembly), timed by CUDA
     events: `us` = the microseconds the step held the stream, including the time the
-    stream idled before it waiting for the host to issue it. A cuzk daemon never writes
-    this line; `cuzk-sim calibrate` fits every kernel kind, the copy rates and the
-    assembly from it (docs/logs.md)."""
-    return (
-        f"CUZK_SIM_STEP: {name} kind={kind} size={size} bytes={nbytes} pinned={int(pinned)} us={us}"
-    )
+    stream idled before it waiting for the host to issue it. `zeros` / `ones`: an MSM
+    step's expected 0 and 1 scalars (Kernel.zeros / .ones), written only when set. A cuzk
+    daemon never writes this line; `cuzk-sim calibrate` fits every kernel kind, the copy
+    rates and the assembly from it (docs/logs.md)."""
+    line = f"CUZK_SIM_STEP: {name} kind={kind} size={size} bytes={nbytes} pinned={int(pinned)}"
+    line += f" us={us}"
+    if zeros is not None and ones is not None:
+        line += f" zeros={zeros} ones={ones}"
+    return line
 
 
 def sim_context(gpu: int, nbytes: int) -> str:

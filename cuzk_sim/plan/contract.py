@@ -60,17 +60,21 @@ __all__ = [
 KERNEL_KINDS = ("ntt", "pointwise", "msm_g1", "msm_g2", "batch_add_g1", "batch_add_g2")
 CPU_KINDS = ("synthesis", "prep_msm", "msm_g2_cpu", "assemble")
 
+OPTIONAL_FIELDS = ("seconds", "zeros", "ones")  # left out of a step's JSON form when None
+
 Step = Lock | Unlock | Alloc | Free | Copy | Kernel | Cpu | Sync | Label | Goto
 
 STEP_TYPES: dict[str, type] = {op: kind.step for op, kind in KINDS.items()}
 
 
 def _step_dict(step: Step) -> dict[str, Any]:
-    """A step's JSON form; a measured `seconds` appears only when set, so the plans of
-    the builders read as they did before the field existed."""
+    """A step's JSON form; a measured `seconds` and a kernel's scalar shape (`zeros`,
+    `ones`) appear only when set, so the plans of the builders read as they did before
+    those fields existed."""
     out = asdict(step)
-    if out.get("seconds", 0) is None:
-        del out["seconds"]
+    for key in OPTIONAL_FIELDS:
+        if key in out and out[key] is None:
+            del out[key]
     return out
 
 

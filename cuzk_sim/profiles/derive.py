@@ -5,7 +5,8 @@ The measured profiles are `rtx5070ti` (cuzk, from its project's published figure
 (cuzk_sim/profiles/cards.py) the profile of the same prover is scaled figure by figure:
 
 - **integer kernels** (`msm_g1`, `msm_g2`, `batch_add_g1`, `batch_add_g2`): time x
-  base / target of SMs x boost clock x 32-bit integer multiply-add rate per SM. Bucket
+  base / target of SMs x boost clock x 32-bit integer multiply-add rate per SM; an MSM's
+  `zero_share` / `one_share` (shares of that time) are kept. Bucket
   accumulation and batch additions are Fp multiplications, i.e. IMAD chains: they scale
   with the integer throughput, not with memory.
 - **memory-bound kernels** (`ntt`, `pointwise`): time x base / target memory bandwidth.
@@ -97,6 +98,12 @@ def _scale_cost(cost: dict[str, Any], factor: float, rule: str) -> dict[str, Any
         out["points"] = [[n, _seconds_text(parse_duration(t) * factor)] for n, t in cost["points"]]
     out["basis"] = "derived"
     out["source"] = f"{rule}; from {cost.get('source', '').strip()[:160]}"
+    if "shares_source" in cost:  # MSM shares: of the scaled time, taken as the base card's
+        out["shares_basis"] = "derived"
+        out["shares_source"] = (
+            "kept from the base card (a share of the scaled random-scalar time, assumed the "
+            f"same on this card): {cost['shares_source'].strip()[:160]}"
+        )
     return out
 
 

@@ -24,7 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from cuzk_sim.io.errors import InputError, validate_input
 from cuzk_sim.io.inputs import MAX_TOML_BYTES, parse_toml, path_kind, read_text
@@ -65,6 +65,9 @@ class Cost:
     per_unit: float
     scaling: Scaling
     points: tuple[tuple[float, float], ...] = ()
+    # an MSM's price of a scalar equal to 0 and to 1, each as a share of a random
+    # scalar's (`zero_share`, `one_share`); None: every scalar priced as random
+    shares: tuple[float, float] | None = None
 
     def seconds(self, size: int) -> float:
         if not size:
@@ -73,6 +76,16 @@ class Cost:
         if len(self.points) < 2:
             return self.fixed + self.per_unit * w
         return read_off(self.points, w)
+
+    def shaped_seconds(self, size: int, zeros: int, ones: int) -> float:
+        """An MSM of `size` scalars, `zeros` of them 0 and `ones` 1 (the rest random): the
+        random-scalar price at `size`, each scalar weighted by its share of it."""
+        t = self.seconds(size)
+        if self.shares is None or not size:
+            return t
+        zero_share, one_share = self.shares
+        rest = size - zeros - ones
+        return t * (rest + zero_share * zeros + one_share * ones) / size
 
 
 def read_off(pts: tuple[tuple[float, float], ...], x: float) -> float:
@@ -115,6 +128,12 @@ class _CostIn(_Strict):
     without_pce: float = 1.0  # synthesis only: slowdown of the old path (no PCE)
     source: str = ""  # where the figure comes from
     basis: BasisIn = None  # measured | fitted | derived | assumed
+    # MSM kinds only: the price of a 0 and of a 1 scalar as a share of a random one's
+    # (Cost.shaped_seconds), with their own basis and source
+    zero_share: float | None = None
+    one_share: float | None = None
+    shares_source: str = ""
+    shares_basis: Basis | None = None
 
     @field_validator("threads")
     @classmethod
@@ -123,12 +142,18 @@ class _CostIn(_Strict):
             raise ValueError("expected a positive number of cores")
         return v
 
-    @field_validator("memory_bound")
+    @field_validator("memory_bound", "zero_share", "one_share")
     @classmethod
-    def _share(cls, v: float) -> float:
-        if not 0.0 <= v <= 1.0:
+    def _share(cls, v: float | None) -> float | None:
+        if v is not None and not 0.0 <= v <= 1.0:
             raise ValueError("expected a share between 0 and 1")
         return v
+
+    @model_validator(mode="after")
+    def _shares_together(self) -> _CostIn:
+        if (self.zero_share is None) != (self.one_share is None):
+            raise ValueError("zero_share and one_share are given together or not at all")
+        return self
 
     @field_validator("saturating")
     @classmethod
@@ -152,7 +177,11 @@ class _CostIn(_Strict):
     def cost(self) -> Cost:
         fixed, at = parse_duration(self.fixed), parse_duration(self.time)
         pts = tuple((_work(size, self.scaling), parse_duration(t)) for size, t in self.points or ())
-        return Cost(fixed, max(at - fixed, 0.0) / _work(self.size, self.scaling), self.scaling, pts)
+        per_unit = max(at - fixed, 0.0) / _work(self.size, self.scaling)
+        shares = None
+        if self.zero_share is not None and self.one_share is not None:
+            shares = (self.zero_share, self.one_share)
+        return Cost(fixed, per_unit, self.scaling, pts, shares)
 
 
 class _GpuIn(_Strict):
@@ -282,6 +311,16 @@ def _figures(p: _ProfileIn) -> tuple[Figure, ...]:
         return Figure(key, value, _basis(c.basis, "time"), c.source)
 
     out += [cost(f"kernel.{k}", c) for k, c in sorted(p.kernel.items())]
+    out += [
+        Figure(
+            f"kernel.{k}.scalars",
+            f"a 0 scalar {c.zero_share:g}, a 1 scalar {c.one_share:g} of a random one's price",
+            c.shares_basis or "unstated",
+            c.shares_source,
+        )
+        for k, c in sorted(p.kernel.items())
+        if c.zero_share is not None
+    ]
     out += [cost(f"cpu.{k}", c) for k, c in sorted(p.cpu.items())]
     out.append(cost("pce.extract", p.pce.extract))
     out += [
@@ -350,13 +389,19 @@ class Profile:
         """Time to page-lock `nbytes` of host memory."""
         return self.pin_fixed + nbytes / self.pin_rate if nbytes else 0.0
 
-    def kernel_seconds(self, kind: str, size: int, step: str) -> float:
+    def kernel_seconds(
+        self, kind: str, size: int, step: str, scalars: tuple[int, int] | None = None
+    ) -> float:
+        """`scalars`: (zeros, ones) among an MSM's `size` scalars (Cost.shaped_seconds; a
+        kind without shares prices them as random)."""
         cost = self.kernels.get(kind)
         if cost is None:
             raise InputError(
                 f"{step}: kernel kind {kind!r} is not priced by profile {self.source} "
                 f"(it prices {sorted(self.kernels)})"
             )
+        if scalars is not None:
+            return cost.shaped_seconds(size, *scalars)
         return cost.seconds(size)
 
     def cpu_seconds(self, kind: str, size: int, step: str) -> float:

@@ -25,7 +25,7 @@ from cuzk_sim.model.fast_state import FastRun
 from cuzk_sim.model.machine import Machine
 from cuzk_sim.model.runtime import Worker, join, meet
 from cuzk_sim.results.sim_result import Span
-from cuzk_sim.steps.base import Name, Seconds, StepIn, StepKind, WorkSize
+from cuzk_sim.steps.base import Name, PlanError, Seconds, StepIn, StepKind, WorkSize
 
 ISSUE_S = {"msm_g1": 3.0e-4, "msm_g2": 3.0e-4}
 LAUNCH_S = 2.0e-5  # any other kernel step, a page-locked upload
@@ -41,7 +41,11 @@ class Kernel:
     precomputed tables built from a resident key): charged by the partition that fills
     the buffer on its device, skipped by the later ones there.
     seconds: measured duration (a captured trace): it overrides the profile's price, so
-    `kind` need not be one the profile prices."""
+    `kind` need not be one the profile prices.
+    zeros / ones: of an MSM's `size` scalars, how many the plan expects to be 0 and 1 (the
+    rest random): the witness shape (gpu/witness_shape.py) as our prover's dry run records
+    it; the profile prices each part (`zero_share` / `one_share` of the kind, profiles
+    docs). None (every plan of the cuzk builder, our prover's dense shape): all random."""
 
     name: str
     kind: str
@@ -49,7 +53,20 @@ class Kernel:
     stream: str = "compute"
     fills: str | None = None
     seconds: float | None = None
+    zeros: int | None = None
+    ones: int | None = None
     op: Literal["kernel"] = "kernel"
+
+    def __post_init__(self) -> None:
+        if (self.zeros is None) != (self.ones is None):
+            raise PlanError(
+                f"kernel {self.name!r}: zeros and ones are given together or not at all"
+            )
+        if self.zeros is not None and self.zeros + self.ones > self.size:  # type: ignore[operator]
+            raise PlanError(
+                f"kernel {self.name!r}: zeros + ones ({self.zeros} + {self.ones}) exceed its "
+                f"size {self.size}"
+            )
 
 
 class KernelIn(StepIn):
@@ -60,12 +77,16 @@ class KernelIn(StepIn):
     stream: Name = "compute"
     fills: Name | None = None
     seconds: Seconds | None = None
+    zeros: WorkSize | None = None
+    ones: WorkSize | None = None
 
 
 def price(s: Kernel, profile: Any, where: str) -> float:
     """A measured `seconds` (a captured plan) overrides the profile's price."""
     if s.seconds is not None:
         return s.seconds
+    if s.zeros is not None:
+        return profile.kernel_seconds(s.kind, s.size, where, (s.zeros, s.ones))
     return profile.kernel_seconds(s.kind, s.size, where)
 
 

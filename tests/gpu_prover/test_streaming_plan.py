@@ -160,8 +160,11 @@ def test_the_split_msm_plan_classifies_sums_the_ones_then_runs_the_rest():
         count = shape.msm_sizes()[stage][1]
         zeros = round(0.5159 * count)
         ones = min(count - zeros, round(0.4841 * count))
-        assert kernels[at + 1].size == -(-ones // 16)  # one addition per one, priced
+        group = shape.msm_sizes()[stage][0]
+        assert kernels[at + 1].kind == f"batch_add_{group}"  # one addition per one
+        assert kernels[at + 1].size == ones
         assert kernels[at + 2].size == count - zeros - ones  # the rest's Pippenger
+        assert kernels[at + 2].zeros is None  # the rest: random scalars
     assert "msm_h.split" not in names  # H's scalars are field elements
     copies = [s.name for _, s in _names(plan, "copy")]
     assert "msm_a.split_counts" in copies and "msm_a.ones.result" in copies

@@ -234,3 +234,24 @@ def test_gpu_run_log_writes_the_context_it_measured(tmp_path):
         {"gpu": 0, "bytes": 1517 * MIB},
         {"gpu": 1, "bytes": 1519 * MIB},
     ]
+
+
+def test_shaped_msm_lines_are_written_and_kept_out_of_the_random_scalar_fit(tmp_path):
+    """An MSM over porep scalars (zeros= ones= on its line) runs ~6 x faster than over
+    random ones: calibrate must not fit the random-scalar price from it, and keeps the
+    base's shares, saying where they came from."""
+    shaped = emit.sim_step("msm_l", "msm_g1", 1 << 18, 0, False, 1000, zeros=135000, ones=127000)
+    assert shaped.endswith("us=1000 zeros=135000 ones=127000")
+    assert emit.sim_step("msm_h", "msm_g1", 8, 0, False, 5).endswith("us=5")
+    fields = next(iter(parse_lines([shaped]))).fields
+    assert (fields["zeros"], fields["ones"]) == ("135000", "127000")
+    lines = step_lines()
+    for log2 in (16, 18, 20):  # one shaped line per size, far below the random price
+        lines.append(emit.sim_step("msm_l", "msm_g1", 1 << log2, 0, False, 100, 1, 1))
+    out, _ = _calibrate(tmp_path, lines)
+    p = load_profile(str(out))
+    for n in (1 << 16, 1 << 20):
+        assert p.kernels["msm_g1"].seconds(n) == pytest.approx(t_msm(MSM_G1, n), rel=0.01)
+    assert p.kernels["msm_g1"].shares == load_profile("h200").kernels["msm_g1"].shares
+    rows = {f.key: f for f in p.figures}
+    assert rows["kernel.msm_g1.scalars"].source.startswith("kept from base h200: ")
