@@ -261,7 +261,9 @@ class Simulation:
         env, cfg, ctx = self.env, self.config, self.ctx
         # the setup phase, before the first proof: the process pins its persistent host
         # buffers (the key); reported apart (setup_s), not in any partition's time
-        self.setup_s = sum(pin_before_run(self.machine, cp) for cp in self.plans.values())
+        self.setup_s = sum(
+            pin_before_run(self.machine, cp, self.workers) for cp in self.plans.values()
+        )
         for a in cfg.arrivals:
             env.process(self._arrive(a))
         self._start_daemon()

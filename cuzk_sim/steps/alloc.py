@@ -155,26 +155,31 @@ def alloc_host(m: Machine, w: Worker, s: Alloc, pc: int, cp: Any, part: str, sec
     )
 
 
-def pin_before_run(m: Machine, cp: Any) -> float:
+def pin_before_run(m: Machine, cp: Any, workers: list[Worker]) -> float:
     """The setup phase of a run: page-lock the plan's persistent pinned host buffers (the
-    process's: the proving key, pinned once per key) before the first proof, as the real
-    pipeline does (gpu-run makes and pins its key before its clock starts) and as a cuzk
-    daemon loads its SRS once at start. Their `alloc` steps then find them live and ready
-    (alloc_host's hit), so the page-locking is not in any partition and not in s/proof.
-    Returns the seconds it took (the run reports them as its setup, `setup_s`). A buffer
-    the host budget cannot hold (or whose margin it cannot give) is left to its step,
-    which fails there as before."""
+    process's: the proving key, pinned once per key and process) before the first proof,
+    as the real pipeline does (gpu-run makes and pins its key before its clock starts)
+    and as a cuzk daemon loads its SRS once at start. One daemon pins them once for all
+    its workers; workers that are separate processes pin one copy each (their
+    `host_owner`). Their `alloc` steps then find them live and ready (alloc_host's hit),
+    so the page-locking is not in any partition and not in s/proof. Returns the seconds
+    it took (the run reports them as its setup, `setup_s`; the processes pin one after
+    another). A buffer the host budget cannot hold (or whose margin it cannot give) is
+    left to its step, which fails there as before."""
     ram, seconds = m.ram, 0.0
+    owners = {w.host_owner(PROCESS_OWNER): w for w in workers}.values()
     for s, t in zip(cp.steps, cp.seconds, strict=True):
         if s.op != "alloc" or s.memory != "host_pinned" or not s.persistent:
             continue
-        if (PROCESS_OWNER, s.buffer) in ram.live:
-            continue  # another kind's plan pinned the same key
-        if s.margin is not None and ram.free < s.bytes + s.margin:
-            continue
-        if ram.try_pin(PROCESS_OWNER, s.buffer, s.bytes, True):
-            m.pinned_at[s.buffer] = m.env.now
-            seconds += t
+        for w in owners:
+            owner = w.host_owner(PROCESS_OWNER)
+            if (owner, s.buffer) in ram.live:
+                continue  # another kind's plan pinned the same key
+            if s.margin is not None and ram.free < s.bytes + s.margin:
+                continue
+            if ram.try_pin(owner, s.buffer, s.bytes, True):
+                m.pinned_at[w.host_owner(s.buffer)] = m.env.now
+                seconds += t
     return seconds
 
 
