@@ -1,10 +1,7 @@
 """The size rules of issue 29: no module of cuzk_sim/ or gpu/ over 600 lines
 (the CUDA sources of gpu/kernels aside), no Python function over 100 lines anywhere but
-benchmarks/ (counted from its `def` line to its last line, decorators aside).
-
-ALLOWED lists the offenders another branch of issue 29 is splitting, each with its owner;
-the lead empties it when those land (an entry that no longer offends is harmless until then,
-but every entry must name a module and function that exist)."""
+benchmarks/ (counted from its `def` line to its last line, decorators aside). No
+exceptions: an offender is split by meaning before it lands."""
 
 from __future__ import annotations
 
@@ -16,10 +13,6 @@ MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 100
 MODULE_TREES = ("cuzk_sim", "gpu")  # gpu/kernels holds .cu/.cuh only: no .py is skipped
 FUNCTION_TREES = ("cuzk_sim", "gpu", "reference", "tests")  # all but benchmarks/
-
-# "path" (module) or "path:function" -> who splits it (issue 29)
-ALLOWED = {
-}
 
 
 def _modules(root: Path, trees: tuple[str, ...]) -> list[Path]:
@@ -52,31 +45,15 @@ def function_offenders(
 
 
 def test_no_module_over_600_lines() -> None:
-    found = {k: n for k, n in module_offenders().items() if k not in ALLOWED}
+    found = module_offenders()
     assert found == {}, f"modules over {MAX_MODULE_LINES} lines (split them by meaning): {found}"
 
 
 def test_no_function_over_100_lines() -> None:
-    found = {k: n for k, n in function_offenders().items() if k not in ALLOWED}
+    found = function_offenders()
     assert found == {}, (
         f"functions over {MAX_FUNCTION_LINES} lines (named phases or helpers): {found}"
     )
-
-
-def test_allow_list_names_what_exists() -> None:
-    """Each allowed entry names a module of the tree and, after the colon, a function in it."""
-    for key in ALLOWED:
-        path, _, name = key.partition(":")
-        module = ROOT / path
-        assert module.is_file(), f"ALLOWED names a missing module: {key}"
-        if name:
-            tree = ast.parse(module.read_text())
-            names = {
-                n.name
-                for n in ast.walk(tree)
-                if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
-            }
-            assert name in names, f"ALLOWED names a missing function: {key}"
 
 
 def test_the_counters_on_a_tree_of_known_sizes(tmp_path: Path) -> None:
