@@ -226,11 +226,53 @@ def _timer(x: FastRun, pc: int) -> Any:
     return pc + 1
 
 
+def _pool_timer(x: FastRun, pc: int) -> int:
+    """A pooled helper-thread step without a SimPy process (_helper's, inlined): its end
+    is an event made now, that the cores fire; it joins them at its start, a timer after
+    the stream's previous work, the pool jobs it queues behind and the worker's issue
+    time, waiting for each one still running by a callback, in _helper's order."""
+    m, w, s, env = x.m, x.w, x.steps[pc], x.env
+    chain, cores, threads = _chain(m, w, s), m.cores, s.threads
+    deps = [w.streams.get(s.stream, 0.0), *chain.after(s)]
+    seconds = x.seconds[pc] * m.cpu_slowdown(s.kind)
+    m.events += 1
+    ev = env.event()
+    at = [w.t_ready]  # its start, once known
+
+    def ended(e: simpy.Event) -> None:
+        _busy(m, w, s, chain, at[0], e.value)
+        if m.recorder.record:
+            m.recorder.spans.append(Span(w.name, -1, s.name, "cpu", at[0], e.value))
+
+    def walk(i: int, start: float) -> None:
+        while i < len(deps):
+            d = deps[i]
+            if isinstance(d, simpy.Event):
+                if not d.processed:
+                    d.callbacks.append(lambda e, i=i, t=start: walk(i + 1, max(t, e.value)))
+                    return
+                d = d.value
+            start = max(start, d)
+            i += 1
+        at[0] = start
+        cores.run_into(ev, seconds, threads, start)
+
+    ev.callbacks.append(ended)
+    walk(0, at[0])
+    w.streams[s.stream] = ev
+    chain.issued(s, ev)
+    return pc + 1
+
+
+def _end(x: float | simpy.Event) -> float:
+    return x.value if isinstance(x, simpy.Event) else x
+
+
 def fast(s: Cpu, pc: int, x: FastRun) -> Any:
     if not x.shared_cores:
         return _timed
-    if x.inline and x.without_process and s.stream != "host" and not s.pool:
-        return _timer
+    if x.inline and x.without_process and s.stream != "host":
+        return _pool_timer if s.pool else _timer
     return _shared
 
 
