@@ -231,37 +231,69 @@ def _pool_timer(x: FastRun, pc: int) -> int:
     is an event made now, that the cores fire; it joins them at its start, a timer after
     the stream's previous work, the pool jobs it queues behind and the worker's issue
     time, waiting for each one still running by a callback, in _helper's order."""
-    m, w, s, env = x.m, x.w, x.steps[pc], x.env
-    chain, cores, threads = _chain(m, w, s), m.cores, s.threads
+    m, w, s = x.m, x.w, x.steps[pc]
+    key = f"{s.pool}@gpu{w.device.index}"  # _pool's
+    chain = m.pools.get(key)
+    if chain is None:
+        chain = m.pools[key] = PoolChain()
     deps = [w.streams.get(s.stream, 0.0), *chain.after(s)]
     seconds = x.seconds[pc] * m.cpu_slowdown(s.kind)
     m.events += 1
-    ev = env.event()
-    at = [w.t_ready]  # its start, once known
+    ev = x.env.event()
+    job = _PoolJob(m, w, s, chain, key, ev, seconds, deps)
+    ev.callbacks.append(job.ended)
+    job.walk(0, w.t_ready)
+    w.streams[s.stream] = ev
+    chain.issued(s, ev)
+    return pc + 1
 
-    def ended(e: simpy.Event) -> None:
-        _busy(m, w, s, chain, at[0], e.value)
-        if m.recorder.record:
-            m.recorder.spans.append(Span(w.name, -1, s.name, "cpu", at[0], e.value))
 
-    def walk(i: int, start: float) -> None:
+class _PoolJob:
+    """A pooled job of _pool_timer: what it waits for, and its start once known."""
+
+    __slots__ = ("m", "w", "s", "chain", "key", "ev", "seconds", "deps", "cores", "start", "i")
+
+    def __init__(
+        self, m: Machine, w: Worker, s: Cpu, chain: PoolChain, key: str, ev: simpy.Event,
+        seconds: float, deps: list[float | simpy.Event],
+    ) -> None:  # fmt: skip
+        self.m, self.w, self.s, self.chain, self.key = m, w, s, chain, key
+        self.ev, self.seconds, self.deps, self.cores = ev, seconds, deps, m.cores
+
+    def walk(self, i: int, start: float) -> None:
+        deps = self.deps
         while i < len(deps):
             d = deps[i]
             if isinstance(d, simpy.Event):
                 if not d.processed:
-                    d.callbacks.append(lambda e, i=i, t=start: walk(i + 1, max(t, e.value)))
+                    self.i, self.start = i, start
+                    d.callbacks.append(self.resumed)
                     return
                 d = d.value
-            start = max(start, d)
+            if d > start:
+                start = d
             i += 1
-        at[0] = start
-        cores.run_into(ev, seconds, threads, start)
+        self.start = start
+        self.cores.run_into(self.ev, self.seconds, self.s.threads, start)
 
-    ev.callbacks.append(ended)
-    walk(0, at[0])
-    w.streams[s.stream] = ev
-    chain.issued(s, ev)
-    return pc + 1
+    def resumed(self, e: simpy.Event) -> None:
+        v, start = e.value, self.start
+        self.walk(self.i + 1, v if v > start else start)
+
+    def ended(self, e: simpy.Event) -> None:
+        m, s, chain, start, end = self.m, self.s, self.chain, self.start, e.value
+        key = self.key
+        covered = chain.covered_to
+        m.pool_busy_s[key] = m.pool_busy_s.get(key, 0.0) + max(
+            end - (start if start > covered else covered), 0
+        )
+        m.pool_first_s[key] = min(m.pool_first_s.get(key, start), start)
+        if end > covered:
+            chain.covered_to = end
+        if s.threads > 1:
+            m.serial_pools.add(key)
+        if m.recorder.record:
+            m.recorder.spans.append(Span(self.w.name, -1, s.name, "cpu", start, end))
 
 
 def _end(x: float | simpy.Event) -> float:
