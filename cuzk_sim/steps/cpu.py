@@ -72,9 +72,20 @@ class PoolChain:
             self.barrier, self.since = end, []
             return
         # bounded: the known ends folded into their latest, the pending events kept
-        known = [x.value if isinstance(x, simpy.Event) else x for x in self.since if _known(x)]
-        pending = [x for x in self.since if not _known(x)]
-        self.since = [*pending, *([max(known)] if known else []), end]
+        since: list[float | simpy.Event] = []
+        latest = None
+        for x in self.since:
+            if isinstance(x, simpy.Event):
+                if not x.processed:
+                    since.append(x)
+                    continue
+                x = x.value
+            if latest is None or x > latest:
+                latest = x
+        if latest is not None:
+            since.append(latest)
+        since.append(end)
+        self.since = since
 
 
 def _busy(m: Machine, w: Worker, s: Cpu, chain: PoolChain, start: float, end: float) -> None:
