@@ -63,13 +63,19 @@ class HostCores:
         """An event that fires, with its end time as value, when `seconds` of full-speed work
         on `threads` cores is done; the work joins the host at `start` (default: now)."""
         ev = self.env.event()
+        self.run_into(ev, seconds, threads, start)
+        return ev
+
+    def run_into(
+        self, ev: simpy.Event, seconds: float, threads: float, start: float | None = None
+    ) -> None:
+        """`run`, firing an event made beforehand (one that others may wait for already)."""
         if start is not None and start > self.env.now:
             self.env.timeout(start - self.env.now).callbacks.append(
                 lambda _ev: self._submit(ev, seconds, threads)
             )
         else:
             self._submit(ev, seconds, threads)
-        return ev
 
     def _submit(self, ev: simpy.Event, seconds: float, threads: float) -> None:
         if seconds <= 0:

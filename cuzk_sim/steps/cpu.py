@@ -72,9 +72,20 @@ class PoolChain:
             self.barrier, self.since = end, []
             return
         # bounded: the known ends folded into their latest, the pending events kept
-        known = [x.value if isinstance(x, simpy.Event) else x for x in self.since if _known(x)]
-        pending = [x for x in self.since if not _known(x)]
-        self.since = [*pending, *([max(known)] if known else []), end]
+        since: list[float | simpy.Event] = []
+        latest = None
+        for x in self.since:
+            if isinstance(x, simpy.Event):
+                if not x.processed:
+                    since.append(x)
+                    continue
+                x = x.value
+            if latest is None or x > latest:
+                latest = x
+        if latest is not None:
+            since.append(latest)
+        since.append(end)
+        self.since = since
 
 
 def _busy(m: Machine, w: Worker, s: Cpu, chain: PoolChain, start: float, end: float) -> None:
@@ -226,11 +237,85 @@ def _timer(x: FastRun, pc: int) -> Any:
     return pc + 1
 
 
+def _pool_timer(x: FastRun, pc: int) -> int:
+    """A pooled helper-thread step without a SimPy process (_helper's, inlined): its end
+    is an event made now, that the cores fire; it joins them at its start, a timer after
+    the stream's previous work, the pool jobs it queues behind and the worker's issue
+    time, waiting for each one still running by a callback, in _helper's order."""
+    m, w, s = x.m, x.w, x.steps[pc]
+    key = f"{s.pool}@gpu{w.device.index}"  # _pool's
+    chain = m.pools.get(key)
+    if chain is None:
+        chain = m.pools[key] = PoolChain()
+    deps = [w.streams.get(s.stream, 0.0), *chain.after(s)]
+    seconds = x.seconds[pc] * m.cpu_slowdown(s.kind)
+    m.events += 1
+    ev = x.env.event()
+    job = _PoolJob(m, w, s, chain, key, ev, seconds, deps)
+    ev.callbacks.append(job.ended)
+    job.walk(0, w.t_ready)
+    w.streams[s.stream] = ev
+    chain.issued(s, ev)
+    return pc + 1
+
+
+class _PoolJob:
+    """A pooled job of _pool_timer: what it waits for, and its start once known."""
+
+    __slots__ = ("m", "w", "s", "chain", "key", "ev", "seconds", "deps", "cores", "start", "i")
+
+    def __init__(
+        self, m: Machine, w: Worker, s: Cpu, chain: PoolChain, key: str, ev: simpy.Event,
+        seconds: float, deps: list[float | simpy.Event],
+    ) -> None:  # fmt: skip
+        self.m, self.w, self.s, self.chain, self.key = m, w, s, chain, key
+        self.ev, self.seconds, self.deps, self.cores = ev, seconds, deps, m.cores
+
+    def walk(self, i: int, start: float) -> None:
+        deps = self.deps
+        while i < len(deps):
+            d = deps[i]
+            if isinstance(d, simpy.Event):
+                if not d.processed:
+                    self.i, self.start = i, start
+                    d.callbacks.append(self.resumed)
+                    return
+                d = d.value
+            if d > start:
+                start = d
+            i += 1
+        self.start = start
+        self.cores.run_into(self.ev, self.seconds, self.s.threads, start)
+
+    def resumed(self, e: simpy.Event) -> None:
+        v, start = e.value, self.start
+        self.walk(self.i + 1, v if v > start else start)
+
+    def ended(self, e: simpy.Event) -> None:
+        m, s, chain, start, end = self.m, self.s, self.chain, self.start, e.value
+        key = self.key
+        covered = chain.covered_to
+        m.pool_busy_s[key] = m.pool_busy_s.get(key, 0.0) + max(
+            end - (start if start > covered else covered), 0
+        )
+        m.pool_first_s[key] = min(m.pool_first_s.get(key, start), start)
+        if end > covered:
+            chain.covered_to = end
+        if s.threads > 1:
+            m.serial_pools.add(key)
+        if m.recorder.record:
+            m.recorder.spans.append(Span(self.w.name, -1, s.name, "cpu", start, end))
+
+
+def _end(x: float | simpy.Event) -> float:
+    return x.value if isinstance(x, simpy.Event) else x
+
+
 def fast(s: Cpu, pc: int, x: FastRun) -> Any:
     if not x.shared_cores:
         return _timed
-    if x.inline and x.without_process and s.stream != "host" and not s.pool:
-        return _timer
+    if x.inline and x.without_process and s.stream != "host":
+        return _pool_timer if s.pool else _timer
     return _shared
 
 
