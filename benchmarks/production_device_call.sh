@@ -61,23 +61,7 @@ stage_runs() {
   timeout -k 5 "$lim" python3 -P benchmarks/production_runs.py "$P" "$G" --device "${DEVICE:-real}" \
     >"$W/logs/runs.log" 2>"$W/logs/runs.err"
   stamp "runs rc=$?"
-  python3 - "$P" >"$W/logs/prod-summary.txt" 2>&1 <<'PY'
-import json, sys, pathlib
-d = pathlib.Path(sys.argv[1]); G = 2**30
-for f in sorted(d.glob("*.details.json")):
-    name = f.name.removesuffix(".details.json")
-    try:
-        r = json.loads((d / f"{name}.json").read_text()); h = json.loads(f.read_text())["host"]
-    except Exception as e:
-        print(name, "unreadable", e); continue
-    print(f"{name}: s/proof {r['seconds_per_proof']} setup {r.get('setup_s')} peak "
-          f"{ {k: v / 2**20 for k, v in r['peak_vram_bytes'].items()} } MiB oom {r['oom']} "
-          f"| peak RSS {h['peak_rss_bytes'] / G:.2f} GiB, need {h['need_bytes'] / G:.2f}, bound "
-          f"{h['bound_bytes'] / G:.2f}, MemAvailable at start {(h.get('available_bytes') or 0) / G:.2f}"
-          f" | key {h.get('key_seconds', 0):.1f} s (alloc {h.get('key_alloc_seconds', 0):.1f}, "
-          f"generate {h.get('key_generate_seconds', 0):.1f}) {h.get('key_method')} "
-          f"{h.get('key_notes')} data {h.get('data_seconds', 0):.1f} s")
-PY
+  python3 benchmarks/prod_summary.py "$P" >"$W/logs/prod-summary.txt" 2>&1
   grep -E "CUZK_SIM_STEP: upload_(a|bc|witness) " "$P/w2-27.log" >>"$W/logs/prod-summary.txt"
   cat "$W/logs/prod-summary.txt"
   python3 -P -m cuzk_sim validate scenarios/validation/h200-production.toml --out "$G" \

@@ -212,22 +212,7 @@ if [[ " $WHAT " == *" prod "* ]]; then
       --details "$P/$name.details.json" --json > "$P/$name.json" 2> "$P/$name.err"
     stamp "prod $name rc=$?"
   done
-  python3 - "$P" > "$W/logs/prod-summary.txt" 2>&1 <<'PY'
-import json, sys, pathlib
-d = pathlib.Path(sys.argv[1]); G = 2**30
-for f in sorted(d.glob("*.details.json")):
-    name = f.name.removesuffix(".details.json")
-    try:
-        r = json.loads((d / f"{name}.json").read_text()); h = json.loads(f.read_text())["host"]
-    except Exception as e:
-        print(name, "unreadable", e); continue
-    print(f"{name}: s/proof {r['seconds_per_proof']} peak {r['peak_vram_bytes']} oom {r['oom']} "
-          f"| peak RSS {h['peak_rss_bytes'] / G:.2f} GiB, need {h['need_bytes'] / G:.2f}, bound "
-          f"{h['bound_bytes'] / G:.2f}, MemAvailable at start {(h.get('available_bytes') or 0) / G:.2f}"
-          f" | key {h.get('key_seconds', 0):.1f} s (alloc {h.get('key_alloc_seconds', 0):.1f}, "
-          f"generate {h.get('key_generate_seconds', 0):.1f}) {h.get('key_method')} "
-          f"{h.get('key_notes')} data {h.get('data_seconds', 0):.1f} s")
-PY
+  python3 benchmarks/prod_summary.py "$P" >"$W/logs/prod-summary.txt" 2>&1
   cat "$W/logs/prod-summary.txt"; tail -3 "$W/logs/keygen-test.log"
 fi
 if [[ " $WHAT " == *" faults "* ]]; then
