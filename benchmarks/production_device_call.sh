@@ -15,7 +15,8 @@
 # Everything lands in $OUT as at most 8 files: all.tgz (every log and output) and the
 # summaries. Usage (device machine, in the copied tree, wheels in WHL):
 #   WHL=../.whl-s24 CUZK_COMMIT=<sha> bash benchmarks/production_device_call.sh
-#   env: STAGES ("runs s23"), GRID_SEED (grid-seed), DEVICE (real; dry-run: a smoke test of
+#   env: STAGES ("runs s23"), ORDER (the runs stage's order: "w2-27 grid"; e.g. "grid w2-26"),
+#   GRID_SEED (grid-seed), DEVICE (real; dry-run: a smoke test of
 #   the script without a GPU)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
@@ -59,10 +60,11 @@ stage_runs() {
   ((${RUNS_LIMIT:-0} > 0 && lim > ${RUNS_LIMIT:-0})) && lim=$RUNS_LIMIT
   stamp "runs (limit $lim s)"
   timeout -k 5 "$lim" python3 -P benchmarks/production_runs.py "$P" "$G" --device "${DEVICE:-real}" \
+    --order "${ORDER:-w2-27 grid}" \
     >"$W/logs/runs.log" 2>"$W/logs/runs.err"
   stamp "runs rc=$?"
   python3 benchmarks/prod_summary.py "$P" >"$W/logs/prod-summary.txt" 2>&1
-  grep -E "CUZK_SIM_STEP: upload_(a|bc|witness) " "$P/w2-27.log" >>"$W/logs/prod-summary.txt"
+  grep -E "CUZK_SIM_STEP: upload_(a|bc|witness) " "$P"/w2-*.log >>"$W/logs/prod-summary.txt"
   cat "$W/logs/prod-summary.txt"
   python3 -P -m cuzk_sim validate scenarios/validation/h200-production.toml --out "$G" \
     --report-only >"$W/logs/grid-report.log" 2>&1

@@ -7,8 +7,11 @@ is made once per call, not once per process. Both through the CLI's own commands
 outputs are what `gpu-run` and `validate` write.
 
 Usage: python3 -P benchmarks/production_runs.py PROD_DIR GRID_DIR [--device real|dry-run]
-  writes PROD_DIR/w2-27.{json,log,details.json} and GRID_DIR/real.jsonl (one line per run
-  as it ends: the caller may stop the process at any time after the first run).
+                 [--order "w2-27 grid"]
+  --order: the stages in order, each `grid` or `w2-<log2>` (a two-worker gpu-run of one
+  proof of two partitions at that domain: 26 after the grid reuses the grid's 2^26 key);
+  writes PROD_DIR/w2-<log2>.{json,log,details.json} and GRID_DIR/real.jsonl (one line per
+  run as it ends: the caller may stop the process at any time after the first run).
 """
 
 from __future__ import annotations
@@ -22,8 +25,6 @@ from cuzk_sim.cli import app
 
 PROD = [
     "scenarios/validation/base.toml",
-    "--set",
-    "plan.gpu_prover.domain_log2=27",
     "--set",
     "engine.gpus.gpu_workers_per_device=2",
     "--set",
@@ -51,35 +52,49 @@ def command(argv: list[str], stdout: Path | None = None) -> int:
             out.close()
 
 
+def prod_run(prod: Path, name: str, device: str) -> int:
+    """gpu-run `name` (w2-<log2>): two workers, one proof of two partitions at 2^log2."""
+    log2 = int(name.removeprefix("w2-"))
+    return command(
+        [
+            "gpu-run",
+            *PROD,
+            "--set",
+            f"plan.gpu_prover.domain_log2={log2}",
+            "--device",
+            device,
+            "--log",
+            str(prod / f"{name}.log"),
+            "--details",
+            str(prod / f"{name}.details.json"),
+            "--json",
+        ],
+        stdout=prod / f"{name}.json",
+    )
+
+
 def main() -> None:
     args = sys.argv[1:]
-    device = "real"
-    if "--device" in args:
-        i = args.index("--device")
-        device = args[i + 1]
-        del args[i : i + 2]
+    opts = {"--device": "real", "--order": "w2-27 grid"}
+    for flag in opts:
+        if flag in args:
+            i = args.index(flag)
+            opts[flag] = args[i + 1]
+            del args[i : i + 2]
     if len(args) != 2:
         sys.exit(__doc__)
     prod, grid = Path(args[0]), Path(args[1])
     prod.mkdir(parents=True, exist_ok=True)
+    device = opts["--device"]
     t0 = time.perf_counter()
-    rc = command(
-        [
-            "gpu-run",
-            *PROD,
-            "--device",
-            device,
-            "--log",
-            str(prod / "w2-27.log"),
-            "--details",
-            str(prod / "w2-27.details.json"),
-            "--json",
-        ],
-        stdout=prod / "w2-27.json",
-    )
-    print(f"[{time.perf_counter() - t0:.0f} s] prod w2-27 rc={rc}", flush=True)
-    rc = command(["validate", SPEC, "--out", str(grid), "--device", device])
-    print(f"[{time.perf_counter() - t0:.0f} s] grid rc={rc}", flush=True)
+    for stage in opts["--order"].split():
+        if stage == "grid":
+            rc = command(["validate", SPEC, "--out", str(grid), "--device", device])
+        elif stage.startswith("w2-") and stage[3:].isdigit():
+            rc = prod_run(prod, stage, device)
+        else:
+            sys.exit(f"--order: unknown stage {stage!r} (grid or w2-<log2>)")
+        print(f"[{time.perf_counter() - t0:.0f} s] {stage} rc={rc}", flush=True)
 
 
 if __name__ == "__main__":

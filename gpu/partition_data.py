@@ -12,7 +12,7 @@ import numpy as np
 
 from .hostdata import SyntheticStore
 from .prover import HostKey, PartitionInput, PartitionShape
-from .witness_data import shaped_witness
+from .witness_data import random_scalars, shaped_witness
 
 MAX_VERIFY_LOG2 = 8  # reference proofs are computed by py_ecc: small domains only
 
@@ -26,18 +26,6 @@ class PartitionData:
     # verify mode: (r, s, the reference proof's bytes) per case; partition j uses j % len
     cases: tuple[tuple[int, int, bytes], ...] = ()
     pk: Any = None
-
-
-def _random_limbs(rng: np.random.Generator, rows: int) -> np.ndarray:
-    """(rows, 8) random standard-form scalars < 2^254 < r, written in place chunk by chunk
-    (no temporary the size of the output: at 2^27 a/b/c are 12 GiB)."""
-    out = np.empty((rows, 8), dtype=np.uint32)
-    flat = out.reshape(-1).view(np.uint64)
-    step = 1 << 24
-    for a in range(0, flat.size, step):
-        flat[a : a + step] = rng.bit_generator.random_raw(min(step, flat.size - a))
-    out[:, 7] &= 0x3FFFFFFF  # < 2^254 < r: a valid standard-form scalar
-    return out
 
 
 def _make_key(sizes: dict[str, tuple[str, int]], pinned: bool) -> tuple[Any, Any]:
@@ -71,7 +59,7 @@ def synthetic_data(shape: PartitionShape, real: bool, key_pinned: bool = False) 
     def inputs() -> tuple[np.ndarray, np.ndarray, dict]:
         n = shape.domain_size
         rng = np.random.default_rng(shape.domain_size)
-        abc = _random_limbs(rng, 3 * n).reshape(3, n, 8)
+        abc = random_scalars(rng, 3 * n).reshape(3, n, 8)
         witness, scalars = shaped_witness(shape, rng)  # issue 23: the shape's 0 / 1 share
         return abc, witness, scalars
 

@@ -212,12 +212,14 @@ def test_comb_table_sums_to_the_scalar_multiple(group):
         assert bls.eq(acc, bls.multiply(gen, s))
 
 
-def test_random_limbs_are_scalars_below_2_254():
+def test_random_scalars_are_below_2_254():
+    from cuzk_sim.gpu.witness_data import random_scalars
+
     rng = np.random.default_rng(3)
-    a = partition_data._random_limbs(rng, 1000)
+    a = random_scalars(rng, 1000)
     assert a.shape == (1000, 8) and a.dtype == np.uint32
     assert (a[:, 7] < 1 << 30).all() and a[:, 0].std() > 2**30  # top limb masked, low random
-    assert (partition_data._random_limbs(np.random.default_rng(3), 1000) == a).all()  # seeded
+    assert (random_scalars(np.random.default_rng(3), 1000) == a).all()  # seeded
 
 
 def test_stage_arrays_are_allocated_in_order_beside_the_caller():
