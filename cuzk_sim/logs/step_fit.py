@@ -224,7 +224,8 @@ def _kernel_fit(
         + (f"; below them the base's {kept} points, kept" if kept else ""),
         points=tuple((int(size), t) for size, t in merged) if len(merged) >= 2 else (),
         samples=samples,
-        scaling=f"{how} ({size_list}), read at the profile's size {at:,}",
+        scaling=f"{how} ({size_list}), read at the profile's size {at:,}"
+        + (" (below them: the base's points)" if kept and at * SAME_SIZE < min(per_size) else ""),
     )
 
 
