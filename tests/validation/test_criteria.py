@@ -178,3 +178,27 @@ def test_damaged_registered_criteria_are_refused(tmp_path: Path):
     out, tight, _ = _folder(tmp_path, {"peak_tolerance": "1 %"})
     r = CliRunner().invoke(app, ["validate", str(tight), "--out", str(out), "--report-only"])
     assert r.exit_code == 2 and "criteria" in r.output
+
+
+def test_criteria_are_registered_with_the_predictions_and_hold_on_resume(
+    tmp_path: Path, scenario_file
+):
+    scenario_file(workers=1, count=5, partitions=1)
+    spec = tmp_path / "spec.toml"
+    body = 'name = "t"\nbase = "s.toml"\ncaps = [3]\ngenerous = false\n{}[[config]]\nname = "w1"\n'
+    spec.write_text(body.format("peak_tolerance = 0.01\n"))
+    out = tmp_path / "out"
+    argv = ["validate", str(spec), "--out", str(out), "--device", "dry-run"]
+    r = CliRunner().invoke(app, argv)
+    assert r.exit_code == 0, r.output
+    preds = json.loads((out / "predictions.json").read_text())
+    assert preds["criteria"] == {
+        "oom_agreement": 0.98,
+        "peak_tolerance": 0.01,
+        "seconds_tolerance": 0.1,
+    }
+    assert "peak VRAM within 1 %" in (out / "report.md").read_text()
+    spec.write_text(body.format("peak_tolerance = 0.03\n"))  # after the predictions
+    r = CliRunner().invoke(app, argv)
+    assert r.exit_code == 2 and "registered with criteria" in r.output
+    assert "--fresh" in r.output
