@@ -395,8 +395,7 @@ def run_grid(
             # a run whose first real verdict disagrees is repeated: timing-dependent? So
             # is one where both OOM at different buffers (is the real first buffer
             # stable?) and one where both fit with peaks more than the spec's peak
-            # tolerance apart (is the real
-            # peak stable?)
+            # tolerance apart (is the real peak stable?)
             for repeat in range(spec.repeats + 1):
                 model = judged.get(p["key"]) or p["model"]
                 if repeat and not _disagrees(model, first_real[p["key"]], peak_tol):
