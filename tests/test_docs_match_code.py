@@ -89,9 +89,20 @@ def test_validation_current_figures_match_the_raw_grid_summaries():
     current = section((DOCS / "validation.md").read_text(), "Current figures")
     rows = [r for r in table_rows(current) if "grid-summary.json" in r[0]]
     assert len(rows) >= 2
-    for name, runs, verdicts, buffers, peaks, spp in rows:
+    for name, criteria, runs, verdicts, buffers, peaks, spp in rows:
         link = re.search(r"\]\((validation/[^)]+/grid-summary\.json)\)", name).group(1)
         s = json.loads((DOCS / link).read_text())["summary"]  # what validate wrote
+        # the criteria it applied (issue 9's in a summary written before specs had them)
+        applied = s.get("criteria_applied") or {
+            "oom_agreement": 0.98,
+            "peak_tolerance": 0.02,
+            "seconds_tolerance": 0.10,
+        }
+        said = " / ".join(
+            f"{100 * applied[k]:g} %"
+            for k in ("oom_agreement", "peak_tolerance", "seconds_tolerance")
+        )
+        assert criteria == said, name
         assert runs == str(s["runs"]), name
         assert verdicts == f"{s['agreeing']} / {s['decided']}", name
         assert buffers == f"{s['first_buffer_agrees']} / {s['both_oom']}", name

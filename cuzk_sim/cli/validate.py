@@ -6,12 +6,15 @@ Exit codes: 0 every criterion met; 1 a criterion missed; 2 bad input.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cuzk_sim.cli.simulate import EXIT_MISMATCH, _fail_input
 from cuzk_sim.io.errors import InputError
+
+if TYPE_CHECKING:
+    from cuzk_sim.validation.compare import Criteria
 
 
 def validate(
@@ -80,7 +83,8 @@ def validate(
             pred = out / "predictions.json"
             if not pred.is_file():
                 raise InputError(f"--out {out}: no predictions.json to report on")
-            rows, summary = write_report(out, load_predictions(pred))
+            predictions = load_predictions(pred)
+            rows, summary = write_report(out, predictions, _spec_criteria(spec, predictions))
         else:
             vspec = load_spec(spec, profile)
             if predict_only:
@@ -96,6 +100,18 @@ def validate(
     typer.echo((out / "report.md").read_text())
     if not all(summary["criteria"].values()):
         raise typer.Exit(EXIT_MISMATCH)
+
+
+def _spec_criteria(spec: Path, predictions: dict) -> Criteria | None:
+    """The criteria of `spec` for a report of its own predictions (criteria registered
+    with the predictions come first, in write_report); None when the file is absent or
+    is another spec's (the report then says it applied issue 9's defaults)."""
+    from cuzk_sim.validation.spec import load_criteria
+
+    if not spec.is_file():
+        return None
+    name, criteria = load_criteria(spec)
+    return criteria if name == predictions["spec"] else None
 
 
 def register(app: typer.Typer) -> None:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from cuzk_sim.io.errors import InputError
 from cuzk_sim.logs.fit import Fit, least_squares_2
 from cuzk_sim.logs.stats import Stat
-from cuzk_sim.logs.step_fit import step_fits
+from cuzk_sim.logs.step_fit import same_card, shape_from_plans, step_fits
 from cuzk_sim.logs.timeline import Analyzer
 from cuzk_sim.plan.builders.circuits import SHAPES, CircuitShape
 from cuzk_sim.plan.contract import Copy, Cpu, Goto, Kernel, Label, Lock, Plan, Step, Unlock
@@ -171,7 +171,14 @@ class Calibrator:
     def run(self) -> list[Fit]:
         kinds = [k for k in self.plans if k in self.a.kind_stats]
         if self.a.step_stats:  # our pipeline's own step lines: they time every step
-            self.fits += step_fits(self.a.step_stats, self.base, self.base_sizes, self.logs)
+            self.notes += shape_from_plans(self.a.step_stats, self.a.step_names, self.plans)
+            keep = same_card(self.a, self.base.gpu_model)
+            if not keep:
+                self.notes.append(
+                    f"the log names another card than the base's ({self.base.gpu_model}): "
+                    "below the sizes it measured, each figure's line, not the base's points"
+                )
+            self.fits += step_fits(self.a.step_stats, self.base, self.base_sizes, self.logs, keep)
             return self.fits
         if not kinds:
             raise InputError(

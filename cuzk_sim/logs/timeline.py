@@ -114,6 +114,7 @@ class Analyzer(Lifecycle, Exclusion):
         self.run_offsets: dict[int, float] = {0: 0.0}  # run -> seconds after the first start
         # CUZK_SIM_STEP (our pipeline): (kind, size, bytes, pinned) -> ms per step
         self.step_stats: dict[tuple[str, int, int, bool], Stat] = {}
+        self.step_names: dict[tuple[str, int, int, bool], set[str]] = {}  # the steps of a key
         # CUZK_SIM_CONTEXT (our pipeline): the context measured at each run's start, bytes
         self.context_bytes: list[int] = []
         self.cards: dict[int, tuple[str, int]] = {}  # CUZK_SIM_DEVICE: GPU -> (name, bytes)
@@ -170,6 +171,7 @@ class Analyzer(Lifecycle, Exclusion):
                     return
                 st = self.step_stats[key] = Stat()
             st.add(int(f["us"]) / 1000, r.lineno)  # type: ignore[call-overload]
+            self.step_names.setdefault(key, set()).add(str(f["name"]))
         elif k == "sim_device":  # our pipeline's card: (name, total bytes) per GPU
             if len(self.cards) < MAX_MALFORMED:
                 self.cards[int(r.fields["gpu"])] = (str(r.fields["name"]), int(r.fields["bytes"]))  # type: ignore[call-overload]

@@ -32,8 +32,10 @@ from cuzk_sim.scenario import Scenario
 from cuzk_sim.simulate.runner import simulate
 from cuzk_sim.validation.boundary import at_vram, caps_around, vram_boundary
 from cuzk_sim.validation.compare import (
-    PEAK_TOLERANCE,
+    DEFAULT_CRITERIA,
+    Criteria,
     compare_runs,
+    criteria_from,
     peak_error,
     report_markdown,
     rows_as_dicts,
@@ -108,6 +110,7 @@ def predict(spec: ValidationSpec) -> dict[str, Any]:
         "configs": configs,
         "runs": runs,
         "races": races,
+        "criteria": spec.criteria.figures(),  # registered with the predictions
     }
 
 
@@ -203,6 +206,17 @@ def _race_ok(run: dict) -> bool:
     )
 
 
+def _criteria_ok(figures: Any) -> bool:
+    """Registered criteria (absent from files written before specs carried them): the
+    three fractions, each in (0, 1]."""
+    return isinstance(figures, dict) and all(
+        isinstance(figures.get(k), int | float)
+        and not isinstance(figures.get(k), bool)
+        and 0 < figures[k] <= 1
+        for k in DEFAULT_CRITERIA.figures()
+    )
+
+
 def load_predictions(path: Path) -> dict:
     """predictions.json, checked to be predictions (InputError naming what is wrong)."""
     from cuzk_sim.io.inputs import load_json
@@ -223,6 +237,8 @@ def load_predictions(path: Path) -> dict:
     for key in ("date", "source", "commit"):
         if not isinstance(doc.get(key), str):
             raise InputError(f"{path}: {key}: missing or not text (damaged?)")
+    if "criteria" in doc and not _criteria_ok(doc["criteria"]):
+        raise InputError(f"{path}: criteria: not the three fractions of a spec (damaged?)")
     races = doc.get("races", [])
     if not isinstance(races, list) or not all(
         isinstance(d, dict) and isinstance(d.get("config"), str) for d in races
@@ -308,6 +324,13 @@ def _predictions(
                 f"{pred_path}: its predictions were priced with profile "
                 f"{predictions.get('profile')!r}, not {profile!r}; use another --out or --fresh"
             )
+        registered = criteria_from(predictions, "registered")
+        if registered is not None and registered.figures() != spec.criteria.figures():
+            raise InputError(
+                f"{pred_path}: its predictions were registered with criteria "
+                f"{registered.figures()}, not the spec's {spec.criteria.figures()}; use "
+                "another --out or --fresh"
+            )
         say(f"resuming: predictions from {pred_path} ({predictions['date']})")
         return predictions
     say(f"predicting {len(spec.configs)} configurations (bisection to {spec.tolerance:g})")
@@ -367,20 +390,21 @@ def run_grid(
                 first_real[p["key"]] = rec["real"]
             say(_said(p, repeat, rec))
 
+        peak_tol = spec.criteria.peak_tolerance
         for p in (p for p in todo if not p.get("race")):
             # a run whose first real verdict disagrees is repeated: timing-dependent? So
             # is one where both OOM at different buffers (is the real first buffer
-            # stable?) and one where both fit with peaks more than 2 % apart (is the real
-            # peak stable?)
+            # stable?) and one where both fit with peaks more than the spec's peak
+            # tolerance apart (is the real peak stable?)
             for repeat in range(spec.repeats + 1):
                 model = judged.get(p["key"]) or p["model"]
-                if repeat and not _disagrees(model, first_real[p["key"]]):
+                if repeat and not _disagrees(model, first_real[p["key"]], peak_tol):
                     break
                 one(p, repeat)
         # a race run (validation/race.py) runs its planned repeats, whatever they give
         for p, repeat in _race_rounds([p for p in todo if p.get("race")]):
             one(p, repeat)
-    return write_report(out, predictions)
+    return write_report(out, predictions, spec.criteria)
 
 
 def _run_one(scn: Scenario, p: dict, repeat: int, execute: RealExecutor) -> dict[str, Any]:
@@ -421,25 +445,36 @@ def _said(p: dict, repeat: int, rec: dict) -> str:
     )
 
 
-def _disagrees(model: dict, real: dict) -> bool:
+def _disagrees(
+    model: dict, real: dict, peak_tolerance: float = DEFAULT_CRITERIA.peak_tolerance
+) -> bool:
     """Does a first real run disagree with the model's result for it: another verdict,
-    both OOM at another buffer, or both fit with peaks more than PEAK_TOLERANCE apart?"""
+    both OOM at another buffer, or both fit with peaks more than `peak_tolerance` apart?"""
     real_oom = bool(real["oom"])
     if real_oom != bool(model["oom"]):
         return True
     if real_oom:
         return real["first_oom_buffer"] != model["first_oom_buffer"]
     error = peak_error(model, real)
-    return error is not None and abs(error) > PEAK_TOLERANCE
+    return error is not None and abs(error) > peak_tolerance
 
 
-def write_report(out: Path, predictions: dict) -> tuple[list, dict]:
+def write_report(
+    out: Path, predictions: dict, criteria: Criteria | None = None
+) -> tuple[list, dict]:
+    """report.md and summary.json of `out`, judged by the criteria registered with the
+    predictions, else `criteria` (the spec's), else issue 9's."""
     from cuzk_sim.validation.race import race_markdown, race_plot, race_rows
 
     reals = read_reals(out / "real.jsonl")
     ordinary = [p for p in predictions["runs"] if not p.get("race")]
-    rows = compare_runs(ordinary, reals)
-    summary = summarize(rows)
+    judge = (
+        criteria_from(predictions, "registered with the predictions")
+        or criteria
+        or DEFAULT_CRITERIA
+    )
+    rows = compare_runs(ordinary, reals, judge)
+    summary = summarize(rows, judge)
     races = race_rows(predictions, reals)
     summary["races"] = races
     if not ordinary:  # a spec of races alone (h200-races): no verdicts to agree or miss

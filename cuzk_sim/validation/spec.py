@@ -17,6 +17,11 @@ race = true                                    # optional: run its race caps (be
 race_repeats = 10                              # optional: this configuration's own
 ```
 
+Criteria (what `validate` judges the runs by, printed in its report; issue 9's by default):
+`oom_agreement` (share of the OOM verdicts, of runs not timing-dependent, that must agree;
+default 0.98), `peak_tolerance` (largest |relative error| of peak VRAM; 0.02) and
+`seconds_tolerance` (of s/proof; 0.10), each a fraction: `peak_tolerance = 0.01` is 1 %.
+
 Races (docs/validation.md, "Races"): a configuration whose model P(OOM), over
 `race_scan` replicas under the profile's measured jitter, lies strictly between 0 and 1
 at any of `race_caps` (percents around the boundary, within +-5 %), or that says
@@ -44,6 +49,7 @@ from cuzk_sim.io.errors import InputError, validate_input
 from cuzk_sim.io.inputs import load_toml
 from cuzk_sim.scenario import Scenario, scenario_from_dict
 from cuzk_sim.scenario.overrides import apply_overrides
+from cuzk_sim.validation.compare import AGREEMENT_MIN, PEAK_TOLERANCE, SPP_TOLERANCE, Criteria
 
 DEFAULT_CAPS = (-10.0, -3.0, -1.0, 1.0, 3.0, 10.0)
 RACE_CAPS = (-5.0, -2.5, -1.0, 0.0, 1.0, 2.5, 5.0)
@@ -94,6 +100,10 @@ class SpecIn(_Strict):
     race_repeats: int = Field(MIN_RACE_REPEATS, ge=MIN_RACE_REPEATS, le=1000)
     race_replicas: int = Field(200, ge=10, le=10_000)
     race_scan: int = Field(20, ge=2, le=10_000)
+    # fractions, not percents: 0.01 is 1 % (a 1 here would be 100 %: refused)
+    oom_agreement: float = Field(AGREEMENT_MIN, gt=0, le=1)
+    peak_tolerance: float = Field(PEAK_TOLERANCE, gt=0, lt=0.5)
+    seconds_tolerance: float = Field(SPP_TOLERANCE, gt=0, lt=0.5)
     config: list[ConfigIn] = Field(min_length=1, max_length=MAX_CONFIGS)
 
     _caps = field_validator("caps")(_check_caps)
@@ -131,6 +141,7 @@ class ValidationSpec:
     race_repeats: int = MIN_RACE_REPEATS
     race_replicas: int = 200
     race_scan: int = 20
+    criteria: Criteria = Criteria()
 
 
 def build_scenario(base_raw: dict, base_dir: Path, cfg: ConfigIn, where: str) -> Scenario:
@@ -195,4 +206,21 @@ def load_spec(path: str | Path, profile: str | None = None) -> ValidationSpec:
         spec.race_repeats,
         spec.race_replicas,
         spec.race_scan,
+        spec_criteria(spec, source),
     )
+
+
+def spec_criteria(spec: SpecIn, source: str) -> Criteria:
+    """The spec's criteria, labelled with where they came from: the spec's keys, or issue
+    9's defaults where the spec states none."""
+    keys = {"oom_agreement", "peak_tolerance", "seconds_tolerance"}
+    said = f"spec {source}" if keys & spec.model_fields_set else f"issue 9's: {source} states none"
+    return Criteria(spec.oom_agreement, spec.peak_tolerance, spec.seconds_tolerance, said)
+
+
+def load_criteria(path: str | Path) -> tuple[str, Criteria]:
+    """(spec name, criteria) of the spec at `path`, without building its scenarios (the
+    report of an output folder needs only these)."""
+    raw = load_toml(Path(path), "validation spec")
+    spec = validate_input(SpecIn, raw, str(path))
+    return spec.name, spec_criteria(spec, str(path))
