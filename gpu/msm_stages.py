@@ -300,6 +300,7 @@ def _staged(
             concurrent=True,
             fills=fills(stage),
         )
+        scalars.ahead(stage, "key_upload")  # its scalars too (gpu/scalars.py)
 
     for i, (stage, (group, count)) in enumerate(stages):
         # the key's points go up in chunks of at most msm_chunk (one buffer, reused)

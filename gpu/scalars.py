@@ -7,7 +7,11 @@ PartitionShape a_count / b_count) is read through the witness gathered at the qu
 variables (`gather_scalars`): `d_scalars_a` goes up just before msm_a and is freed after
 it, `d_scalars_b` before msm_b_g1 and after msm_b_g2, and `d_witness` only before msm_l:
 no two of them live at once, so a sparse key never needs more device memory than a
-dense one.
+dense one. With ProverFlags.overlap_uploads (not streamed) those three go up one stage
+ahead, on the `key_upload` stream with the stage's points, beside the MSM before it
+(`ahead`; gpu/msm_stages.py `_staged`): d_scalars_a beside msm_h, d_scalars_b beside
+msm_a, d_witness beside msm_b_g2; the `sync key_upload` before the stage waits for them.
+A dense shape's d_witness stays where it was (before msm_h, on the compute stream).
 """
 
 from __future__ import annotations
@@ -35,27 +39,57 @@ class Scalars:
         if eager or not self.compact:
             self._witness()
 
-    def _upload(self, name: str, copy: str, host: Any, rows: int) -> Buffer:
+    def _upload(
+        self, name: str, copy: str, host: Any, rows: int, stream: str | None = None
+    ) -> Buffer:
+        """Allocate and fill `name`: on the compute stream, or with `stream` on that
+        upload stream, beside the kernels issued after it (sync(stream) waits for it)."""
         buf = self.dev.alloc(name, max(1, rows) * FR_BYTES)
         pinned = self.flags.pinned  # `pinned` covers the witness as it does a/b/c
-        self.dev.copy_htod(copy, buf, host, rows * FR_BYTES, pinned=pinned)
+        self.dev.copy_htod(
+            copy,
+            buf,
+            host,
+            rows * FR_BYTES,
+            pinned=pinned,
+            stream=stream or "compute",
+            concurrent=stream is not None,
+        )
         return buf
 
-    def _witness(self) -> Buffer:
+    def _witness(self, stream: str | None = None) -> Buffer:
         live = self.dev._live.get("d_witness")
         if live is not None:
             return live
         host = self.data.witness if self.data else None
-        return self._upload("d_witness", "upload_witness", host, self.shape.num_vars)
+        return self._upload("d_witness", "upload_witness", host, self.shape.num_vars, stream)
+
+    def _gathered(self, q: str, stream: str | None = None) -> Buffer:
+        name = f"d_scalars_{q}"
+        live = self.dev._live.get(name)
+        if live is not None:
+            return live
+        host = self.data.scalars[q] if self.data else None
+        return self._upload(name, f"upload_scalars_{q}", host, self.counts[q], stream)
+
+    def ahead(self, stage: str, stream: str) -> None:
+        """Upload now, on `stream`, the buffer that `acquire(stage)` would upload first (a
+        compact shape's gathered scalars at their first stage, its witness at msm_l);
+        nothing for a stage whose scalars are on the device or d_a's."""
+        q = QUERY.get(stage)
+        if q is not None and self.counts[q] is not None:
+            if stage == FIRST[q]:
+                self._gathered(q, stream)
+        elif stage == "msm_l" and self.compact:
+            self._witness(stream)
 
     def acquire(self, stage: str) -> tuple[Buffer, int]:
         if stage == "msm_h":
             return self.d_a, 0
         q = QUERY.get(stage)
         if q is not None and self.counts[q] is not None:
-            if stage == FIRST[q] and f"d_scalars_{q}" not in self.dev.live:
-                host = self.data.scalars[q] if self.data else None
-                self._upload(f"d_scalars_{q}", f"upload_scalars_{q}", host, self.counts[q])
+            if stage == FIRST[q]:
+                return self._gathered(q), 0
             return self.dev._live[f"d_scalars_{q}"], 0
         offset = 8 * (self.shape.num_public + 1) if stage == "msm_l" else 0
         return self._witness(), offset
