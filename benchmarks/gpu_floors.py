@@ -128,13 +128,14 @@ def set_reduce(c: int, segment_len: int = 16) -> tuple[int, int]:
     return adds, dbls
 
 
-def msm_ops(group: str, n: int) -> Ops:
-    """The signed Pippenger of n random scalars, as msm_signed.cu runs it."""
+def msm_ops(group: str, n: int, precomputed: bool = False) -> Ops:
+    """The signed Pippenger of n random scalars, as msm_signed.cu runs it (`precomputed`:
+    over the fixed-base tables, one bucket set, `key_tables`)."""
     from cuzk_sim.gpu.msm import SEGMENT_LEN, SignedShape
 
     if n <= 0:
         return Ops()
-    sh = SignedShape.of(group, n)
+    sh = SignedShape.of(group, n, precomputed)
     entries = n * sh.windows
     madd, full = accumulation(entries, sh.buckets, sh.acc_threads)
     adds, dbls = set_reduce(sh.c, SEGMENT_LEN)
@@ -306,6 +307,9 @@ def figures(witness: str = "porep") -> list[tuple[str, Work]]:
     ]
     out[0][1].add_ops("g1", msm_ops("g1", 1 << 20))
     out[1][1].add_ops("g2", msm_ops("g2", 1 << 20))
+    for group in ("g1", "g2"):  # the key_tables path, for comparison (not a target)
+        out.append((f"{group} 2^20 precomputed", Work()))
+        out[-1][1].add_ops(group, msm_ops(group, 1 << 20, precomputed=True))
     prod, hbm = ntt_ops(24)
     out.append(("ntt 2^24", Work(fr_products=prod, hbm_bytes=hbm)))
     out.append(("split_msm 2^24", split_work("g1", 1 << 24, witness)))

@@ -136,3 +136,11 @@ def test_the_report_reads_the_measured_figures(tmp_path):
     assert out["partition streamed"]["pcie_bytes"] > 3 * out["partition resident"]["pcie_bytes"]
     assert out["partition resident"]["pcie_bytes"] >= 3 * 2**27 * 32
     json.dumps(out)  # the --out rows are plain JSON
+
+
+def test_a_tiny_precomputed_msm_has_one_bucket_set():
+    # 32 points over tables: c = ceil(log2 32) = 5, 52 tables, 1664 entries into one set
+    # of 16 buckets in 52 threads of 32; one segment: 2 x 16 - 2 additions, no tree
+    ops = floors.msm_ops("g1", 32, precomputed=True)
+    assert ops.madd + ops.add == pytest.approx(1664 - 16 + 30)
+    assert ops.add == pytest.approx(51 * (1 - 16 / 1664) + 30)
