@@ -132,13 +132,18 @@ class RunReport:
         return {
             "device": self.backend.kind,
             "context_bytes": {str(g): b for g, b in self.context_real.items()},
+            "model_context_bytes": {str(g): self.spec.context for g in self._devices_used()},
+            "context_room_bytes": {str(g): b for g, b in self.context_room.items()},
+            "context_end_bytes": {str(g): b for g, b in self.context_end.items()},
             "ballast_bytes": {str(g): b for g, b in self.ballast_placed.items()},
             "shrunk_bytes": {str(g): b for g, b in self.shrunk_bytes.items()},
             "start_free_bytes": {str(g): b for g, b in self.start_free.items()},
             # the card the run really had: free at start + the model's context (the ballast
-            # sets free memory in 2 MiB steps, so this is the scenario's vram + < 2 MiB)
+            # sets free memory in 2 MiB steps, so this is the scenario's vram + < 2 MiB),
+            # less the room left for the context to grow back (gpu/card.py _CONTEXT_SEEN)
             "achieved_vram_bytes": {
-                str(g): b + self.spec.context for g, b in self.start_free.items()
+                str(g): b + self.spec.context - self.context_room.get(g, 0)
+                for g, b in self.start_free.items()
             },
             "leaked_bytes": {str(g): b for g, b in getattr(self, "leaks", {}).items()},
             "faults_injected": dict(self.faults.injected),
