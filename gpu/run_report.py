@@ -123,6 +123,14 @@ class RunReport:
             evidence=f"gpu-run (GPU sections measured, host side not): {evidence}",
         )
 
+    def _room_taken(self, gpu: int) -> int:
+        """Of the room left for the context to grow back, the bytes it took by the end."""
+        room = self.context_room.get(gpu, 0)
+        end = self.context_end.get(gpu)
+        if not room or end is None:
+            return room
+        return min(room, max(0, end - self.context_real.get(gpu, end)))
+
     def details(self) -> dict[str, Any]:
         """What only a real run has: per-job outcomes, the context and ballast measured,
         the leak check and the faults injected."""
@@ -141,8 +149,9 @@ class RunReport:
             # the card the run really had: free at start + the model's context (the ballast
             # sets free memory in 2 MiB steps, so this is the scenario's vram + < 2 MiB),
             # less the room left for the context to grow back (gpu/card.py _CONTEXT_SEEN)
+            # as far as it did grow back by the end (room it never took was the prover's)
             "achieved_vram_bytes": {
-                str(g): b + self.spec.context - self.context_room.get(g, 0)
+                str(g): b + self.spec.context - self._room_taken(g)
                 for g, b in self.start_free.items()
             },
             "leaked_bytes": {str(g): b for g, b in getattr(self, "leaks", {}).items()},

@@ -155,3 +155,18 @@ def test_the_ballast_leaves_room_for_a_context_the_driver_shrank(monkeypatch):
     assert 0 <= free - (20 * gib - model_ctx + 982 * MIB) < BALLAST_GRANULE
     gpu.context = 1178 * MIB  # it grows back into the room: the prover's free is the card's
     assert 0 <= gpu.mem_info(0)[0] - (20 * gib - model_ctx) < BALLAST_GRANULE
+
+
+def test_room_the_context_never_took_back_counts_as_the_provers_card(monkeypatch):
+    """The achieved card subtracts only the room the context grew back into by the end: a
+    context that stayed small left the prover that much more (the model is then asked at
+    the larger card)."""
+    monkeypatch.setattr(card, "_CONTEXT_SEEN", {0: 1178 * MIB})
+    run = object.__new__(RealRun)
+    run.context_room, run.context_real = {0: 982 * MIB}, {0: 196 * MIB}
+    run.context_end = {0: 1178 * MIB}
+    assert run._room_taken(0) == 982 * MIB  # all grown back: the stated card
+    run.context_end = {0: 696 * MIB}
+    assert run._room_taken(0) == 500 * MIB  # 482 MiB of the room stayed the prover's
+    run.context_end = {}
+    assert run._room_taken(0) == 982 * MIB  # not measured (the dry-run ledger): as placed
