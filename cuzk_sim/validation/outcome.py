@@ -77,7 +77,8 @@ def peak_errors(model: dict[str, Any], record: dict[str, Any]) -> tuple[float, f
     the contexts in the record both are the totals'. None where either OOMed or no peak
     was seen."""
     real = record["real"]
-    if model["oom"] or real_verdict(record)[0] or real_verdict(record)[2]:
+    oom, _, error = real_verdict(record)
+    if model["oom"] or oom or error:
         return None
     _, rp = _peak_gpu(real)
     pp = max((int(v) for v in model["peak_vram_bytes"].values()), default=0)
