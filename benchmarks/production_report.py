@@ -68,12 +68,16 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:+.2f} %"
 
 
-def _verdict(oom: bool | None, freq: float = 0.0) -> str:
+def _verdict(oom: bool | None, freq: float = 0.0, error: str | None = None) -> str:
+    if error is not None:
+        return "error"
     return f"flips ({100 * freq:.0f} % OOM)" if oom is None else ("OOM" if oom else "fits")
 
 
 def _misses(r: RunRow, c: Criteria) -> list[str]:
     out = []
+    if r.real_error is not None:
+        out.append("error")
     if r.agrees is False:
         out.append("verdict")
     both = r.predicted_oom and r.real_oom and not r.buffer_timing_dependent
@@ -90,7 +94,7 @@ def _misses(r: RunRow, c: Criteria) -> list[str]:
 def grid_table(rows: list[RunRow], judged: dict[str, RunRow], c: Criteria) -> list[str]:
     out = [
         "| run | card MiB | verdict pred / real | first OOM buffer pred / real "
-        "| peak err | s/proof err | misses |",
+        "| peak err, model's context (raw) | s/proof err | misses |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -110,8 +114,8 @@ def grid_table(rows: list[RunRow], judged: dict[str, RunRow], c: Criteria) -> li
             )
         out.append(
             f"| {r.key} | {r.achieved_vram / MIB:.1f} | {_verdict(r.predicted_oom)} / "
-            f"{_verdict(r.real_oom, r.oom_frequency)} | {buf} | {_pct(r.peak_error)} | "
-            f"{_pct(r.spp_error)} | {miss} |"
+            f"{_verdict(r.real_oom, r.oom_frequency, r.real_error)} | {buf} | "
+            f"{_pct(r.peak_error)} ({_pct(r.peak_total_error)}) | {_pct(r.spp_error)} | {miss} |"
         )
     return out
 
@@ -124,7 +128,10 @@ def grid_counts(s: dict[str, Any], c: Criteria, planned: int) -> list[str]:
         f"- OOM verdicts agree ({every} runs not timing-dependent): "
         f"{s['agreeing']} / {s['decided']}",
         f"- first OOM buffer where both OOM: {s['first_buffer_agrees']} / {s['both_oom']}",
-        f"- peak VRAM within {100 * c.peak_tolerance:g} %: {s['peak_within']} / "
+        f"- errors (partitions failed for another reason than memory: no verdict): "
+        f"{len(s.get('errors', []))}",
+        f"- peak VRAM within {100 * c.peak_tolerance:g} %: "
+        f"{s['peak_within']} / "
         f"{s['peak_runs']} (largest |error| {_pct(s['peak_max_abs_error']).lstrip('+')})",
         f"- s/proof within {100 * c.seconds_tolerance:g} % (runs that fit, >= 4 partitions): "
         f"{s['spp_within']} / {s['spp_runs']} "

@@ -6,9 +6,19 @@ the teardown that frees the ballast, reports leaks and empties the pools."""
 from __future__ import annotations
 
 from .backends import CupyBackend, LedgerBackend
+from .device import resident_bytes
 
 BALLAST_GRANULE = 2 << 20  # cudaMalloc's granule on the H200 (benchmarks/allocator_probe.py)
 CARD_SHORTFALL = 2 << 30  # a card this much smaller than hardware.vram - context still runs
+# GPU -> the largest context measured in this process (at a run's start or end). The
+# context holds the local memory of the kernels launched so far (per-thread local memory
+# x the GPU's resident threads: ~1 GiB at 2^27 on the H200); the driver can give it back
+# when an allocation or a launch runs out of memory (grid call 1808: 1178.8 MiB before
+# w2-chunk-27@+1%, 196.8 MiB after it), and takes it again at the next launch. A ballast
+# placed against the smaller context would leave the kernels' local memory no room: the
+# card would be ~1 GiB smaller than stated, and the first launch fails
+# (CUDA_ERROR_OUT_OF_MEMORY). So the ballast leaves the difference free for it.
+_CONTEXT_SEEN: dict[int, int] = {}
 
 
 class CardSetup:
@@ -30,7 +40,15 @@ class CardSetup:
             be.set_release_threshold(g, spec.pool_release_threshold)
             free, total = be.mem_info(g)
             self.context_real[g] = total - free
-            want_free = spec.vram - spec.context
+            ctx = total - free - resident_bytes(g)
+            seen = _CONTEXT_SEEN[g] = max(_CONTEXT_SEEN.get(g, 0), ctx)
+            room = self.context_room[g] = seen - ctx
+            if room:
+                self.log(
+                    f"gpu{g}: context {ctx} bytes, {room} fewer than this process has "
+                    "measured: left free for its local memory to grow back"
+                )
+            want_free = spec.vram - spec.context + room
             if want_free > free + CARD_SHORTFALL:
                 raise ValueError(
                     f"hardware.vram {spec.vram} B leaves {want_free} B free; this GPU has "
@@ -95,4 +113,17 @@ class CardSetup:
             self.ballast_bytes[g] = 0
             be.reset(g)
             be.set_release_threshold(g, self.threshold_before.get(g, 0))
+            free, total = be.mem_info(g)
+            end = self.context_end[g] = total - free - resident_bytes(g)  # pools empty
+            _CONTEXT_SEEN[g] = max(_CONTEXT_SEEN.get(g, 0), end)
         return leaks
+
+    def context_now(self, gpu: int) -> int:
+        """The context's bytes now: what the GPU uses beyond the ballast, our pools'
+        reservations (in use and idle) and our resident buffers."""
+        if isinstance(self.backend, LedgerBackend):
+            return self.spec.context
+        be = self.backend
+        pools = be.used_by_buffers(gpu) + sum(be.pools(gpu).values())
+        free, total = be.mem_info(gpu)
+        return total - free - self.ballast_bytes.get(gpu, 0) - pools - resident_bytes(gpu)

@@ -167,6 +167,7 @@ class Device:
     _copied: dict[str, Any] = field(default_factory=dict)  # stream -> event after its copies
     # buffer name -> "file:line" of the prover line that first allocated it (plan.meta)
     alloc_sites: dict[str, str] = field(default_factory=dict)
+    failed_step: Step | None = None  # the last step when an exception left the lock's block
 
     def __post_init__(self) -> None:
         if self.mode not in ("real", "dry-run", "traced"):
@@ -552,9 +553,22 @@ class Device:
     @contextmanager
     def critical_section(self) -> Iterator[None]:
         """A block in which code (e.g. either branch of an `attempt`) takes the lock; it is
-        given back when the block ends, normally or not."""
+        given back when the block ends, normally or not. When it ends by an exception (a
+        worker's OOM or error), the partition's buffers are freed first, then the lock
+        given back -- as cuzk's worker drops its buffers before its lock guard, which it
+        took before them: another worker never takes the lock while a failed one still
+        holds its buffers (grid call 1808, w2-chunk-27@+1%: a worker that failed in
+        msm_b_g2 still held 9.4 GiB when the other took the lock and allocated d_a)."""
         try:
             yield
+        except BaseException:
+            self.failed_step = self.steps[-1] if self.steps else None
+            if self._held is not None:
+                try:
+                    self.free_all()
+                finally:
+                    self.unlock()
+            raise
         finally:
             if self._held is not None:
                 self.unlock()

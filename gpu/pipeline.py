@@ -34,7 +34,6 @@ details).
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import queue
 import threading
@@ -43,6 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cuzk_sim.results.failures import is_oom_exception
 from cuzk_sim.results.sim_result import OomEvent, SimResult, Span
 
 from .assembler import (
@@ -73,7 +73,6 @@ from .pipeline_device import PipelineDevice, RunStopped
 from .prover import PartitionShape, partition
 from .run_report import Job, ProofState, RunReport
 from .run_spec import RunSpec
-from .streaming import plan_peak, pool_limit, pool_limited
 
 KEEP_SYNTHETIC_BYTES = 12 << 30  # synthetic data of other shapes kept across runs, at most
 
@@ -82,7 +81,11 @@ class NotEnoughMemory(ValueError):
     """The machine lacks the host or device memory a run needs (one line: why)."""
 
 
-_WARMED: set[tuple[PartitionShape, str]] = set()
+# the plans warmed in this process: per shape AND flags, since a plan's flags choose its
+# kernels (msm_chunk, split, streamed): the first launch of a kernel loads its module and
+# may grow the context's local memory (per-thread local memory x the GPU's resident
+# threads), which must happen before `_prepare` measures the context, not inside a run
+_WARMED: set[tuple[PartitionShape, Any]] = set()
 
 
 # ------------------------------------------------------------------------- the run
@@ -129,6 +132,8 @@ class RealRun(CardSetup, RunReport, Dispatch):
         self.ballast: dict[int, list[int]] = {}
         self.ballast_bytes: dict[int, int] = {}
         self.context_real: dict[int, int] = {}
+        self.context_room: dict[int, int] = {}  # left free for the context to grow back
+        self.context_end: dict[int, int] = {}  # measured after the run, the pools empty
         self.start_free: dict[int, int] = {}
         self.live: dict[str, PipelineDevice] = {}
         self.t0 = time.perf_counter()  # reset at the start: lines before it are < 0 s
@@ -196,7 +201,7 @@ class RealRun(CardSetup, RunReport, Dispatch):
             for d in list(self.live.values()):
                 if d.gpu_index == gpu and d.live:
                     ledger.setdefault(d.worker, {}).update(d.live)
-        held = {"cuda_context": self.context_real.get(gpu, self.spec.context)}
+        held = {"cuda_context": self.context_now(gpu)}  # now: the driver may have shrunk it
         held.update({k: v for k, v in self.backend.pools(gpu).items() if v})
         ledger["(device)"] = held
         allocator = "injected" if reason == "injected" else dev.allocator
@@ -214,6 +219,16 @@ class RealRun(CardSetup, RunReport, Dispatch):
         else:
             self.log(f"CUZK_TIMING: prestage_setup={reason}")
         self.event("oom", buffer=e.buffer, nbytes=e.nbytes, free=free, fatal=fatal, reason=reason)
+
+    def launch_oom(self, dev: PipelineDevice, e: Exception) -> None:
+        """A fatal OomEvent for an out-of-memory error raised outside our allocations (a
+        kernel launch that cannot grow the context's local memory: CUDA_ERROR_OUT_OF_MEMORY
+        from the driver; a library's temporary): its `buffer` names the step that raised
+        it, "<step> (<error type>)", requested bytes unknown (0)."""
+        step = dev.failed_step or (dev.steps[-1] if dev.steps else None)
+        where = getattr(step, "name", None) or getattr(step, "buffer", None) or "(no step)"
+        err = DeviceOutOfMemory(f"{where} ({type(e).__name__})", 0, None, dev.gpu_index)
+        self.oom(dev, err, fatal=True, reason="launch")
 
     # --- host memory and host data (gpu/hostdata.py)
     def store(self) -> SyntheticStore:
@@ -306,12 +321,13 @@ class RealRun(CardSetup, RunReport, Dispatch):
         }
 
     def _warm_up(self) -> None:
-        """One partition of each kind at full size, untimed: compiles and loads the
-        kernels (part of the context) and makes the synthetic data."""
+        """One partition of each kind at full size and flags, untimed (once per plan in
+        this process): compiles and loads its kernels and grows the context's local
+        memory to what they need (part of the context) and makes the synthetic data."""
         for kind, w in self.spec.work.items():
-            if (w.shape, w.flags.allocator) in _WARMED and self.verify is None:
+            if (w.shape, w.flags) in _WARMED and self.verify is None:
                 continue
-            _WARMED.add((w.shape, w.flags.allocator))
+            _WARMED.add((w.shape, w.flags))
             data = self._data(kind)
             dev = Device("real", 0, w.flags.allocator)
             with dev.selected():
@@ -402,6 +418,9 @@ class RealRun(CardSetup, RunReport, Dispatch):
             oom = True
             job = Job(label, worker, "failed", f"out of memory at {e.buffer} ({e.nbytes} bytes)")
         except Exception as e:  # a worker exception: the partition fails, the worker goes on
+            if is_oom_exception(e):  # out of memory outside an allocation: still an OOM
+                oom = True
+                self.launch_oom(dev, e)
             job = Job(label, worker, "failed", f"worker exception: {type(e).__name__}: {e}")
             self.log(f"worker {worker} partition {label} failed: {type(e).__name__}: {e}")
         finally:
@@ -451,24 +470,6 @@ class RealRun(CardSetup, RunReport, Dispatch):
                 self.log(f"proof {proof.id} done")
                 self.event("proof_done", job=proof.id, total_s=t - proof.submitted_s)
 
-    def pool_limits(self) -> dict[int, int]:
-        """GPU -> the caching pool's limit for the run (gpu/streaming.py `pool_limit`): the
-        plan peak of each worker's partitions on it, when every kind runs within a VRAM
-        budget on the caching allocator of the real device; else none."""
-        work = list(self.spec.work.values())
-        if self.backend.kind != "real" or not all(
-            w.flags.vram_budget_bytes is not None and w.flags.allocator == "caching" for w in work
-        ):
-            return {}
-        from .prover import dry_run_plan
-
-        peak = max(plan_peak(dry_run_plan(w.shape, w.flags)) for w in work)
-        on_gpu: dict[int, int] = {}
-        for d in self.spec.devices:
-            gpu = 0 if self.spec.routing == "device0" else d
-            on_gpu[gpu] = on_gpu.get(gpu, 0) + self.spec.workers_per_device
-        return {g: pool_limit([peak] * n) for g, n in on_gpu.items()}
-
     def execute(self, on_start: Callable[[], None] | None = None) -> SimResult:
         spec = self.spec
         self.assemblers = None
@@ -516,9 +517,6 @@ class RealRun(CardSetup, RunReport, Dispatch):
         if on_start is not None:
             on_start()
         self.alive = len(threads)
-        limits = contextlib.ExitStack()
-        for g, limit in self.pool_limits().items():
-            limits.enter_context(pool_limited(limit, g))
         for t in threads:
             t.start()
         try:
@@ -531,7 +529,6 @@ class RealRun(CardSetup, RunReport, Dispatch):
             self.stopped.set()
             done.set()
             wall = self.now()
-            limits.close()
             self.leaks = self._teardown()
         self._stranded(q)
         return self._result(wall)

@@ -123,6 +123,14 @@ class RunReport:
             evidence=f"gpu-run (GPU sections measured, host side not): {evidence}",
         )
 
+    def _room_taken(self, gpu: int) -> int:
+        """Of the room left for the context to grow back, the bytes it took by the end."""
+        room = self.context_room.get(gpu, 0)
+        end = self.context_end.get(gpu)
+        if not room or end is None:
+            return room
+        return min(room, max(0, end - self.context_real.get(gpu, end)))
+
     def details(self) -> dict[str, Any]:
         """What only a real run has: per-job outcomes, the context and ballast measured,
         the leak check and the faults injected."""
@@ -132,13 +140,19 @@ class RunReport:
         return {
             "device": self.backend.kind,
             "context_bytes": {str(g): b for g, b in self.context_real.items()},
+            "model_context_bytes": {str(g): self.spec.context for g in self._devices_used()},
+            "context_room_bytes": {str(g): b for g, b in self.context_room.items()},
+            "context_end_bytes": {str(g): b for g, b in self.context_end.items()},
             "ballast_bytes": {str(g): b for g, b in self.ballast_placed.items()},
             "shrunk_bytes": {str(g): b for g, b in self.shrunk_bytes.items()},
             "start_free_bytes": {str(g): b for g, b in self.start_free.items()},
             # the card the run really had: free at start + the model's context (the ballast
-            # sets free memory in 2 MiB steps, so this is the scenario's vram + < 2 MiB)
+            # sets free memory in 2 MiB steps, so this is the scenario's vram + < 2 MiB),
+            # less the room left for the context to grow back (gpu/card.py _CONTEXT_SEEN)
+            # as far as it did grow back by the end (room it never took was the prover's)
             "achieved_vram_bytes": {
-                str(g): b + self.spec.context for g, b in self.start_free.items()
+                str(g): b + self.spec.context - self._room_taken(g)
+                for g, b in self.start_free.items()
             },
             "leaked_bytes": {str(g): b for g, b in getattr(self, "leaks", {}).items()},
             "faults_injected": dict(self.faults.injected),

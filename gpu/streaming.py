@@ -111,17 +111,22 @@ def stream_depth(shape: Any, flags: Any) -> int:
     return int(min(MAX_STREAM_DEPTH, MIN_STREAM_DEPTH + more))
 
 
-# The caching pool's bytes beyond the plan's peak that a budgeted run allows: CuPy rounds
-# every block up to 512 bytes (a partition has ~100 live at once: 50 KiB), and a freed
-# block split for a smaller buffer is held until its whole is free again; 256 MiB is
-# 1/8 of one 2^24 slot of the streamed ring, the holes the budget's runs may leave.
+# The caching pool's bytes beyond the plan's peak that benchmarks/production_bench.py
+# allows a budgeted partition: CuPy rounds every block up to 512 bytes (a partition has
+# ~100 live at once: 50 KiB), and a freed block split for a smaller buffer is held until
+# its whole is free again; 256 MiB is 1/8 of one 2^24 slot of the streamed ring.
 POOL_SLACK_BYTES = 256 << 20
 
 
 def pool_limit(peaks: list[int]) -> int:
-    """The caching pool's limit on one GPU: the plan peaks of the partitions it runs at
-    once (one per worker) and POOL_SLACK_BYTES. CuPy's pool, at its limit, frees its
-    unused cached blocks and retries before it fails, so it holds at most this."""
+    """A limit for CuPy's pool on one GPU, for a measurement (production_bench: is the
+    pool's high-water within the plan's peak?): the plan peaks of the partitions run at
+    once and POOL_SLACK_BYTES. CuPy's pool (>= 12.2, cupy/cupy#7679), asked beyond its
+    limit, frees its idle blocks that are whole cudaMalloc segments and retries, then
+    raises OutOfMemoryError: the idle pieces of split segments still count against the
+    limit, so a run can fail under it with the card's memory free. The real pipeline's
+    runs set no limit (the model's pool has none; grid call 1808: every w1 run with a
+    budget failed under it, docs/validation.md)."""
     return sum(peaks) + POOL_SLACK_BYTES
 
 

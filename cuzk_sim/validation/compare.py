@@ -28,6 +28,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from cuzk_sim.validation.outcome import peak_errors, real_verdict
+
 # issue 9's acceptance criteria: the defaults of a spec that states none
 AGREEMENT_MIN = 0.98
 PEAK_TOLERANCE = 0.02
@@ -96,12 +98,14 @@ class RunRow:
     oom_frequency: float  # real OOMs / repeats
     predicted_buffer: str | None
     real_buffer: str | None
-    peak_error: float | None  # no OOM on either side
+    peak_error: float | None  # the model's context on both sides (outcome.py); no OOM either side
     predicted_peak: int
     real_peak: int
     spp_error: float | None  # >= SPP_MIN_PARTITIONS partitions, both completed
     predicted_spp: float | None
     real_spp: float | None
+    real_error: str | None = None  # partitions failed for another reason than memory
+    peak_total_error: float | None = None  # the raw totals' (each its context): reported
     real_buffers: tuple[str, ...] = ()  # the first OOM buffer of each repeat that OOMed
     real_peaks: tuple[int, ...] = ()  # the peak of each repeat (bytes)
     device: str = "real"  # "dry-run": no GPU, no timings (real_spp and spp_error None)
@@ -122,23 +126,26 @@ class RunRow:
 
     @property
     def timing_dependent(self) -> bool:
-        return self.real_oom is None
+        return self.real_oom is None and self.real_error is None
 
     @property
     def agrees(self) -> bool | None:
-        return None if self.real_oom is None else self.real_oom == self.predicted_oom
+        """None: timing-dependent or an error (neither agrees nor disagrees)."""
+        if self.real_oom is None or self.real_error is not None:
+            return None
+        return self.real_oom == self.predicted_oom
 
 
 def _peak(d: dict[str, Any]) -> int:
     return max((int(v) for v in d["peak_vram_bytes"].values()), default=0)
 
 
-def peak_error(model: dict[str, Any], real: dict[str, Any]) -> float | None:
-    """(predicted - real) / real peak VRAM of a run where neither side OOMed, else None."""
-    pp, rp = _peak(model), _peak(real)
-    if model["oom"] or real["oom"] or not rp:
-        return None
-    return (pp - rp) / rp
+def peak_error(model: dict[str, Any], record: dict[str, Any]) -> float | None:
+    """(predicted - real) / real peak VRAM, the real one with the model's context for its
+    own (outcome.py: the criterion's), of a recorded run where neither side OOMed, else
+    None."""
+    errors = peak_errors(model, record)
+    return None if errors is None else errors[0]
 
 
 def compare_runs(
@@ -153,11 +160,14 @@ def compare_runs(
         if not runs:
             continue
         model, first = runs[0].get("model_at_achieved") or p["model"], runs[0]["real"]
-        verdicts = [bool(r["real"]["oom"]) for r in runs]
-        real_oom = verdicts[0] if len(set(verdicts)) == 1 else None
+        outcomes = [real_verdict(r) for r in runs]
+        verdicts = [o[0] for o in outcomes]
+        error = next((o[2] for o in outcomes if o[2] is not None), None)
+        real_oom = verdicts[0] if len(set(verdicts)) == 1 and error is None else None
         pred_oom = bool(model["oom"])
         pp, rp = _peak(model), _peak(first)
-        peak_err = peak_error(model, first) if real_oom is False else None
+        errors = peak_errors(model, runs[0]) if real_oom is False else None
+        peak_err, peak_total = errors if errors is not None else (None, None)
         spp_err = None
         device = run_device(runs[0])
         ps, rs = model["seconds_per_proof"], first["seconds_per_proof"]
@@ -179,16 +189,16 @@ def compare_runs(
                 real_oom=real_oom,
                 oom_frequency=sum(verdicts) / len(verdicts),
                 predicted_buffer=model["first_oom_buffer"],
-                real_buffer=first["first_oom_buffer"],
+                real_buffer=outcomes[0][1],
                 peak_error=peak_err,
                 predicted_peak=pp,
                 real_peak=rp,
                 spp_error=spp_err,
                 predicted_spp=ps,
                 real_spp=rs,
-                real_buffers=tuple(
-                    str(r["real"]["first_oom_buffer"]) for r in runs if r["real"]["oom"]
-                ),
+                real_error=error,
+                peak_total_error=peak_total,
+                real_buffers=tuple(str(o[1]) for o in outcomes if o[0]),
                 real_peaks=tuple(_peak(r["real"]) for r in runs),
                 device=device,
                 peak_tolerance=criteria.peak_tolerance,
@@ -211,7 +221,7 @@ def device_of(rows: list[RunRow]) -> str:
 
 
 def summarize(rows: list[RunRow], criteria: Criteria = DEFAULT_CRITERIA) -> dict[str, Any]:
-    decided = [r for r in rows if not r.timing_dependent]
+    decided = [r for r in rows if not r.timing_dependent and r.real_error is None]
     agree = sum(bool(r.agrees) for r in decided)
     matrix = {
         "predicted_oom": {"real_oom": 0, "real_fits": 0},
@@ -231,7 +241,10 @@ def summarize(rows: list[RunRow], criteria: Criteria = DEFAULT_CRITERIA) -> dict
     peak_within = sum(abs(r.peak_error) <= peak_tol for r in peaks)  # type: ignore[arg-type]
     spp_within = sum(abs(r.spp_error) <= spp_tol for r in spps)  # type: ignore[arg-type]
     agreement_key, peak_key, spp_key = criteria.keys
-    verdicts_met = agreement is not None and agreement >= criteria.oom_agreement - 1e-12
+    errors = [r for r in rows if r.real_error is not None]
+    verdicts_met = (  # a run that errored is a run the grid has no verdict of
+        agreement is not None and agreement >= criteria.oom_agreement - 1e-12 and not errors
+    )
     crit = {
         agreement_key: verdicts_met,
         "first_buffer_where_both_oom": buffers_agree == len(both),
@@ -258,6 +271,7 @@ def summarize(rows: list[RunRow], criteria: Criteria = DEFAULT_CRITERIA) -> dict
             for r in rows
             if r.peak_timing_dependent
         ],
+        "errors": [{"key": r.key, "error": r.real_error} for r in errors],
         "decided": len(decided),
         "agreeing": agree,
         "agreement": agreement,
@@ -284,7 +298,9 @@ def _mib(n: int) -> str:
     return f"{n / 2**20:.1f}"
 
 
-def _oom(x: bool | None, freq: float) -> str:
+def _oom(x: bool | None, freq: float, error: str | None = None) -> str:
+    if error is not None:
+        return "error"
     return f"flips ({100 * freq:.0f} % OOM)" if x is None else ("OOM" if x else "fits")
 
 
@@ -307,7 +323,8 @@ def report_markdown(rows: list[RunRow], summary: dict[str, Any], header: str = "
         )
     out += [
         f"| run | VRAM MiB | parts | predicted | {real} | first OOM buffer (pred / {real}) "
-        f"| peak MiB (pred / {real}) | peak err | s/proof (pred / {real}) | s/proof err |",
+        f"| peak MiB (pred / {real}) | peak err, model's context (raw) "
+        f"| s/proof (pred / {real}) | s/proof err |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -324,8 +341,9 @@ def report_markdown(rows: list[RunRow], summary: dict[str, Any], header: str = "
         mark = "" if r.agrees is not False else " **≠**"
         out.append(
             f"| {r.key} | {_mib(r.achieved_vram)} | {r.partitions} | {_oom(r.predicted_oom, 0)} | "
-            f"{_oom(r.real_oom, r.oom_frequency)}{mark} | {buf} | {_mib(r.predicted_peak)} / "
-            f"{_mib(r.real_peak)} | {_pct(r.peak_error)} | {spp} | {_pct(r.spp_error)} |"
+            f"{_oom(r.real_oom, r.oom_frequency, r.real_error)}{mark} | {buf} | "
+            f"{_mib(r.predicted_peak)} / {_mib(r.real_peak)} | {_pct(r.peak_error)} "
+            f"({_pct(r.peak_total_error)}) | {spp} | {_pct(r.spp_error)} |"
         )
     m = summary["confusion"]
     out += [
@@ -337,7 +355,8 @@ def report_markdown(rows: list[RunRow], summary: dict[str, Any], header: str = "
         f"{m['predicted_fits']['real_fits']} |",
         "",
         f"- runs: {summary['runs']} ({summary['real_executions']} {real} executions with "
-        f"repeats); timing-dependent: {len(summary['timing_dependent'])}",
+        f"repeats); timing-dependent: {len(summary['timing_dependent'])}; errors (partitions "
+        f"failed for another reason than memory: no verdict): {len(summary.get('errors', []))}",
         f"- OOM verdicts agree: {summary['agreeing']} / {summary['decided']} "
         f"({_pct(summary['agreement']).lstrip('+')}); predictions registered at the caps "
         f"before the runs: {summary['preregistered_agreeing']} / {summary['decided']}",
@@ -349,7 +368,8 @@ def report_markdown(rows: list[RunRow], summary: dict[str, Any], header: str = "
         + ("" if dry else f"; s/proof within {_num(applied['seconds_tolerance'])} %"),
         f"- peak VRAM within {_num(applied['peak_tolerance'])} %: "
         f"{summary['peak_within']} / {summary['peak_runs']} "
-        f"(largest |error| {_pct(summary['peak_max_abs_error']).lstrip('+')})",
+        f"(largest |error| {_pct(summary['peak_max_abs_error']).lstrip('+')}; the real peak "
+        "with the model's context for its own; raw totals in parentheses: docs/validation.md)",
     ]
     if any(k.startswith("spp_within_") for k in summary["criteria"]):
         out.append(
@@ -360,6 +380,8 @@ def report_markdown(rows: list[RunRow], summary: dict[str, Any], header: str = "
         )
     else:
         out.append("- s/proof: not compared (dry runs time nothing)")
+    for t in summary.get("errors", []):
+        out.append(f"- error (no verdict): {t['key']}: {t['error']}")
     for t in summary["timing_dependent"]:
         out.append(
             f"- timing-dependent: {t['key']}: OOM in {100 * t['oom_frequency']:.0f} % of "

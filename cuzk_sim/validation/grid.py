@@ -41,6 +41,7 @@ from cuzk_sim.validation.compare import (
     rows_as_dicts,
     summarize,
 )
+from cuzk_sim.validation.outcome import real_verdict
 from cuzk_sim.validation.spec import ValidationSpec
 
 
@@ -366,7 +367,7 @@ def run_grid(
     scenarios = {c.name: c.scenario for c in spec.configs}
     reals = read_reals(real_path)
     done = {(r["key"], r["repeat"]) for r in reals}
-    first_real = {r["key"]: r["real"] for r in reals if r["repeat"] == 0}
+    first_real = {r["key"]: r for r in reals if r["repeat"] == 0}  # the whole record
     # the model a run is judged against: asked again at the card the first run really had
     judged = {r["key"]: r["model_at_achieved"] for r in reals if r["repeat"] == 0}
     todo = [p for p in predictions["runs"] if only is None or fnmatch.fnmatch(p["config"], only)]
@@ -387,7 +388,7 @@ def run_grid(
             done.add((p["key"], repeat))
             if repeat == 0:
                 judged[p["key"]] = rec["model_at_achieved"]
-                first_real[p["key"]] = rec["real"]
+                first_real[p["key"]] = rec
             say(_said(p, repeat, rec))
 
         peak_tol = spec.criteria.peak_tolerance
@@ -438,24 +439,26 @@ def _said(p: dict, repeat: int, rec: dict) -> str:
         model = f"P(OOM) {p['p_oom']['p']:.2f}"
     else:
         model = "OOM" if p["model"]["oom"] else "fits"
+    oom, buffer, error = real_verdict(rec)
+    said = f"error: {error}" if error else f"{'OOM' if oom else 'fits'} ({buffer or '-'})"
     return (
-        f"{p['key']}#{repeat}: model {model}, {real.get('device') or 'real'} "
-        f"{'OOM' if real['oom'] else 'fits'} ({real['first_oom_buffer'] or '-'}), "
+        f"{p['key']}#{repeat}: model {model}, {real.get('device') or 'real'} {said}, "
         f"{rec['wall_s']:.1f} s"
     )
 
 
 def _disagrees(
-    model: dict, real: dict, peak_tolerance: float = DEFAULT_CRITERIA.peak_tolerance
+    model: dict, record: dict, peak_tolerance: float = DEFAULT_CRITERIA.peak_tolerance
 ) -> bool:
-    """Does a first real run disagree with the model's result for it: another verdict,
-    both OOM at another buffer, or both fit with peaks more than `peak_tolerance` apart?"""
-    real_oom = bool(real["oom"])
-    if real_oom != bool(model["oom"]):
+    """Does a first real run (its record) disagree with the model's result for it: an
+    error, another verdict, both OOM at another buffer, or both fit with peaks (above the
+    context: validation/outcome.py) more than `peak_tolerance` apart?"""
+    real_oom, buffer, failed = real_verdict(record)
+    if failed is not None or real_oom != bool(model["oom"]):
         return True
     if real_oom:
-        return real["first_oom_buffer"] != model["first_oom_buffer"]
-    error = peak_error(model, real)
+        return buffer != model["first_oom_buffer"]
+    error = peak_error(model, record)
     return error is not None and abs(error) > peak_tolerance
 
 

@@ -24,6 +24,7 @@ from cuzk_sim.io.outputs import save_figure
 from cuzk_sim.simulate.replicas import run_replicas, wilson_interval
 from cuzk_sim.simulate.runner import simulate
 from cuzk_sim.validation.boundary import Boundary, at_vram
+from cuzk_sim.validation.outcome import real_verdict
 from cuzk_sim.validation.spec import MIN_RACE_REPEATS, Configuration, ValidationSpec
 
 RACE_TOLERANCE = 0.15
@@ -106,7 +107,7 @@ def race_rows(predictions: dict[str, Any], reals: list[dict]) -> list[dict[str, 
         if not p.get("race") or p["key"] not in by_key:
             continue
         runs = by_key[p["key"]]
-        n, k = len(runs), sum(bool(r["real"]["oom"]) for r in runs)
+        n, k = len(runs), sum(real_verdict(r)[0] for r in runs)
         low, high = wilson_interval(k, n)
         pm = p["p_oom"]["p"]
         rows.append(

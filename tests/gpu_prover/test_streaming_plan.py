@@ -293,36 +293,6 @@ def test_a_budget_holds_at_every_size(log2):
     assert ntt <= plan_peak(dry_run_plan(shape, flags)) <= budget < whole
 
 
-def test_a_budgeted_real_run_limits_the_pool_to_its_workers_plan_peaks():
-    """gpu/pipeline.py RealRun.pool_limits: per GPU, the plan peak of each of its workers
-    and 256 MiB (POOL_SLACK_BYTES); none off the caching pool, without a budget or off
-    the real device. The spec and backend are stand-ins: only the fields it reads."""
-    from types import SimpleNamespace
-
-    from cuzk_sim.gpu.pipeline import RealRun
-
-    shape = PartitionShape.synthetic(20, witness="porep")
-    budgeted = ProverFlags(key_pinned=True, overlap_uploads=True, vram_budget_bytes=GIB // 4)
-    peak = plan_peak(dry_run_plan(shape, budgeted))
-
-    def limits(flags, kind="real", devices=(0, 1), routing="per-device"):
-        run = object.__new__(RealRun)  # no __post_init__: no data, no threads
-        run.spec = SimpleNamespace(
-            work={"porep": SimpleNamespace(shape=shape, flags=flags)},
-            devices=list(devices),
-            routing=routing,
-            workers_per_device=2,
-        )
-        run.backend = SimpleNamespace(kind=kind)
-        return run.pool_limits()
-
-    assert limits(budgeted) == {0: 2 * peak + (256 << 20), 1: 2 * peak + (256 << 20)}
-    assert limits(budgeted, routing="device0") == {0: 4 * peak + (256 << 20)}
-    assert limits(dataclasses.replace(budgeted, allocator="sync")) == {}
-    assert limits(dataclasses.replace(budgeted, vram_budget_bytes=None)) == {}
-    assert limits(budgeted, kind="dry-run") == {}
-
-
 def test_the_chunk_bound_counts_a_streamed_plans_halved_g2_chunks(monkeypatch):
     """MAX_DRY_RUN_CHUNKS (here 2^8) counts B_G2's streamed chunks at half the points: the
     smallest msm_chunk it names gives a plan of at most that many point uploads."""

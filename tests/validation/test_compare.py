@@ -101,12 +101,19 @@ def test_validate_repeats_a_run_whose_first_buffer_disagrees():
     from cuzk_sim.validation import grid
 
     model = _pred("m@-10%", True, 900, None, "msm.order")["model"]
-    assert grid._disagrees(model, _res(True, 800, None, "msm.slots"))  # another buffer: repeat
-    assert not grid._disagrees(model, _res(True, 800, None, "msm.order"))
-    assert grid._disagrees(model, _res(False, 800, 1.0))  # another verdict
+
+    def rec(*args):
+        return {"real": _res(*args)}
+
+    assert grid._disagrees(model, rec(True, 800, None, "msm.slots"))  # another buffer: repeat
+    assert not grid._disagrees(model, rec(True, 800, None, "msm.order"))
+    assert grid._disagrees(model, rec(False, 800, 1.0))  # another verdict
     fits = _pred("f@+1%", False, 1000)["model"]
-    assert not grid._disagrees(fits, _res(False, 990, 1.0))  # peaks 1.0 % apart
-    assert grid._disagrees(fits, _res(False, 970, 1.0))  # 3.1 % apart: is the real peak stable?
+    assert not grid._disagrees(fits, rec(False, 990, 1.0))  # peaks 1.0 % apart
+    assert grid._disagrees(fits, rec(False, 970, 1.0))  # 3.1 % apart: is the real peak stable?
+    failed = {"real": _res(False, 990, None), "details": {"failed_reasons": ["worker exception: "
+              "ValueError: bad"]}}  # fmt: skip
+    assert grid._disagrees(fits, failed)  # an error: repeated too
 
 
 def test_a_real_peak_that_changes_between_repeats_is_not_counted():
@@ -130,3 +137,76 @@ def test_a_real_peak_that_changes_between_repeats_is_not_counted():
     ]
     text = report_markdown(list(rows.values()), s)
     assert "peak VRAM timing-dependent (not counted): r@+10%" in text
+
+
+def _failed(key: str, reasons: list[str], repeat: int = 0, oom: bool = False) -> dict:
+    """A hand-made real record whose partitions all failed (none proved), as grid call 1808
+    recorded w1-chunk-27@+1%: `oom` false, the reasons in details.failed_reasons."""
+    res = {**_res(oom, 12496, None), "partitions_completed": 0, "partitions_failed": 2}
+    return {"key": key, "repeat": repeat, "real": res, "details": {"failed_reasons": reasons}}
+
+
+DRIVER_OOM = "worker exception: CUDADriverError: CUDA_ERROR_OUT_OF_MEMORY: out of memory"
+
+
+def test_a_run_whose_partitions_failed_out_of_memory_is_an_oom_not_a_fit():
+    """Every layer's out-of-memory failure (driver, runtime, CuPy's pool) makes the run an
+    OOM with where it happened; the model said fits, so the verdict disagrees."""
+    reasons = {
+        "driver": DRIVER_OOM,
+        "runtime": "worker exception: CUDARuntimeError: cudaErrorMemoryAllocation: out of memory",
+        "cupy": "worker exception: OutOfMemoryError: Out of memory allocating 4,294,967,296 "
+        "bytes (allocated so far: 0 bytes, limit set to: 1 bytes).",
+    }
+    preds = [_pred(f"{k}@+1%", False, 13749, None) for k in reasons]
+    reals = [_failed(f"{k}@+1%", [r]) for k, r in reasons.items()]
+    rows = compare_runs(preds, reals)
+    assert [r.real_oom for r in rows] == [True, True, True]
+    assert [r.agrees for r in rows] == [False, False, False]
+    assert rows[0].real_buffer == "(CUDADriverError: CUDA_ERROR_OUT_OF_MEMORY: out of memory)"
+    assert rows[0].peak_error is None  # an OOM has no peak comparison
+    s = summarize(rows)
+    assert s["confusion"]["predicted_fits"] == {"real_oom": 3, "real_fits": 0}
+    assert s["peak_runs"] == 0 and s["errors"] == []
+
+
+def test_a_run_whose_partitions_failed_otherwise_is_an_error_never_a_fit():
+    preds = [_pred("x@+1%", False, 1000), _pred("y@+1%", False, 1000)]
+    reals = [
+        _failed("x@+1%", ["worker exception: ValueError: bad witness"]),
+        _real("y@+1%", 0, False, 1000, 1.0),
+    ]
+    rows = {r.key: r for r in compare_runs(preds, reals)}
+    x = rows["x@+1%"]
+    assert x.real_error == "worker exception: ValueError: bad witness"
+    assert x.agrees is None and not x.timing_dependent and x.peak_error is None
+    s = summarize(list(rows.values()))
+    assert s["decided"] == 1 and s["agreeing"] == 1  # y only
+    assert s["errors"] == [{"key": "x@+1%", "error": "worker exception: ValueError: bad witness"}]
+    assert s["criteria"]["oom_agreement_98pct"] is False  # a grid with an error is not met
+    text = report_markdown(list(rows.values()), s)
+    assert "| error |" in text and "error (no verdict): x@+1%" in text
+
+
+def test_the_peak_criterion_puts_the_models_context_in_the_real_peak():
+    """Grid call 1808, w2-stream14-27@+1%: model 15005.8 MiB with the profile's context
+    1449.8, real 14736.8 MiB with the grid process's 1178.8: the real peak on the card it
+    emulated is 14736.8 - 1178.8 + 1449.8 = 15007.8 MiB (-0.013 %); the raw totals differ
+    by the contexts (+1.83 %)."""
+    mib = 1 << 20
+    model = _res(False, round(15005.8 * mib), 1.0)
+    real = {
+        "key": "w@+1%",
+        "repeat": 0,
+        "real": _res(False, round(14736.8 * mib), 1.0),
+        "details": {
+            "context_bytes": {"0": round(1178.8 * mib)},
+            "achieved_vram_bytes": {"0": round(15158.9 * mib)},
+            "start_free_bytes": {"0": round((15158.9 - 1449.8) * mib)},
+        },
+    }
+    pred = {**_pred("w@+1%", False, 0), "model": model}
+    (row,) = compare_runs([pred], [real])
+    assert abs(row.peak_error - (15005.8 - 15007.8) / 15007.8) < 1e-6
+    assert abs(row.peak_total_error - (15005.8 - 14736.8) / 14736.8) < 1e-6
+    assert summarize([row])["peak_within"] == 1
