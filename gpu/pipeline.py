@@ -102,7 +102,7 @@ class RealRun(CardSetup, RunReport, Dispatch):
     verify: dict[str, PartitionData] | None = None  # kind -> reference data (verify mode)
     warm: bool = True  # run one partition of each kind before the timed run (real device)
     # CUDA events around every GPU step: spans in the trace and per-step totals in
-    # details() (no synchronisation added; the events are read when a GPU section ends)
+    # details() (no synchronisation added; the events are read once the partition returned)
     step_times: bool = False
     # experiments (CUZK_SIM_PIPELINE_TUNE, comma-separated; docs/validation.md): "streams"
     # (each worker on its own non-blocking stream instead of the legacy default stream),
@@ -377,9 +377,21 @@ class RealRun(CardSetup, RunReport, Dispatch):
         if proof.failed:
             self._returned(proof, Job(label, worker, "dropped", "its proof had already failed"))
             return
+        dev = PipelineDevice(self, worker, gpu, label, self.spec.work[proof.kind].flags)
+        try:
+            self._prove(worker, gpu, proof, p, dev)
+        finally:
+            # step timing: its CUDA events are read once the partition has returned (its
+            # proof counted). Read right after the unlock, those reads waited for the
+            # next lock holder's pageable a/b/c uploads (1.65 s of them at 2^27: the
+            # partition's end came that late), so a worker's proof was late by them
+            dev._collect_marks()
+
+    def _prove(self, worker: str, gpu: int, proof: ProofState, p: int, dev: PipelineDevice):
+        """One partition on `dev`: its GPU section, its assembly, its job returned."""
+        label = dev.part
         work = self.spec.work[proof.kind]
         data = self._data(proof.kind)
-        dev = PipelineDevice(self, worker, gpu, label, work.flags)
         with self._stats:
             self.live[worker] = dev
         t0 = time.perf_counter()
@@ -425,7 +437,6 @@ class RealRun(CardSetup, RunReport, Dispatch):
             self.log(f"worker {worker} partition {label} failed: {type(e).__name__}: {e}")
         finally:
             dev.free_all()
-            dev._collect_marks()
             with self._stats:
                 self.live.pop(worker, None)
                 self.host_alloc_s.append(dev.host_alloc_s)

@@ -1,6 +1,6 @@
 """The `Device` of one partition in the real pipeline: the run's lock, faults, stop flag,
 peak sampling and OOM post-mortems around the prover's own allocation layer, and (step
-timing) CUDA events around every GPU step, read when a GPU section ends."""
+timing) CUDA events around every GPU step, read once the partition has returned."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ class PipelineDevice(Device):
     def _timed(self, name: str, fn: Callable[[], Any]) -> Any:
         """Run one GPU step (the Device's hook around every kernel and copy); with step
         timing, between two CUDA events on the worker's stream (no synchronisation: read
-        when the GPU section ends, `_collect_marks`)."""
+        once the partition has returned, `_collect_marks`)."""
         if not (self.run.step_times and self.runs):
             return super()._timed(name, fn)
         import cupy
@@ -71,8 +71,9 @@ class PipelineDevice(Device):
 
     def _collect_marks(self) -> None:
         """The GPU times of the steps marked since the last call (their events have
-        completed: the GPU section synchronised): spans on the worker's track, placed from
-        the host time of the first event, and per-step totals (RealRun.step_stats)."""
+        completed: every GPU section synchronised at its unlock): spans on the worker's
+        track, placed from the host time of the first event, and per-step totals
+        (RealRun.step_stats)."""
         if not self.marks:
             return
         import cupy
@@ -199,7 +200,8 @@ class PipelineDevice(Device):
         return self.run.lock_for(self.gpu_index)
 
     def on_unlock(self, mutex: str, asked: float, acquired: float, released: float) -> None:
-        self._collect_marks()
+        # no CUDA call here (the marks are read once the partition has returned,
+        # RealRun._partition): another worker holds the lock now
         self.run.event("mutex", part=self.part, wait_s=acquired - asked, held_s=released - acquired)
         self.run.span(self.worker, self.gpu_index, f"wait {mutex}", "lock", asked, acquired)
         self.run.span(self.worker, self.gpu_index, f"hold {mutex}", "lock", acquired, released)

@@ -62,7 +62,11 @@ def returns_at_once(s: Copy) -> bool:
 
 def copy(m: Machine, w: Worker, s: Copy, seconds: float, parts: Any = None) -> None:
     """Queue the copy on its engine from the worker's clock (no yield); see kernel.py for
-    the one in-order queue."""
+    the one in-order queue. A copy beside the queue (a stream of its own: one of the
+    device's `concurrent_streams`, or any stream of a device without the shared queue)
+    starts after the work its worker queued before it, and one from pageable memory
+    holds its host until it ends (the real pipeline's streamed scalars: their uploads do
+    not overlap the MSMs, docs/validation.md)."""
     dev = w.device
     if s.fills is not None and already_filled(w, s.fills):
         return  # the data is on the device since an earlier partition: no copy
@@ -78,8 +82,19 @@ def copy(m: Machine, w: Worker, s: Copy, seconds: float, parts: Any = None) -> N
             w.t_ready += seconds
     else:
         ready = max(w.t_ready, w.streams.get(s.stream, 0.0))
+        beside = not dev.shared_stream or s.stream in dev.concurrent_streams
+        if dev.shared_stream and beside and w.queued_until > ready:
+            # our prover issues it on its own stream after an event on the in-order queue
+            # (gpu/device.py `_issue_htod`: side.wait_event(current.record())): it starts
+            # once the work this worker queued before it has ended
+            ready = w.queued_until
         start, end = dev.run_copy(s.direction, ready, seconds, s.stream)
         w.streams[s.stream] = end
+        if beside and s.direction == "HtoD" and not s.pinned:
+            # from pageable memory the driver stages it through its own page-locked
+            # buffers: cudaMemcpyAsync returns once the last piece is staged, so the
+            # host issues nothing else until then (CUDA's API sync behaviour)
+            w.t_ready = end
     if m.recorder.record:
         m.recorder.spans.append(Span(w.name, dev.index, s.name, "copy", start, end))
 

@@ -197,7 +197,7 @@ def test_gpu_plan_shows_the_two_streams_and_the_peak_within_the_budget():
     assert bad.exit_code == 2 and "--witness" in bad.output
 
 
-def _model_seconds(tmp_path, flags: str) -> float:
+def _model_run(tmp_path, flags: str, record: bool = False):
     from cuzk_sim.api import load_scenario, simulate
 
     path = tmp_path / f"s{abs(hash(flags))}.toml"
@@ -221,16 +221,37 @@ count = 1
 partitions = 2
 """
     )
-    return simulate(load_scenario(path)).seconds_per_proof
+    return simulate(load_scenario(path), record=record)
+
+
+def _model_seconds(tmp_path, flags: str) -> float:
+    return _model_run(tmp_path, flags).seconds_per_proof
+
+
+def _first_partition(result, leave_out: str = "") -> tuple[float, float]:
+    """(the first partition's span, the summed durations of its kernels and copies but
+    those named `leave_out`)."""
+    part = min((s for s in result.spans if s.cat == "partition"), key=lambda s: s.start_s)
+    busy = sum(
+        s.end_s - s.start_s
+        for s in result.spans
+        if s.cat in ("kernel", "copy")
+        and s.name != leave_out
+        and part.start_s <= s.start_s < part.end_s
+    )
+    return part.end_s - part.start_s, busy
 
 
 def test_the_model_runs_the_streamed_uploads_beside_the_msms(tmp_path):
-    """The same chunks with and without the upload stream: with it, every copy issued just
-    before one of msm_h's MSMs (random scalars: ~1.5 ms per 2^20 points on the H200
-    profile, 2^24-point chunks) ends before that MSM does, so at least those copies' time
-    (bytes / 46.9 GiB/s, the profile's pinned rate) is off each partition's time."""
+    """The same chunks with and without the upload stream, the witness page-locked: with
+    it, every copy issued just before one of msm_h's MSMs (random scalars: ~1.5 ms per
+    2^20 points on the H200 profile, 2^24-point chunks) ends before that MSM does, so at
+    least those copies' time (bytes / 46.9 GiB/s, the profile's pinned rate) is off each
+    partition's time."""
     chunk = 1 << 24
-    flags = ProverFlags(key_pinned=True, overlap_uploads=True, split_msm=True, msm_chunk=chunk)
+    flags = ProverFlags(
+        key_pinned=True, overlap_uploads=True, split_msm=True, msm_chunk=chunk, pinned=True
+    )
     plan = dry_run_plan(PartitionShape.synthetic(27, witness="porep"), flags)
     steps = list(plan.steps)
     beside_h = 0
@@ -242,10 +263,27 @@ def test_the_model_runs_the_streamed_uploads_beside_the_msms(tmp_path):
             beside_h += sum(c.bytes for c in steps[last_sync:i] if c.op == "copy")
             assert copies  # the chunk after it is on its way
     hidden_s = beside_h / (46.9 * GIB)
-    common = f"split_msm = true, msm_chunk = {chunk}"
+    common = f"split_msm = true, msm_chunk = {chunk}, pinned = true"
     serial = _model_seconds(tmp_path, common)
     streamed = _model_seconds(tmp_path, common + ", overlap_uploads = true")
     assert serial - streamed >= 2 * hidden_s * 0.99  # two partitions
+
+
+def test_pageable_streamed_scalars_hold_the_host_and_nothing_overlaps(tmp_path):
+    """The real pipeline at 2^27 (docs/validation.md, production grid): with the witness
+    in pageable memory each streamed chunk's scalar upload waits for the MSM before it
+    (its stream waits on the queue) and holds the worker's host until it ends (the
+    driver stages it), so the next MSM is issued after it: a partition takes the sum of
+    its kernels and copies, but the page-locked points of msm_h's chunks (no scalars go
+    with them: the next MSM is issued at once, beside them). Page-locked, the uploads run
+    beside the MSMs: the partition is shorter than that sum."""
+    common = "split_msm = true, msm_chunk = 16777216, overlap_uploads = true"
+    r = _model_run(tmp_path, common, record=True)
+    span, busy = _first_partition(r, leave_out="upload_msm_h_points")
+    assert span >= busy * 0.9999  # serial: every other kernel and copy one after another
+    assert span < _first_partition(r)[1]  # some of msm_h's points did overlap
+    span_p, busy_p = _first_partition(_model_run(tmp_path, common + ", pinned = true", True))
+    assert span_p < busy_p * 0.97  # overlapped: 3 % of the busy time at least hidden
 
 
 @given(

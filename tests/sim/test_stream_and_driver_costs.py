@@ -55,21 +55,24 @@ def test_a_stream_named_after_the_legacy_one_overlaps_it_and_the_rest_queue(fast
     plan = Plan("p", steps, meta={"gpu_stream": "legacy_default+key_upload"})
     _, r = run_plan(plan, workers=2, partitions=2, record=True, fast=fast)
     # both ups issued at 11: w0's 11-14, w1's 14-17 in the queue; each host stages its
-    # pageable copy from 11 to 14 and goes on; w0 at 14: its key 14-16 on the copy engine,
-    # its kernel behind w1's up, 17-22; w1 at 14: its key 16-18 on the copy engine after
-    # w0's, its kernel 22-27
+    # pageable copy from 11 to 14 and goes on; w0 at 14: its key 14-16 on the copy engine
+    # (after its own up, which ended at 14; pageable: its host stages it until 16), its
+    # kernel behind w1's up, 17-22; w1 at 14: its key waits for the up it queued before
+    # it (14-17), 17-19 on the copy engine, its host until 19, its kernel 22-27
     assert ends(r) == [22.0, 27.0]
     keys = sorted((s.start_s, s.end_s) for s in r.spans if s.name == "key")
-    assert keys == [(14.0, 16.0), (16.0, 18.0)]
+    assert keys == [(14.0, 16.0), (17.0, 19.0)]
     # the key copy in the legacy queue too: ups 11-14, 14-17; w0 at 14 queues its key
     # 17-19 and its kernel 19-24; w1 at 14 its key 24-26 and its kernel 26-31
     legacy = Plan("p", steps, meta={"gpu_stream": "legacy_default"})
     _, q = run_plan(legacy, workers=2, partitions=2, record=True, fast=fast)
     assert ends(q) == [24.0, 31.0]
-    # no shared queue at all (copies overlap every kernel): w1's up 16-19 on the copy
-    # engine after w0's copies, its kernel 19-24
+    # no shared queue at all (copies overlap every kernel; a worker's time steps run
+    # ahead until it meets the others): w0's up 11-14, its key 14-16 (pageable: its host
+    # stages it until 16), its kernel 16-21; w1's up 16-19 on the copy engine after w0's
+    # copies, its key 19-21, its kernel 21-26
     _, free = run_plan(Plan("p", steps), workers=2, partitions=2, record=True, fast=fast)
-    assert ends(free) == [19.0, 24.0]
+    assert ends(free) == [21.0, 26.0]
 
 
 def priced(malloc: float, free: float):
@@ -128,3 +131,32 @@ def test_the_h200_profile_prices_the_sync_allocator_from_its_measurement():
     assert p.driver_seconds("alloc", 512 * MIB) == pytest.approx(0.0695e-3)
     assert p.driver_seconds("free", 512 * MIB) == pytest.approx(0.1798e-3)
     assert p.driver_seconds("free", 2 * MIB) == pytest.approx(0.0306e-3, abs=1e-6)
+
+
+@pytest.mark.parametrize("fast", FAST, ids=["fast", "plain"])
+def test_a_copy_beside_the_queue_waits_for_it_and_a_pageable_one_holds_the_host(fast):
+    """Our prover issues a copy on its own stream after an event on the in-order queue,
+    and the driver stages a pageable one while the host waits (the production grid's
+    streamed 2^27 runs: one partition took the sum of its steps, docs/validation.md).
+    One worker, two partitions from 11: k1 (5 s) queued 11-16; the copy (2 s) waits
+    for it, 16-18; k2 (3 s): pageable, the host issues it at 18: 18-21, the partition
+    ends at 21 and the next one 21-31. Page-locked, k2 is issued at once and queued
+    behind k1, 16-19; the sync waits for the copy (18): 19 and 27. (The copy beside k1,
+    11-13, as the model had it, would give 19 and 27 for both.)"""
+    from cuzk_sim.plan.contract import Sync
+
+    def plan(pinned: bool) -> Plan:
+        steps = (
+            Kernel("k1", "ntt", 5),
+            Copy("c", 2, "HtoD", pinned=pinned, stream="key_upload"),
+            Kernel("k2", "ntt", 3),
+            Sync("key_upload"),
+        )
+        return Plan("p", steps, meta={"gpu_stream": "legacy_default+key_upload"})
+
+    _, r = run_plan(plan(False), partitions=2, record=True, fast=fast)
+    assert ends(r) == pytest.approx([21.0, 31.0])
+    copies = [(s.start_s, s.end_s) for s in r.spans if s.name == "c"]
+    assert copies == pytest.approx([(16.0, 18.0), (26.0, 28.0)])
+    _, p = run_plan(plan(True), partitions=2, record=True, fast=fast)
+    assert ends(p) == pytest.approx([19.0, 27.0])

@@ -299,3 +299,40 @@ def test_step_marks_become_spans_stats_and_log_events(scenario_file, monkeypatch
     dev.steps.append(Copy("upload_w", 256, "HtoD"))
     dev._timed("upload_w", lambda: None)
     assert dev.marks[-1][1] == "copy"
+
+
+def test_step_timing_reads_its_events_once_the_partition_has_returned(scenario_file, monkeypatch):
+    """The CUDA event reads of step timing come after the partition's unlock AND after
+    its job is returned (its proof counted): read at the unlock, they waited for the next
+    lock holder's pageable a/b/c uploads, and a partition that ended at 6.0 s returned at
+    7.7 s (docs/validation.md, the production grid)."""
+    from cuzk_sim.gpu.pipeline_device import PipelineDevice
+
+    order: list[tuple[str, str]] = []
+    lock = __import__("threading").Lock()
+
+    def note(what: str, part: str) -> None:
+        with lock:
+            order.append((what, part))
+
+    unlock, returned = PipelineDevice.on_unlock, RealRun._returned
+    monkeypatch.setattr(PipelineDevice, "_collect_marks", lambda d: note("read", d.part))
+    monkeypatch.setattr(
+        PipelineDevice,
+        "on_unlock",
+        lambda d, *a: (note("unlock", d.part), unlock(d, *a))[1],
+    )
+    monkeypatch.setattr(
+        RealRun,
+        "_returned",
+        lambda r, proof, job: (note("returned", job.partition), returned(r, proof, job))[1],
+    )
+    spec = RunSpec.from_scenario(load_scenario(scenario_file(workers=2, count=2, partitions=2)))
+    run = RealRun(spec, LedgerBackend(spec.vram, spec.context, spec.gpus), step_times=True)
+    result = run.execute()
+    assert result.proofs_completed == 2, [j.reason for j in run.jobs]
+    parts = sorted({p for _, p in order})
+    assert len(parts) == 4
+    for part in parts:
+        mine = [w for w, p in order if p == part]
+        assert mine == ["unlock", "returned", "read"], (part, mine)
