@@ -62,6 +62,7 @@ def main() -> None:
     a = ap.parse_args()
     spec, runs = load_spec(a.spec), real_runs(Path(a.call))
     t0 = time.perf_counter()
+    shared: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     print("re-pricing of runs already seen (not a prediction): model P(OOM) at each cap's")
     print(f"achieved card, {a.replicas} replicas, against the real frequency")
     for c in spec.configs:
@@ -83,9 +84,13 @@ def main() -> None:
                   f"= {k / len(rs):.2f}  model - real {diff:+.2f}")  # fmt: skip
             if a.states:
                 real = Counter(s or "fit" for _, _, s in rs)
+                seen = sum(n for s, n in real.items() if s != "fit" and s in model)
+                shared[c.name] = [x + y for x, y in zip(shared[c.name], (seen, k), strict=True)]
                 for who, cnt in (("model", model), ("real", real)):
                     top = ", ".join(f"{n} x {s}" for s, n in cnt.most_common(6))
                     print(f"      {who:5s}: {top}")
+    for name, (seen, k) in shared.items():
+        print(f"{name}: {seen} of the card's {k} OOMs in a state the model reached there")
     print(f"\n{time.perf_counter() - t0:.0f} s")
 
 
