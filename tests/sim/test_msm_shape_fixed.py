@@ -122,3 +122,22 @@ def test_the_model_reaches_the_cards_oom_state_to_the_byte():
         e = r.oom_events[0]
         hits += (e.free_bytes, e.ledger["(device)"]["caching_pool_idle"]) == common
     assert hits >= 10
+
+
+def test_the_race_replicas_are_the_same_numbers_twice():
+    from cuzk_sim.simulate.replicas import run_replicas
+    from cuzk_sim.validation.boundary import at_vram
+    from cuzk_sim.validation.spec import load_spec
+
+    spec = load_spec(str(ROOT / "scenarios/validation/h200-races.toml"))
+    scn = next(c.scenario for c in spec.configs if c.name == "w2-nomutex-18")
+    at = at_vram(scn, 1854865408)  # the race call's +1 % card
+
+    def outcome():
+        rep = run_replicas(at, 30, None)
+        return [(r.oom, r.sim_time_s, r.peak_vram_bytes) for r in rep.results]
+
+    first = outcome()
+    assert first == outcome()
+    # a race: some replicas fail and some fit at this card
+    assert 0 < sum(o for o, _, _ in first) < len(first)
