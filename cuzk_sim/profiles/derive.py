@@ -94,6 +94,8 @@ def _scale_cost(cost: dict[str, Any], factor: float, rule: str) -> dict[str, Any
     out["time"] = _seconds_text(parse_duration(cost["time"]) * factor)
     if "fixed" in cost:
         out["fixed"] = _seconds_text(parse_duration(cost["fixed"]) * factor)
+    if "shape_fixed" in cost:  # an MSM's part its 0/1 scalars do not shrink: scaled alike
+        out["shape_fixed"] = _seconds_text(parse_duration(cost["shape_fixed"]) * factor)
     if cost.get("points"):
         out["points"] = [[n, _seconds_text(parse_duration(t) * factor)] for n, t in cost["points"]]
     out["basis"] = "derived"

@@ -18,7 +18,6 @@ gives a table (`basis = { pinned = "assumed", pageable = "derived" }`).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -39,63 +38,13 @@ from cuzk_sim.io.units import (
 )
 from cuzk_sim.model.jitter import MeasuredJitter
 from cuzk_sim.plan.contract import CPU_KINDS, KERNEL_KINDS
+from cuzk_sim.profiles.cost import Cost, Scaling, _work, read_off  # noqa: F401 (re-exported)
 from cuzk_sim.profiles.jitter_table import figure_rows, measured_jitter
 
-Scaling = Literal["linear", "n_log_n"]
 Basis = Literal["measured", "fitted", "derived", "assumed"]
 BasisIn = Basis | dict[str, Basis] | None
 Prover = Literal["cuzk", "cuzk_sim.gpu"]
 PROVER_NAMES = {"cuzk": "cuzk (supraseal-c2)", "cuzk_sim.gpu": "our CuPy prover (cuzk_sim.gpu)"}
-
-
-def _work(size: int, scaling: Scaling) -> float:
-    return size * math.log2(size) if scaling == "n_log_n" and size > 1 else float(size)
-
-
-@dataclass(frozen=True)
-class Cost:
-    """seconds(size) = fixed + per_unit · work(size); work = size or size·log2(size).
-
-    With `points` ((work, seconds) measured at several sizes, ascending), the time is
-    read off them instead: linear in work between two points, along the nearest
-    segment's line beyond them (one point: fixed + per_unit through it). A line through
-    four sizes from 2^16 to 2^24 can miss one of them by 10 %; the points do not."""
-
-    fixed: float
-    per_unit: float
-    scaling: Scaling
-    points: tuple[tuple[float, float], ...] = ()
-    # an MSM's price of a scalar equal to 0 and to 1, each as a share of a random
-    # scalar's (`zero_share`, `one_share`); None: every scalar priced as random
-    shares: tuple[float, float] | None = None
-
-    def seconds(self, size: int) -> float:
-        if not size:
-            return 0.0
-        w = _work(size, self.scaling)
-        if len(self.points) < 2:
-            return self.fixed + self.per_unit * w
-        return read_off(self.points, w)
-
-    def shaped_seconds(self, size: int, zeros: int, ones: int) -> float:
-        """An MSM of `size` scalars, `zeros` of them 0 and `ones` 1 (the rest random): the
-        random-scalar price at `size`, each scalar weighted by its share of it."""
-        t = self.seconds(size)
-        if self.shares is None or not size:
-            return t
-        zero_share, one_share = self.shares
-        rest = size - zeros - ones
-        return t * (rest + zero_share * zeros + one_share * ones) / size
-
-
-def read_off(pts: tuple[tuple[float, float], ...], x: float) -> float:
-    """The time at x from measured (x, seconds) points, ascending: linear between two,
-    along the nearest segment's line beyond them."""
-    i = 1
-    while i < len(pts) - 1 and x > pts[i][0]:
-        i += 1
-    (x0, t0), (x1, t1) = pts[i - 1], pts[i]
-    return max(t0 + (t1 - t0) * (x - x0) / (x1 - x0), 0.0)
 
 
 def _check_points(v: list[tuple[int, str]] | None) -> list[tuple[int, str]] | None:
@@ -134,6 +83,10 @@ class _CostIn(_Strict):
     one_share: float | None = None
     shares_source: str = ""
     shares_basis: Basis | None = None
+    # with the shares: the seconds of such an MSM that 0 and 1 scalars do not shrink
+    # (Cost.shaped_seconds), measured apart from the shares, with its own source
+    shape_fixed: DurationText | None = None
+    shape_fixed_source: str = ""
 
     @field_validator("threads")
     @classmethod
@@ -153,6 +106,8 @@ class _CostIn(_Strict):
     def _shares_together(self) -> _CostIn:
         if (self.zero_share is None) != (self.one_share is None):
             raise ValueError("zero_share and one_share are given together or not at all")
+        if self.shape_fixed is not None and self.zero_share is None:
+            raise ValueError("shape_fixed needs zero_share and one_share")
         return self
 
     @field_validator("saturating")
@@ -181,7 +136,8 @@ class _CostIn(_Strict):
         shares = None
         if self.zero_share is not None and self.one_share is not None:
             shares = (self.zero_share, self.one_share)
-        return Cost(fixed, per_unit, self.scaling, pts, shares)
+        kept = parse_duration(self.shape_fixed) if self.shape_fixed is not None else 0.0
+        return Cost(fixed, per_unit, self.scaling, pts, shares, kept)
 
 
 class _GpuIn(_Strict):
@@ -314,9 +270,10 @@ def _figures(p: _ProfileIn) -> tuple[Figure, ...]:
     out += [
         Figure(
             f"kernel.{k}.scalars",
-            f"a 0 scalar {c.zero_share:g}, a 1 scalar {c.one_share:g} of a random one's price",
+            f"a 0 scalar {c.zero_share:g}, a 1 scalar {c.one_share:g} of a random one's price"
+            + (f"; {c.shape_fixed} of it not shrunk by them" if c.shape_fixed else ""),
             c.shares_basis or "unstated",
-            c.shares_source,
+            c.shares_source + (f" | shape_fixed: {c.shape_fixed_source}" if c.shape_fixed else ""),
         )
         for k, c in sorted(p.kernel.items())
         if c.zero_share is not None

@@ -294,9 +294,33 @@ def pipeline_executor(device: str) -> RealExecutor:
             raise InputError(str(e)) from None
         result = run.execute()
         result.device = device  # a dry run's result carries no timings, and says so
-        return result.to_dict(log_lines=40), run.details()
+        details = run.details()
+        details["timeline"] = run_timeline(run)
+        return result.to_dict(log_lines=40), details
 
     return execute
+
+
+TIMELINE_SPANS = 4000  # a run's timeline keeps at most this many spans (the first)
+
+
+def run_timeline(run: Any) -> dict[str, Any]:
+    """What a race needs from one real run, in microseconds from the run's start: every
+    span (worker track, name, category: partition (host time, the assembly included),
+    kernel and copy (CUDA events), start, end) and every host CPU step a worker timed
+    (worker, name, end, duration: the assembly of each partition). The relative phase of
+    two workers and its spread are read off it (docs/validation.md, "Races")."""
+    us = 1e6
+    spans = [
+        [s.track, s.name, s.cat, round(s.start_s * us), round(s.end_s * us)]
+        for s in sorted(run.spans, key=lambda s: s.start_s)[:TIMELINE_SPANS]
+    ]
+    cpu = [
+        [f["worker"], f["step"], round(t * us), round(f["seconds"] * us)]
+        for t, name, f in run.events
+        if name == "step" and f.get("kind") == "assemble"
+    ]
+    return {"spans": spans, "cpu": cpu, "truncated": len(run.spans) > TIMELINE_SPANS}
 
 
 def _predictions(

@@ -93,7 +93,8 @@ def test_the_h200_profile_prices_the_2_27_porep_msm_l_by_hand():
     dense = prof.kernel_seconds("msm_g1", step.size, "msm_l")
     n, z, o = step.size, step.zeros, step.ones
     assert (n, z, o) == (134217726, 69242925, 64974801)  # round(0.5159 n), round(0.4841 n)
-    want = dense * (0 + 0.0962 * z + 0.2638 * o) / n
+    kept = 1.056e-3  # shape_fixed: what its 0s and 1s do not shrink (the 2^18 race call)
+    want = kept + (dense - kept) * (0 + 0.0962 * z + 0.2638 * o) / n
     assert price(step, prof, "msm_l") == pytest.approx(want)
     assert price(step, prof, "msm_l") < 0.2 * dense
 

@@ -15,7 +15,7 @@ from sim_toys import MIB, run_plan, toy_profile
 
 from cuzk_sim.model.engine import Arrivals
 from cuzk_sim.model.fast import FastPaths
-from cuzk_sim.plan.contract import Alloc, Copy, Free, Kernel, Plan
+from cuzk_sim.plan.contract import Alloc, Copy, Free, Kernel, Lock, Plan, Unlock
 from cuzk_sim.steps.kernel import ISSUE_S, LAUNCH_S
 
 FAST = [FastPaths(), FastPaths.none()]
@@ -37,6 +37,22 @@ def test_two_workers_issuing_at_once_fall_into_phase(fast):
     assert ends(r) == [22.0, 23.0]
     # on separate engines each result copy follows its own kernel: 16-17, and 21-22
     _, apart = run_plan(Plan("p", MSM_THEN_RESULT), workers=2, partitions=2, record=True)
+    assert ends(apart) == [17.0, 22.0]
+
+
+@pytest.mark.parametrize("fast", FAST, ids=["fast", "plain"])
+def test_an_unlock_waits_for_what_the_others_queued_without_a_mutex_too(fast):
+    # our prover's Device.unlock synchronizes the legacy stream, mutex or not: as above,
+    # w0's result copy runs 21-22 and w1's 22-23, queued by w1 before w0 came back at 22;
+    # w0's unlock waits for it, so both partitions end at 23 (without the unlock: 22, 23)
+    steps = (Lock("gpu0", "none"), *MSM_THEN_RESULT, Unlock("gpu0", "none"))
+    _, r = run_plan(Plan("p", steps, meta=LEGACY), workers=2, partitions=2, record=True, fast=fast)
+    assert ends(r) == [23.0, 23.0]
+    # a worker alone: its own result copy was the last thing queued, the unlock adds nothing
+    _, one = run_plan(Plan("p", steps, meta=LEGACY), record=True, fast=fast)
+    assert ends(one) == [17.0]
+    # on separate engines the unlock waits for nobody: 17 and 22, as without it
+    _, apart = run_plan(Plan("p", steps), workers=2, partitions=2, record=True, fast=fast)
     assert ends(apart) == [17.0, 22.0]
 
 

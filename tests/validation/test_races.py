@@ -233,3 +233,38 @@ def test_a_configuration_may_run_its_own_number_of_race_repeats(tmp_path, scenar
     spec.write_text(spec.read_text().replace("race_repeats = 12", "race_repeats = 9"))
     with pytest.raises(InputError, match="race_repeats"):
         load_spec(spec)
+
+
+def test_a_real_runs_timeline_keeps_spans_and_assemblies_in_microseconds():
+    from types import SimpleNamespace
+
+    from cuzk_sim.results.sim_result import Span
+    from cuzk_sim.validation.grid import run_timeline
+
+    run = SimpleNamespace(
+        spans=[
+            Span("gpu0-w1", 0, "msm_l", "kernel", 0.0125, 0.0142),
+            Span("gpu0-w0", 0, "porep-0/0", "partition", 0.0, 0.03),
+        ],
+        events=[
+            (
+                0.031,
+                "step",
+                {"worker": "gpu0-w0", "step": "assemble", "kind": "assemble", "seconds": 0.0101},
+            ),
+            (
+                0.020,
+                "step",
+                {"worker": "gpu0-w0", "step": "msm_l", "kind": "msm_g1", "seconds": 0.0017},
+            ),
+            (0.021, "gpu_end", {"worker": "gpu0-w0"}),
+        ],
+    )
+    t = run_timeline(run)
+    # ordered by start; 12.5 ms -> 12500 us; only the assembly among the host steps
+    assert t["spans"] == [
+        ["gpu0-w0", "porep-0/0", "partition", 0, 30000],
+        ["gpu0-w1", "msm_l", "kernel", 12500, 14200],
+    ]
+    assert t["cpu"] == [["gpu0-w0", "assemble", 31000, 10100]]
+    assert t["truncated"] is False
