@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from cuzk_sim.io.errors import InputError
 from cuzk_sim.io.outputs import atomic_file, write_checked
@@ -229,6 +230,19 @@ def _calibration_plans(a, scenario: Path | None, vram: int):
     return plans, shapes, prover
 
 
+def _source_head(provenance: str) -> str:
+    """Where a fitted figure came from, for the table: the provenance after its file list
+    (`fitted from FILE: `), up to the first comma or colon outside parentheses, so a
+    parenthesised count ("(12 copies of 5 sizes, lines 18, 19, 20)") is never cut."""
+    text = provenance.split(": ", 1)[-1]
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and ch in ",:;":
+            return text[:i]
+    return text
+
+
 def _print_calibration(
     output: Path, base_name: str, doc: dict, fits: list, notes: list[str], jitter
 ) -> None:
@@ -251,25 +265,25 @@ def _print_calibration(
             unit(f.fitted_s),
             f"{f.change:+.1%}",
             str(f.samples),
-            f.scaling,
-            f.provenance.split(": ", 1)[-1].split(",")[0][:48],
+            escape(f.scaling),
+            escape(_source_head(f.provenance)),
         )
     console.print(t)
     doc_gpu = doc["gpu"]
     console.print(
-        f"card: {doc_gpu['model']}, {doc_gpu['vram']} ({doc_gpu['source'].split(';')[0]})"
+        escape(f"card: {doc_gpu['model']}, {doc_gpu['vram']} ({doc_gpu['source'].split(';')[0]})")
     )
     if not fits:
         why = "see the notes" if notes else "the log has none of the lines docs/logs.md lists"
         console.print(f"no figure fitted ({why})")
     for n in notes:
-        console.print(f"note: {n}")
+        console.print(escape(f"note: {n}"))
     if jitter is not None:
         from cuzk_sim.profiles.jitter_table import describe, measured_jitter
 
-        console.print(f"[jitter]: {describe(measured_jitter(jitter, str(output)))}")
+        console.print(escape(f"[jitter]: {describe(measured_jitter(jitter, str(output)))}"))
     else:
-        console.print("[jitter]: none (no CUZK_SIM_STEP lines timed twice in one run)")
+        console.print(escape("[jitter]: none (no CUZK_SIM_STEP lines timed twice in one run)"))
     console.print("every other figure: kept from the base (its `source` says so)")
 
 
