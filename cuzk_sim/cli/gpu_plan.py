@@ -98,6 +98,20 @@ def flags_from_options(values: dict[str, Any]) -> Any:
         raise typer.BadParameter(str(e), param_hint="/".join(_names(f)) if f else None) from None
 
 
+def _refuse_unread(flags: Any, assume_free_bytes: int | None, margin_given: bool) -> None:
+    """Options only the memory-aware pre-staging check reads (gpu/prover.py `upload_abc`):
+    without `--prestage --memory-aware` the plan would silently be the one without them."""
+    if flags.memory_aware and not flags.prestage:
+        raise typer.BadParameter(
+            "only decides whether to pre-stage a/b/c: add --prestage", param_hint="--memory-aware"
+        )
+    needs = "needs --prestage --memory-aware (only the memory-aware pre-staging check reads it)"
+    if margin_given and not flags.memory_aware:
+        raise typer.BadParameter(needs, param_hint="--margin/--margin-bytes")
+    if assume_free_bytes is not None and not (flags.prestage and flags.memory_aware):
+        raise typer.BadParameter(needs, param_hint="--assume-free-bytes")
+
+
 def gpu_plan(
     domain_log2: int,
     reduction: str,
@@ -120,6 +134,7 @@ def gpu_plan(
     if witness not in WITNESS_SHAPES:
         raise typer.BadParameter(f"must be one of {sorted(WITNESS_SHAPES)}", param_hint="--witness")
     flags = flags_from_options(flag_values)
+    _refuse_unread(flags, assume_free_bytes, margin_given=flag_values["margin_bytes"] is not None)
     try:
         plan = dry_run_plan(
             PartitionShape.synthetic(domain_log2, reduction, witness), flags, assume_free_bytes
@@ -161,8 +176,9 @@ def _signature() -> inspect.Signature:
             annotation=int | None,
             default=typer.Option(
                 None,
-                help="Free device bytes the memory-aware check sees (default: enough, so the "
-                "plan pre-stages; give less than the buffers + margin to see the fallback).",
+                help="Free device bytes the memory-aware check sees (needs --prestage "
+                "--memory-aware; default: enough, so the plan pre-stages; give less than the "
+                "buffers + margin to see the fallback).",
             ),
         ),
     ]
