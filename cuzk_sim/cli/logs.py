@@ -45,6 +45,16 @@ def _inputs(paths: list[Path], **more: Path | str | None) -> dict:
     return out
 
 
+def _refuse_no_cuzk_line(counts, files: list[str]) -> None:
+    """A log with no line of cuzk's (a wrong file, an empty one) is bad input: it has no
+    finding because nothing in it was read, which is no all-clear (exit 0) for CI."""
+    if counts.known == 0 and counts.malformed == 0:
+        raise InputError(
+            f"{', '.join(files)}: no cuzk log line in {counts.lines} lines (none of the "
+            "formats docs/logs.md lists: TIMELINE, CUZK_TIMING, tracing lines, ...)"
+        )
+
+
 def _kind(kind: str | None) -> str | None:
     if kind is not None and kind not in KINDS:
         raise InputError(f"--kind {kind}: expected one of {', '.join(KINDS)}")
@@ -110,6 +120,7 @@ def logs(
                 writer = TraceWriter(trace_file, analyzer)
                 analyzer.on_close = writer.partition
             a, parser, lines = analyze_logs(paths, analyzer=analyzer)
+            _refuse_no_cuzk_line(parser.counts, lines.files)
             if writer is not None:
                 writer.findings(a)
                 if model is not None:
@@ -168,7 +179,8 @@ def calibrate(
         if scenario is not None:
             _out_path("-o", output, (".toml",), {"--scenario": scenario})
         base_profile = load_profile(base)
-        a, _, _ = analyze_logs(paths, kind=kind)
+        a, parser, lines = analyze_logs(paths, kind=kind)
+        _refuse_no_cuzk_line(parser.counts, lines.files)
         if vram is not None:
             from cuzk_sim.io.units import parse_size
 
@@ -324,7 +336,8 @@ def scenario_from_log(
                 raise InputError(f"--vram {vram}: {e}") from None
         from cuzk_sim.profiles.profile import load_profile
 
-        a, _, _ = analyze_logs(paths, kind=kind)
+        a, parser, lines = analyze_logs(paths, kind=kind)
+        _refuse_no_cuzk_line(parser.counts, lines.files)
         cfg = logged_config(a, load_profile(profile).pce_load)
         prof = profile
         if not Path(profile).is_absolute() and Path(profile).is_file():
