@@ -94,6 +94,10 @@ def sweep(
         from cuzk_sim.simulate.replicas import parse_fraction
 
         fraction = parse_fraction(jitter)
+        from cuzk_sim.io.inputs import load_toml
+        from cuzk_sim.scenario.files import refuse_other_kind
+
+        refuse_other_kind(load_toml(spec, "sweep spec"), str(spec), "sweep spec")
         spec_obj = load_sweep(spec)
         bar = _Bar() if sys.stderr.isatty() else None
         outcome = run(

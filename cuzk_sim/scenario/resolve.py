@@ -20,6 +20,7 @@ from cuzk_sim.profiles.cards import pricing_kind
 from cuzk_sim.profiles.profile import Profile, load_profile
 from cuzk_sim.scenario import card_rule, config, key_paths
 from cuzk_sim.scenario.bounds import check_run_bounds
+from cuzk_sim.scenario.files import refuse_other_kind
 from cuzk_sim.scenario.flags import build_flags
 from cuzk_sim.scenario.plan_sources import partition_plans
 from cuzk_sim.scenario.schema import VARIANT_EXCLUDED, ScenarioFile
@@ -50,6 +51,7 @@ def load_scenario(path: str | Path, overrides: Mapping[str, Any] | None = None) 
     path = Path(path)
     source = str(path)
     raw = load_toml(path, "scenario file")  # a regular file, bounded, numbers in range
+    refuse_other_kind(raw, source, "scenario")
     if overrides:
         try:
             raw = key_paths.apply_overrides(raw, overrides, ScenarioFile)
