@@ -271,6 +271,12 @@ def _run_replicas(
             typer.echo(json.dumps({**result.to_dict(), "jitter": fraction}, indent=2))
         else:
             print_run(result, Console())
+            # the table reads as a plain run's: say that these figures carry noise
+            typer.echo(
+                f"jitter: --jitter {fraction:.1%} uniform on every step and arrival (seed "
+                f"{result.seed}): one run with timing noise, not the plain prediction"
+            )
+            _print_expected_spp(scn, result.seconds_per_proof)
         try:
             if trace:
                 from cuzk_sim.results.run_trace import write_chrome_trace
