@@ -69,7 +69,8 @@ def validate(
         from cuzk_sim.io.inputs import load_toml
         from cuzk_sim.scenario.files import refuse_other_kind
 
-        refuse_other_kind(load_toml(spec, "validation spec"), str(spec), "validation spec")
+        if spec.is_file():  # --report-only reports on a folder whose spec file is gone
+            refuse_other_kind(load_toml(spec, "validation spec"), str(spec), "validation spec")
         if device not in ("real", "dry-run"):
             raise InputError(f"--device {device!r}: expected real or dry-run")
         if out.exists() and not out.is_dir():
