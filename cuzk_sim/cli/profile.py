@@ -48,7 +48,8 @@ def show(
             "by the card scaling rules (cuzk_sim/profiles/derive.py); no figure measured on it"
         )
     else:
-        console.print("kind:   measured (figures with their basis below)")
+        # not "measured": such a profile mixes measured, fitted, derived and assumed figures
+        console.print("kind:   its own card's figures, not derived (each one's basis below)")
     counts: dict[str, int] = {}
     for f in p.figures:
         counts[f.basis] = counts.get(f.basis, 0) + 1
@@ -78,7 +79,7 @@ def list_profiles() -> None:
 
     for name in (*BUNDLED, *derived_profiles()):
         p = load_profile(name)
-        kind = f"derived from {p.derived_from}" if p.derived_from else "measured"
+        kind = f"derived from {p.derived_from}" if p.derived_from else "own card's figures"
         prover = PROVER_NAMES.get(p.prover or "", "?")
         typer.echo(f"{name:18} {p.gpu_model:32} {prover:32} {kind}")
 
