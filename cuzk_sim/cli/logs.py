@@ -220,6 +220,7 @@ def calibrate(
     except OSError as e:
         raise _fail(InputError(f"cannot write output: {e}")) from None
     _print_calibration(output, base_profile.name, doc, fits, notes, jitter)
+    _print_measured_sizes(fits, base_profile, load_profile(str(output)))
 
 
 def _calibration_plans(a, scenario: Path | None, vram: int):
@@ -253,6 +254,27 @@ def _source_head(provenance: str) -> str:
         if depth == 0 and ch in ",:;":
             return text[:i]
     return text
+
+
+def _print_measured_sizes(fits: list, base, fitted) -> None:
+    """A kernel's base and fitted time at each size of its points where they differ: the
+    table reads them at the profile's size, where a fit from other sizes (the sizes the
+    logs measured) changes nothing and reads +0.0 %."""
+    rows = []
+    for f in fits:
+        kind = f.key.removeprefix("kernel.")
+        if not f.key.startswith("kernel.") or kind not in base.kernels:
+            continue
+        for size, _ in f.points:
+            was, now = base.kernels[kind].seconds(size), fitted.kernels[kind].seconds(size)
+            if size != f.size and abs(now - was) > 1e-12:
+                rows.append(
+                    f"  {f.key} at {size:,}: {was * 1e3:.3f} ms -> {now * 1e3:.3f} ms "
+                    f"({now / was - 1:+.1%})"
+                )
+    if rows:
+        typer.echo("where the fit moved a kernel's time (base -> fitted, at its points):")
+        typer.echo("\n".join(rows))
 
 
 def _print_calibration(

@@ -39,3 +39,26 @@ def test_source_head_keeps_parentheses_whole() -> None:
     prov = "fitted from a.log: CUZK_SIM_STEP lines (14 steps at sizes 2^26, lines 22), one size"
     assert _source_head(prov) == "CUZK_SIM_STEP lines (14 steps at sizes 2^26, lines 22)"
     assert _source_head("measured, no file") == "measured"
+
+
+def test_the_change_at_the_measured_size_is_printed(tmp_path: Path) -> None:
+    """The table reads kernel.ntt at the profile's size (2^24), where a fit from 2^26
+    lines changes nothing (+0.0 %); the lines under it give the time at 2^26, the mean of
+    the log's own NTT steps there (read here with a regular expression)."""
+    import re
+    from statistics import mean
+
+    us = [
+        int(m.group(1))
+        for m in re.finditer(
+            r"kind=ntt size=67108864 bytes=\d+ pinned=\d us=(\d+)", LOG.read_text()
+        )
+    ]
+    assert len(us) == 14  # the premise: the log times 14 NTTs at 2^26
+    r = CliRunner().invoke(
+        app, ["calibrate", str(LOG), "--base", "h200", "-o", str(tmp_path / "p.toml")]
+    )
+    assert r.exit_code == 0, r.output
+    line = next(x for x in r.output.splitlines() if x.strip().startswith("kernel.ntt at "))
+    assert line.strip().startswith("kernel.ntt at 67,108,864: ")
+    assert f"-> {mean(us) / 1e3:.3f} ms" in line, line
