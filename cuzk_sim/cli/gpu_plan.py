@@ -136,14 +136,34 @@ def gpu_plan(
     flags = flags_from_options(flag_values)
     _refuse_unread(flags, assume_free_bytes, margin_given=flag_values["margin_bytes"] is not None)
     try:
-        plan = dry_run_plan(
-            PartitionShape.synthetic(domain_log2, reduction, witness), flags, assume_free_bytes
-        )
+        shape = PartitionShape.synthetic(domain_log2, reduction, witness)
+        plan = dry_run_plan(shape, flags, assume_free_bytes)
     except ValueError as e:  # too many chunks, tables too large to index, a budget
         hint = "--key-tables" if "precomputed" in str(e) else "--msm-chunk"
         hint = "--vram-budget" if "vram_budget" in str(e) else hint
         raise typer.BadParameter(str(e), param_hint=hint) from None
     print_plan(plan, as_json)
+    if not as_json and flags.vram_budget_bytes is not None and flags.msm_chunk is None:
+        _print_budget_choice(shape, flags)
+
+
+def _print_budget_choice(shape: Any, flags: Any) -> None:
+    """What --vram-budget chose: the plan's meta records the flags as given (msm_chunk
+    null), so the text says which chunk and ring the budget set."""
+    from cuzk_sim.gpu.msm_stages import streams
+    from cuzk_sim.gpu.streaming import resolve_budget, stream_depth
+
+    resolved = resolve_budget(shape, flags)
+    chunk = resolved.msm_chunk
+    if chunk is None:
+        typer.echo("--vram-budget: the whole MSMs fit within it (no chunks)")
+        return
+    depth = stream_depth(shape, resolved) if streams(resolved) else 0
+    ring = f", streamed through a ring of {depth} slots" if depth else ""
+    typer.echo(
+        f"--vram-budget: MSM chunks of {chunk} points (2^{chunk.bit_length() - 1}), the "
+        f"largest power of two whose plan peaks within it{ring}"
+    )
 
 
 def _signature() -> inspect.Signature:
