@@ -129,6 +129,10 @@ def run(
     from cuzk_sim.scenario import load_scenario
     from cuzk_sim.scenario.overrides import parse_assignment
 
+    try:
+        _check_windows(window, trace_window, trace, plot, replicas, jitter)
+    except InputError as e:
+        raise _fail_input(e) from None
     if replicas is not None or jitter is not None:
         _run_replicas(scenario, as_json, trace, plot, replicas, jitter, overrides, log)
         return
@@ -139,6 +143,15 @@ def run(
         changes = dict(parse_assignment(a) for a in overrides or [])
         scn = load_scenario(scenario, changes or None)
         result, log_result = _simulate_run(scn, trace, plot, log, plot_window, detail_window)
+        for option, text, win in (
+            ("--window", window, plot_window),
+            ("--trace-window", trace_window, detail_window),
+        ):
+            if win is not None and win[0] >= result.sim_time_s:
+                raise InputError(
+                    f"{option} {text!r}: starts after the run ended ({result.sim_time_s:.1f} s "
+                    "simulated): nothing in it to draw"
+                )
     except InputError as e:
         raise _fail_input(e) from None
     describe(result, scn)  # warnings, profile, card: as the API returns them
@@ -164,6 +177,18 @@ def run(
         raise _fail_input(InputError(f"cannot write output: {e}")) from None
     if result.oom or result.stalled:
         raise typer.Exit(EXIT_MISMATCH)
+
+
+def _check_windows(window, trace_window, trace, plot, replicas, jitter) -> None:
+    """--window / --trace-window choose what a trace or plot records: refused where
+    nothing would read them (InputError), rather than ignored."""
+    for option, value in (("--window", window), ("--trace-window", trace_window)):
+        if value is None:
+            continue
+        if trace is None and plot is None:
+            raise InputError(f"{option} chooses what --plot or --trace records: give one")
+        if replicas is not None or jitter is not None:
+            raise InputError(f"{option}: not with --replicas or --jitter (a plain run only)")
 
 
 def _check_run_outputs(
