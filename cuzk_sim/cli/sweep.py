@@ -94,6 +94,12 @@ def sweep(
         from cuzk_sim.simulate.replicas import parse_fraction
 
         fraction = parse_fraction(jitter)
+        if replicas >= 2 and fraction == 0:  # R identical runs, reported as "jittered"
+            raise InputError(
+                f"--replicas {replicas}: needs --jitter X% above 0 (a sweep's replicas take "
+                "only --jitter's noise, not a profile's [jitter] as run --replicas does; "
+                f"without it they are one run repeated {replicas} times)"
+            )
         from cuzk_sim.io.inputs import load_toml
         from cuzk_sim.scenario.files import refuse_other_kind
 
