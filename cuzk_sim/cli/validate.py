@@ -71,6 +71,7 @@ def validate(
 
         if spec.is_file():  # --report-only reports on a folder whose spec file is gone
             refuse_other_kind(load_toml(spec, "validation spec"), str(spec), "validation spec")
+        _refuse_unread_options(report_only, predict_only, only, fresh, profile)
         if device not in ("real", "dry-run"):
             raise InputError(f"--device {device!r}: expected real or dry-run")
         if out.exists() and not out.is_dir():
@@ -105,6 +106,21 @@ def validate(
     typer.echo((out / "report.md").read_text())
     if not all(summary["criteria"].values()):
         raise typer.Exit(EXIT_MISMATCH)
+
+
+def _refuse_unread_options(report_only, predict_only, only, fresh, profile) -> None:
+    """Options the chosen mode would not read: refused (InputError), not ignored."""
+    if report_only and predict_only:
+        raise InputError("--report-only and --predict-only: give one")
+    if report_only:
+        given = [o for o, v in (("--only", only), ("--fresh", fresh), ("--profile", profile)) if v]
+        if given:
+            raise InputError(
+                f"{given[0]}: --report-only rebuilds the report from the files in --out; it "
+                "predicts and runs nothing"
+            )
+    if predict_only and only:
+        raise InputError("--only: --predict-only predicts every configuration of the spec")
 
 
 def _spec_criteria(spec: Path, predictions: dict) -> Criteria | None:
