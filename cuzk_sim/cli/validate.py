@@ -5,6 +5,7 @@ Exit codes: 0 every criterion met; 1 a criterion missed; 2 bad input.
 
 from __future__ import annotations
 
+import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -93,6 +94,11 @@ def validate(
             rows, summary = write_report(out, predictions, _spec_criteria(spec, predictions))
         else:
             vspec = load_spec(spec, profile)
+            names = [c.name for c in vspec.configs]
+            if only is not None and not fnmatch.filter(names, only):  # else a run of nothing
+                raise InputError(
+                    f"--only {only!r}: matches no configuration of {spec} ({', '.join(names)})"
+                )
             if predict_only:
                 out.mkdir(parents=True, exist_ok=True)
                 write_text(out / "predictions.json", json.dumps(predict(vspec), indent=1))

@@ -31,3 +31,14 @@ def test_an_option_the_mode_would_not_read_is_refused(tmp_path: Path, args, says
     assert res.exit_code == 2, res.output
     assert res.output.strip().startswith(f"error: {says}"), res.output
     assert not out.exists()
+
+
+def test_an_only_glob_matching_no_configuration_is_refused(tmp_path: Path):
+    out = tmp_path / "o"
+    args = ["validate", SPEC, "--out", str(out), "--device", "dry-run", "--only", "w3-*"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2, res.output
+    # h200-production.toml's configurations are w1-* and w2-*
+    assert res.output.strip().startswith("error: --only 'w3-*': matches no configuration")
+    assert "w2-stream14-27" in res.output
+    assert not out.exists()
