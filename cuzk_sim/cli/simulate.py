@@ -129,29 +129,20 @@ def run(
     from cuzk_sim.scenario import load_scenario
     from cuzk_sim.scenario.overrides import parse_assignment
 
-    try:
-        _check_windows(window, trace_window, trace, plot, replicas, jitter)
-    except InputError as e:
-        raise _fail_input(e) from None
     if replicas is not None or jitter is not None:
-        _run_replicas(scenario, as_json, trace, plot, replicas, jitter, overrides, log)
+        _run_replicas(
+            scenario, as_json, trace, plot, replicas, jitter, overrides, log, window or trace_window
+        )
         return
     try:
+        _check_windows(window, trace_window, trace, plot)
         _check_run_outputs(scenario, trace, plot, log)
         plot_window = parse_window(window, "--window") if window else None
         detail_window = parse_window(trace_window, "--trace-window") if trace_window else None
         changes = dict(parse_assignment(a) for a in overrides or [])
         scn = load_scenario(scenario, changes or None)
         result, log_result = _simulate_run(scn, trace, plot, log, plot_window, detail_window)
-        for option, text, win in (
-            ("--window", window, plot_window),
-            ("--trace-window", trace_window, detail_window),
-        ):
-            if win is not None and win[0] >= result.sim_time_s:
-                raise InputError(
-                    f"{option} {text!r}: starts after the run ended ({result.sim_time_s:.1f} s "
-                    "simulated): nothing in it to draw"
-                )
+        _check_window_ends(result.sim_time_s, window, plot_window, trace_window, detail_window)
     except InputError as e:
         raise _fail_input(e) from None
     describe(result, scn)  # warnings, profile, card: as the API returns them
@@ -179,16 +170,25 @@ def run(
         raise typer.Exit(EXIT_MISMATCH)
 
 
-def _check_windows(window, trace_window, trace, plot, replicas, jitter) -> None:
+def _check_windows(window, trace_window, trace, plot) -> None:
     """--window / --trace-window choose what a trace or plot records: refused where
     nothing would read them (InputError), rather than ignored."""
     for option, value in (("--window", window), ("--trace-window", trace_window)):
-        if value is None:
-            continue
-        if trace is None and plot is None:
+        if value is not None and trace is None and plot is None:
             raise InputError(f"{option} chooses what --plot or --trace records: give one")
-        if replicas is not None or jitter is not None:
-            raise InputError(f"{option}: not with --replicas or --jitter (a plain run only)")
+
+
+def _check_window_ends(end_s: float, window, plot_window, trace_window, detail_window) -> None:
+    """A window that starts after the run ended would draw nothing: InputError."""
+    for option, text, win in (
+        ("--window", window, plot_window),
+        ("--trace-window", trace_window, detail_window),
+    ):
+        if win is not None and win[0] >= end_s:
+            raise InputError(
+                f"{option} {text!r}: starts after the run ended ({end_s:.1f} s simulated): "
+                "nothing in it to draw"
+            )
 
 
 def _check_run_outputs(
@@ -246,6 +246,7 @@ def _run_replicas(
     jitter: str | None,
     overrides: list[str] | None = None,
     log: Path | None = None,
+    window: str | None = None,
 ) -> None:
     """`run --replicas R --jitter X%`: R jittered replicas (R = 1 and a trace or plot of
     replica 0 allowed when only --jitter is given); `--set` applies to every replica."""
@@ -259,6 +260,8 @@ def _run_replicas(
     try:
         # None: the profile's measured [jitter] if it has one (replicas.jitter_choice)
         fraction = parse_fraction(jitter) if jitter is not None else None
+        if window is not None:  # the replicas' path records no window: not ignored
+            raise InputError("--window/--trace-window: not with --replicas or --jitter")
         if replicas is not None and (trace or plot):
             raise InputError(
                 "--trace/--plot record one run: drop --replicas (with --jitter alone, "

@@ -21,7 +21,7 @@ SCENARIO = str(Path(__file__).parents[2] / "scenarios" / "phase8-baseline.toml")
         (["--trace-window", "100s..200s"], "--trace-window chooses what --plot or --trace"),
         (
             ["--jitter", "5%", "--plot", "{tmp}/p.png", "--window", "100s..200s"],
-            "--window: not with --replicas or --jitter",
+            "--window/--trace-window: not with --replicas or --jitter",
         ),
         # phase8-baseline's 10 proofs end well within an hour of simulated time
         (["--plot", "{tmp}/p.png", "--window", "2h..3h"], "--window '2h..3h': starts after"),
