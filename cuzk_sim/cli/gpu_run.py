@@ -96,7 +96,7 @@ def run_cards(run: Any) -> dict[int, tuple[str, int]]:
 
 
 def gpu_run(
-    scenario: Annotated[Path, typer.Argument(help="Scenario TOML file ([plan] gpu_prover).")],
+    scenario: Annotated[Path, typer.Argument(help="Scenario TOML file (\\[plan] gpu_prover).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     trace: Annotated[
         Path | None, typer.Option("--trace", help="Write Chrome trace-event JSON.")

@@ -335,7 +335,7 @@ def scenario_from_log(
         Path | None,
         typer.Option(
             "--plan-from",
-            help="Copy this scenario's [plan] table (a log of our own "
+            help="Copy this scenario's \\[plan] table (a log of our own "
             "pipeline: gpu-run; default: the cuzk plan).",
         ),
     ] = None,

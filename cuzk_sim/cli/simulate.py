@@ -103,7 +103,7 @@ def run(
         int | None,
         typer.Option(
             "--replicas",
-            help="Run R replicas under the profile's measured [jitter] (or --jitter); "
+            help="Run R replicas under the profile's measured \\[jitter] (or --jitter); "
             "print the OOM probability, the buffers that failed and s/proof percentiles.",
         ),
     ] = None,
@@ -112,7 +112,7 @@ def run(
         typer.Option(
             "--jitter",
             help="Uniform timing noise on every kernel, copy, CPU and arrival duration, "
-            "e.g. 5%: overrides the profile's measured [jitter].",
+            "e.g. 5%: overrides the profile's measured \\[jitter].",
         ),
     ] = None,
     log: Annotated[
