@@ -7,6 +7,7 @@ prediction were measured on which card, for which prover.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -33,6 +34,11 @@ def show(
     from cuzk_sim.profiles.profile import PROVER_NAMES, load_profile
 
     try:
+        if Path(name).is_file():  # a scenario or spec given by mistake: say which it is
+            from cuzk_sim.io.inputs import load_toml
+            from cuzk_sim.scenario.files import refuse_other_kind
+
+            refuse_other_kind(load_toml(Path(name), "profile"), name, "calibration profile")
         p = load_profile(name)
     except InputError as e:
         typer.echo(f"error: {e}", err=True)

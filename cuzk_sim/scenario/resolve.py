@@ -65,10 +65,14 @@ def scenario_from_dict(raw: dict, source: str, base: Path | None = None) -> Scen
     """Resolve a scenario's TOML table; `base` is the folder relative paths start from."""
     spec = validate_input(ScenarioFile, raw, source)  # strict types: no `true` as a count
     check_run_bounds(spec, source)
+    name = card_rule.profile_name(spec)
     try:
-        profile = load_profile(card_rule.profile_name(spec), base)
+        profile = load_profile(name, base)
     except InputError as e:
-        raise InputError(f"{source}: profile: {e}") from None
+        where = ""
+        if "no such file" in str(e) and base is not None and not Path(name).is_absolute():
+            where = f"; a path is read from the scenario's folder: {base / name} does not exist"
+        raise InputError(f"{source}: profile: {e}{where}") from None
     vram = config.vram_bytes(spec, profile, source)
     config.check_devices(spec, source)
     budget = config.host_budget(spec, source)

@@ -45,3 +45,25 @@ def test_check_reports_a_spec_given_by_name(tmp_path: Path):
     res = CliRunner().invoke(app, ["check", str(VALIDATION)])
     assert res.exit_code == 2, res.output
     assert "a validation spec, not a scenario" in " ".join(res.output.split())
+
+
+def test_profile_show_names_a_scenario_as_one():
+    res = CliRunner().invoke(app, ["profile", "show", str(SCENARIO)])
+    assert res.exit_code == 2, res.output
+    assert res.output.strip() == (
+        f"error: {SCENARIO}: a scenario, not a calibration profile: run it with cuzk-sim run "
+        "or check"
+    )
+    assert CliRunner().invoke(app, ["profile", "show", str(PROFILE)]).exit_code == 0
+
+
+def test_a_missing_profile_path_says_where_it_was_looked_for(tmp_path: Path):
+    path = tmp_path / "s.toml"
+    path.write_text(SCENARIO.read_text().replace('profile = "rtx5070ti"', 'profile = "p/my.toml"'))
+    res = CliRunner().invoke(app, ["run", str(path)])
+    assert res.exit_code == 2, res.output
+    line = res.output.strip()
+    assert line.startswith(f"error: {path}: profile: profile 'p/my.toml': no such file")
+    assert line.endswith(
+        f"a path is read from the scenario's folder: {tmp_path / 'p/my.toml'} does not exist"
+    )
