@@ -39,9 +39,16 @@ def _tolerance(text: str, option: str) -> float:
     from cuzk_sim.gate.verdicts import parse_tolerance
 
     try:
-        return parse_tolerance(text)
+        value = parse_tolerance(text)
     except ValueError as e:
         raise typer.BadParameter(str(e), param_hint=option) from None
+    if value >= 1 and not text.strip().endswith("%"):  # `--tolerance 5` meant 5 %, surely
+        raise typer.BadParameter(
+            f"a number without % is a fraction: {text.strip()} is {value:.0%}; write "
+            f"'{text.strip()}%' for {text.strip()} percent, or '{value:.0%}' if that is meant",
+            param_hint=option,
+        )
+    return value
 
 
 def _seconds(v: float | None) -> str:

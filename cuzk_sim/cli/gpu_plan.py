@@ -98,6 +98,20 @@ def flags_from_options(values: dict[str, Any]) -> Any:
         raise typer.BadParameter(str(e), param_hint="/".join(_names(f)) if f else None) from None
 
 
+def _refuse_unread(flags: Any, assume_free_bytes: int | None, margin_given: bool) -> None:
+    """Options only the memory-aware pre-staging check reads (gpu/prover.py `upload_abc`):
+    without `--prestage --memory-aware` the plan would silently be the one without them."""
+    if flags.memory_aware and not flags.prestage:
+        raise typer.BadParameter(
+            "only decides whether to pre-stage a/b/c: add --prestage", param_hint="--memory-aware"
+        )
+    needs = "needs --prestage --memory-aware (only the memory-aware pre-staging check reads it)"
+    if margin_given and not flags.memory_aware:
+        raise typer.BadParameter(needs, param_hint="--margin/--margin-bytes")
+    if assume_free_bytes is not None and not (flags.prestage and flags.memory_aware):
+        raise typer.BadParameter(needs, param_hint="--assume-free-bytes")
+
+
 def gpu_plan(
     domain_log2: int,
     reduction: str,
@@ -120,15 +134,36 @@ def gpu_plan(
     if witness not in WITNESS_SHAPES:
         raise typer.BadParameter(f"must be one of {sorted(WITNESS_SHAPES)}", param_hint="--witness")
     flags = flags_from_options(flag_values)
+    _refuse_unread(flags, assume_free_bytes, margin_given=flag_values["margin_bytes"] is not None)
     try:
-        plan = dry_run_plan(
-            PartitionShape.synthetic(domain_log2, reduction, witness), flags, assume_free_bytes
-        )
+        shape = PartitionShape.synthetic(domain_log2, reduction, witness)
+        plan = dry_run_plan(shape, flags, assume_free_bytes)
     except ValueError as e:  # too many chunks, tables too large to index, a budget
         hint = "--key-tables" if "precomputed" in str(e) else "--msm-chunk"
         hint = "--vram-budget" if "vram_budget" in str(e) else hint
         raise typer.BadParameter(str(e), param_hint=hint) from None
     print_plan(plan, as_json)
+    if not as_json and flags.vram_budget_bytes is not None and flags.msm_chunk is None:
+        _print_budget_choice(shape, flags)
+
+
+def _print_budget_choice(shape: Any, flags: Any) -> None:
+    """What --vram-budget chose: the plan's meta records the flags as given (msm_chunk
+    null), so the text says which chunk and ring the budget set."""
+    from cuzk_sim.gpu.msm_stages import streams
+    from cuzk_sim.gpu.streaming import resolve_budget, stream_depth
+
+    resolved = resolve_budget(shape, flags)
+    chunk = resolved.msm_chunk
+    if chunk is None:
+        typer.echo("--vram-budget: the whole MSMs fit within it (no chunks)")
+        return
+    depth = stream_depth(shape, resolved) if streams(resolved) else 0
+    ring = f", streamed through a ring of {depth} slots" if depth else ""
+    typer.echo(
+        f"--vram-budget: MSM chunks of {chunk} points (2^{chunk.bit_length() - 1}), the "
+        f"largest power of two whose plan peaks within it{ring}"
+    )
 
 
 def _signature() -> inspect.Signature:
@@ -161,8 +196,9 @@ def _signature() -> inspect.Signature:
             annotation=int | None,
             default=typer.Option(
                 None,
-                help="Free device bytes the memory-aware check sees (default: enough, so the "
-                "plan pre-stages; give less than the buffers + margin to see the fallback).",
+                help="Free device bytes the memory-aware check sees (needs --prestage "
+                "--memory-aware; default: enough, so the plan pre-stages; give less than the "
+                "buffers + margin to see the fallback).",
             ),
         ),
     ]

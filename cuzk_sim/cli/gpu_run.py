@@ -96,7 +96,7 @@ def run_cards(run: Any) -> dict[int, tuple[str, int]]:
 
 
 def gpu_run(
-    scenario: Annotated[Path, typer.Argument(help="Scenario TOML file ([plan] gpu_prover).")],
+    scenario: Annotated[Path, typer.Argument(help="Scenario TOML file (\\[plan] gpu_prover).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     trace: Annotated[
         Path | None, typer.Option("--trace", help="Write Chrome trace-event JSON.")
@@ -115,7 +115,10 @@ def gpu_run(
             "shrink:SECONDS:SIZE.",
         ),
     ] = None,
-    fault_seed: Annotated[int, typer.Option("--fault-seed", help="Seed of the faults.")] = 0,
+    fault_seed: Annotated[
+        int | None,
+        typer.Option("--fault-seed", help="Seed of the --fault injections (default 0)."),
+    ] = None,
     verify: Annotated[
         bool,
         typer.Option(
@@ -145,8 +148,11 @@ def gpu_run(
     allocator ledger: memory only, no timings (its output says DRY RUN)."""
     try:
         _check_options(scenario, device, verify, trace=trace, log=log, details=details)
+        if fault_seed is not None and not fault:  # else silently ignored
+            raise InputError("--fault-seed seeds the --fault injections: give --fault")
         scn = _scenario(scenario, overrides)
-        run = _real_run(scenario, scn, device, fault, fault_seed, verify, (trace, log, details))
+        seed = fault_seed or 0
+        run = _real_run(scenario, scn, device, fault, seed, verify, (trace, log, details))
         try:
             result = run.execute()
         except ValueError as e:  # e.g. hardware.vram larger than the GPU

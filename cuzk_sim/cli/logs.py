@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from cuzk_sim.io.errors import InputError
 from cuzk_sim.io.outputs import atomic_file, write_checked
@@ -42,6 +43,16 @@ def _inputs(paths: list[Path], **more: Path | str | None) -> dict:
     out: dict = {f"LOG {p}": p for p in paths}
     out.update({k: v for k, v in more.items() if v is not None})
     return out
+
+
+def _refuse_no_cuzk_line(counts, files: list[str]) -> None:
+    """A log with no line of cuzk's (a wrong file, an empty one) is bad input: it has no
+    finding because nothing in it was read, which is no all-clear (exit 0) for CI."""
+    if counts.known == 0 and counts.malformed == 0:
+        raise InputError(
+            f"{', '.join(files)}: no cuzk log line in {counts.lines} lines (none of the "
+            "formats docs/logs.md lists: TIMELINE, CUZK_TIMING, tracing lines, ...)"
+        )
 
 
 def _kind(kind: str | None) -> str | None:
@@ -109,6 +120,7 @@ def logs(
                 writer = TraceWriter(trace_file, analyzer)
                 analyzer.on_close = writer.partition
             a, parser, lines = analyze_logs(paths, analyzer=analyzer)
+            _refuse_no_cuzk_line(parser.counts, lines.files)
             if writer is not None:
                 writer.findings(a)
                 if model is not None:
@@ -167,7 +179,8 @@ def calibrate(
         if scenario is not None:
             _out_path("-o", output, (".toml",), {"--scenario": scenario})
         base_profile = load_profile(base)
-        a, _, _ = analyze_logs(paths, kind=kind)
+        a, parser, lines = analyze_logs(paths, kind=kind)
+        _refuse_no_cuzk_line(parser.counts, lines.files)
         if vram is not None:
             from cuzk_sim.io.units import parse_size
 
@@ -207,6 +220,7 @@ def calibrate(
     except OSError as e:
         raise _fail(InputError(f"cannot write output: {e}")) from None
     _print_calibration(output, base_profile.name, doc, fits, notes, jitter)
+    _print_measured_sizes(fits, base_profile, load_profile(str(output)))
 
 
 def _calibration_plans(a, scenario: Path | None, vram: int):
@@ -227,6 +241,40 @@ def _calibration_plans(a, scenario: Path | None, vram: int):
     else:
         plans = cuzk_plans(logged_config(a), vram)
     return plans, shapes, prover
+
+
+def _source_head(provenance: str) -> str:
+    """Where a fitted figure came from, for the table: the provenance after its file list
+    (`fitted from FILE: `), up to the first comma or colon outside parentheses, so a
+    parenthesised count ("(12 copies of 5 sizes, lines 18, 19, 20)") is never cut."""
+    text = provenance.split(": ", 1)[-1]
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and ch in ",:;":
+            return text[:i]
+    return text
+
+
+def _print_measured_sizes(fits: list, base, fitted) -> None:
+    """A kernel's base and fitted time at each size of its points where they differ: the
+    table reads them at the profile's size, where a fit from other sizes (the sizes the
+    logs measured) changes nothing and reads +0.0 %."""
+    rows = []
+    for f in fits:
+        kind = f.key.removeprefix("kernel.")
+        if not f.key.startswith("kernel.") or kind not in base.kernels:
+            continue
+        for size, _ in f.points:
+            was, now = base.kernels[kind].seconds(size), fitted.kernels[kind].seconds(size)
+            if size != f.size and abs(now - was) > 1e-12:
+                rows.append(
+                    f"  {f.key} at {size:,}: {was * 1e3:.3f} ms -> {now * 1e3:.3f} ms "
+                    f"({now / was - 1:+.1%})"
+                )
+    if rows:
+        typer.echo("where the fit moved a kernel's time (base -> fitted, at its points):")
+        typer.echo("\n".join(rows))
 
 
 def _print_calibration(
@@ -251,25 +299,25 @@ def _print_calibration(
             unit(f.fitted_s),
             f"{f.change:+.1%}",
             str(f.samples),
-            f.scaling,
-            f.provenance.split(": ", 1)[-1].split(",")[0][:48],
+            escape(f.scaling),
+            escape(_source_head(f.provenance)),
         )
     console.print(t)
     doc_gpu = doc["gpu"]
     console.print(
-        f"card: {doc_gpu['model']}, {doc_gpu['vram']} ({doc_gpu['source'].split(';')[0]})"
+        escape(f"card: {doc_gpu['model']}, {doc_gpu['vram']} ({doc_gpu['source'].split(';')[0]})")
     )
     if not fits:
         why = "see the notes" if notes else "the log has none of the lines docs/logs.md lists"
         console.print(f"no figure fitted ({why})")
     for n in notes:
-        console.print(f"note: {n}")
+        console.print(escape(f"note: {n}"))
     if jitter is not None:
         from cuzk_sim.profiles.jitter_table import describe, measured_jitter
 
-        console.print(f"[jitter]: {describe(measured_jitter(jitter, str(output)))}")
+        console.print(escape(f"[jitter]: {describe(measured_jitter(jitter, str(output)))}"))
     else:
-        console.print("[jitter]: none (no CUZK_SIM_STEP lines timed twice in one run)")
+        console.print(escape("[jitter]: none (no CUZK_SIM_STEP lines timed twice in one run)"))
     console.print("every other figure: kept from the base (its `source` says so)")
 
 
@@ -287,7 +335,7 @@ def scenario_from_log(
         Path | None,
         typer.Option(
             "--plan-from",
-            help="Copy this scenario's [plan] table (a log of our own "
+            help="Copy this scenario's \\[plan] table (a log of our own "
             "pipeline: gpu-run; default: the cuzk plan).",
         ),
     ] = None,
@@ -310,7 +358,8 @@ def scenario_from_log(
                 raise InputError(f"--vram {vram}: {e}") from None
         from cuzk_sim.profiles.profile import load_profile
 
-        a, _, _ = analyze_logs(paths, kind=kind)
+        a, parser, lines = analyze_logs(paths, kind=kind)
+        _refuse_no_cuzk_line(parser.counts, lines.files)
         cfg = logged_config(a, load_profile(profile).pce_load)
         prof = profile
         if not Path(profile).is_absolute() and Path(profile).is_file():

@@ -7,6 +7,7 @@ prediction were measured on which card, for which prover.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -33,6 +34,11 @@ def show(
     from cuzk_sim.profiles.profile import PROVER_NAMES, load_profile
 
     try:
+        if Path(name).is_file():  # a scenario or spec given by mistake: say which it is
+            from cuzk_sim.io.inputs import load_toml
+            from cuzk_sim.scenario.files import refuse_other_kind
+
+            refuse_other_kind(load_toml(Path(name), "profile"), name, "calibration profile")
         p = load_profile(name)
     except InputError as e:
         typer.echo(f"error: {e}", err=True)
@@ -48,7 +54,8 @@ def show(
             "by the card scaling rules (cuzk_sim/profiles/derive.py); no figure measured on it"
         )
     else:
-        console.print("kind:   measured (figures with their basis below)")
+        # not "measured": such a profile mixes measured, fitted, derived and assumed figures
+        console.print("kind:   its own card's figures, not derived (each one's basis below)")
     counts: dict[str, int] = {}
     for f in p.figures:
         counts[f.basis] = counts.get(f.basis, 0) + 1
@@ -78,7 +85,7 @@ def list_profiles() -> None:
 
     for name in (*BUNDLED, *derived_profiles()):
         p = load_profile(name)
-        kind = f"derived from {p.derived_from}" if p.derived_from else "measured"
+        kind = f"derived from {p.derived_from}" if p.derived_from else "own card's figures"
         prover = PROVER_NAMES.get(p.prover or "", "?")
         typer.echo(f"{name:18} {p.gpu_model:32} {prover:32} {kind}")
 

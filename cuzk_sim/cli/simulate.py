@@ -103,7 +103,7 @@ def run(
         int | None,
         typer.Option(
             "--replicas",
-            help="Run R replicas under the profile's measured [jitter] (or --jitter); "
+            help="Run R replicas under the profile's measured \\[jitter] (or --jitter); "
             "print the OOM probability, the buffers that failed and s/proof percentiles.",
         ),
     ] = None,
@@ -112,7 +112,7 @@ def run(
         typer.Option(
             "--jitter",
             help="Uniform timing noise on every kernel, copy, CPU and arrival duration, "
-            "e.g. 5%: overrides the profile's measured [jitter].",
+            "e.g. 5%: overrides the profile's measured \\[jitter].",
         ),
     ] = None,
     log: Annotated[
@@ -130,15 +130,19 @@ def run(
     from cuzk_sim.scenario.overrides import parse_assignment
 
     if replicas is not None or jitter is not None:
-        _run_replicas(scenario, as_json, trace, plot, replicas, jitter, overrides, log)
+        _run_replicas(
+            scenario, as_json, trace, plot, replicas, jitter, overrides, log, window or trace_window
+        )
         return
     try:
+        _check_windows(window, trace_window, trace, plot)
         _check_run_outputs(scenario, trace, plot, log)
         plot_window = parse_window(window, "--window") if window else None
         detail_window = parse_window(trace_window, "--trace-window") if trace_window else None
         changes = dict(parse_assignment(a) for a in overrides or [])
         scn = load_scenario(scenario, changes or None)
         result, log_result = _simulate_run(scn, trace, plot, log, plot_window, detail_window)
+        _check_window_ends(result.sim_time_s, window, plot_window, trace_window, detail_window)
     except InputError as e:
         raise _fail_input(e) from None
     describe(result, scn)  # warnings, profile, card: as the API returns them
@@ -164,6 +168,27 @@ def run(
         raise _fail_input(InputError(f"cannot write output: {e}")) from None
     if result.oom or result.stalled:
         raise typer.Exit(EXIT_MISMATCH)
+
+
+def _check_windows(window, trace_window, trace, plot) -> None:
+    """--window / --trace-window choose what a trace or plot records: refused where
+    nothing would read them (InputError), rather than ignored."""
+    for option, value in (("--window", window), ("--trace-window", trace_window)):
+        if value is not None and trace is None and plot is None:
+            raise InputError(f"{option} chooses what --plot or --trace records: give one")
+
+
+def _check_window_ends(end_s: float, window, plot_window, trace_window, detail_window) -> None:
+    """A window that starts after the run ended would draw nothing: InputError."""
+    for option, text, win in (
+        ("--window", window, plot_window),
+        ("--trace-window", trace_window, detail_window),
+    ):
+        if win is not None and win[0] >= end_s:
+            raise InputError(
+                f"{option} {text!r}: starts after the run ended ({end_s:.1f} s simulated): "
+                "nothing in it to draw"
+            )
 
 
 def _check_run_outputs(
@@ -221,6 +246,7 @@ def _run_replicas(
     jitter: str | None,
     overrides: list[str] | None = None,
     log: Path | None = None,
+    window: str | None = None,
 ) -> None:
     """`run --replicas R --jitter X%`: R jittered replicas (R = 1 and a trace or plot of
     replica 0 allowed when only --jitter is given); `--set` applies to every replica."""
@@ -234,6 +260,8 @@ def _run_replicas(
     try:
         # None: the profile's measured [jitter] if it has one (replicas.jitter_choice)
         fraction = parse_fraction(jitter) if jitter is not None else None
+        if window is not None:  # the replicas' path records no window: not ignored
+            raise InputError("--window/--trace-window: not with --replicas or --jitter")
         if replicas is not None and (trace or plot):
             raise InputError(
                 "--trace/--plot record one run: drop --replicas (with --jitter alone, "
@@ -271,6 +299,12 @@ def _run_replicas(
             typer.echo(json.dumps({**result.to_dict(), "jitter": fraction}, indent=2))
         else:
             print_run(result, Console())
+            # the table reads as a plain run's: say that these figures carry noise
+            typer.echo(
+                f"jitter: --jitter {fraction:.1%} uniform on every step and arrival (seed "
+                f"{result.seed}): one run with timing noise, not the plain prediction"
+            )
+            _print_expected_spp(scn, result.seconds_per_proof)
         try:
             if trace:
                 from cuzk_sim.results.run_trace import write_chrome_trace

@@ -94,6 +94,16 @@ def sweep(
         from cuzk_sim.simulate.replicas import parse_fraction
 
         fraction = parse_fraction(jitter)
+        if replicas >= 2 and fraction == 0:  # R identical runs, reported as "jittered"
+            raise InputError(
+                f"--replicas {replicas}: needs --jitter X% above 0 (a sweep's replicas take "
+                "only --jitter's noise, not a profile's [jitter] as run --replicas does; "
+                f"without it they are one run repeated {replicas} times)"
+            )
+        from cuzk_sim.io.inputs import load_toml
+        from cuzk_sim.scenario.files import refuse_other_kind
+
+        refuse_other_kind(load_toml(spec, "sweep spec"), str(spec), "sweep spec")
         spec_obj = load_sweep(spec)
         bar = _Bar() if sys.stderr.isatty() else None
         outcome = run(

@@ -5,6 +5,7 @@ Exit codes: 0 every criterion met; 1 a criterion missed; 2 bad input.
 
 from __future__ import annotations
 
+import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -66,6 +67,12 @@ def validate(
     from cuzk_sim.validation.spec import load_spec
 
     try:
+        from cuzk_sim.io.inputs import load_toml
+        from cuzk_sim.scenario.files import refuse_other_kind
+
+        if spec.is_file():  # --report-only reports on a folder whose spec file is gone
+            refuse_other_kind(load_toml(spec, "validation spec"), str(spec), "validation spec")
+        _refuse_unread_options(report_only, predict_only, only, fresh, profile)
         if device not in ("real", "dry-run"):
             raise InputError(f"--device {device!r}: expected real or dry-run")
         if out.exists() and not out.is_dir():
@@ -87,6 +94,11 @@ def validate(
             rows, summary = write_report(out, predictions, _spec_criteria(spec, predictions))
         else:
             vspec = load_spec(spec, profile)
+            names = [c.name for c in vspec.configs]
+            if only is not None and not fnmatch.filter(names, only):  # else a run of nothing
+                raise InputError(
+                    f"--only {only!r}: matches no configuration of {spec} ({', '.join(names)})"
+                )
             if predict_only:
                 out.mkdir(parents=True, exist_ok=True)
                 write_text(out / "predictions.json", json.dumps(predict(vspec), indent=1))
@@ -100,6 +112,21 @@ def validate(
     typer.echo((out / "report.md").read_text())
     if not all(summary["criteria"].values()):
         raise typer.Exit(EXIT_MISMATCH)
+
+
+def _refuse_unread_options(report_only, predict_only, only, fresh, profile) -> None:
+    """Options the chosen mode would not read: refused (InputError), not ignored."""
+    if report_only and predict_only:
+        raise InputError("--report-only and --predict-only: give one")
+    if report_only:
+        given = [o for o, v in (("--only", only), ("--fresh", fresh), ("--profile", profile)) if v]
+        if given:
+            raise InputError(
+                f"{given[0]}: --report-only rebuilds the report from the files in --out; it "
+                "predicts and runs nothing"
+            )
+    if predict_only and only:
+        raise InputError("--only: --predict-only predicts every configuration of the spec")
 
 
 def _spec_criteria(spec: Path, predictions: dict) -> Criteria | None:

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from typing import Annotated
 
-from pydantic import AfterValidator
+from pydantic import BeforeValidator
 
 SIZE_UNITS: dict[str, int] = {
     "B": 1,
@@ -120,12 +120,16 @@ def format_size(n: int | float) -> str:
     return f"{int(n)} B"
 
 
-def _checked_by(parse: Callable[[object], object]) -> AfterValidator:
-    def check(text: str) -> str:
-        parse(text)  # raises UnitError (a ValueError): pydantic reports it at the key path
-        return text
+def _checked_by(parse: Callable[[object], object]) -> BeforeValidator:
+    """Runs `parse` on the value as written, before pydantic's string check: a number
+    without its unit (`vram = 16`) gets the quantity's own message ("expected size as a
+    string with a unit, got 16"), not pydantic's "Input should be a valid string"."""
 
-    return AfterValidator(check)
+    def check(value: object) -> object:
+        parse(value)  # raises UnitError (a ValueError): pydantic reports it at the key path
+        return value
+
+    return BeforeValidator(check)
 
 
 # Field types for validated input models: the text is kept as written (so it can be echoed

@@ -104,10 +104,13 @@ def run_table(result: SimResult) -> Table:
         _metric_rows(t, m)
     t.add_row("VRAM, profile", escape(vram_and_profile(result)))
     t.add_row("peak VRAM", _peaks(result))
-    t.add_row(
-        "peak host RAM",
-        f"{format_size(result.peak_host_bytes)}/{format_size(result.host_budget_bytes)} budget",
-    )
+    if result.device in ("real", "dry-run"):  # gpu-run measures no host memory here (0)
+        host = f"not measured (gpu-run; {format_size(result.host_budget_bytes)} budget)"
+    else:
+        host = (
+            f"{format_size(result.peak_host_bytes)}/{format_size(result.host_budget_bytes)} budget"
+        )
+    t.add_row("peak host RAM", host)
     if result.peak_core_demand:
         t.add_row("peak CPU threads asked for", f"{result.peak_core_demand:g}")
     t.add_row("fallbacks taken", str(sum(not e.fatal for e in result.oom_events)))
@@ -145,7 +148,11 @@ def _metric_rows(t: Table, m: RunMetrics) -> None:
         f"cores {_pct(m.host_core_utilization)} busy, synthesizers "
         f"{_pct(m.synthesis_busy)} busy, {_pct(m.host_ram_wait)} waiting on RAM",
     )
-    t.add_row("bottleneck", f"[bold]{BOTTLENECK_NAMES[m.bottleneck]}[/bold]: {escape(m.evidence)}")
+    name = BOTTLENECK_NAMES[m.bottleneck]
+    if m.evidence.startswith(name):  # "nothing saturated (under capacity): ...": not twice
+        t.add_row("bottleneck", f"[bold]{name}[/bold]{escape(m.evidence[len(name) :])}")
+    else:
+        t.add_row("bottleneck", f"[bold]{name}[/bold]: {escape(m.evidence)}")
 
 
 def post_mortem(event: OomEvent) -> str:

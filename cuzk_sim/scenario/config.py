@@ -5,7 +5,7 @@ are impossible), the cuzk engine keys, and the workload's arrivals."""
 from __future__ import annotations
 
 from cuzk_sim.io.errors import InputError
-from cuzk_sim.io.units import parse_duration, parse_size
+from cuzk_sim.io.units import format_size, parse_duration, parse_size
 from cuzk_sim.model.allocator import NEVER
 from cuzk_sim.model.config import Arrivals, EngineConfig
 from cuzk_sim.plan.builders.circuits import CircuitShape
@@ -28,8 +28,16 @@ def vram_bytes(spec: ScenarioFile, profile: Profile, source: str) -> int:
         vram, what = card(hw.card).vram_bytes, f"hardware.card ({hw.card})"
     else:
         vram, what = profile.vram, f"the profile's VRAM ({profile.name})"
-    if vram <= context_bytes(spec, profile):
-        raise impossible(source, f"{what} must exceed the CUDA context")
+    ctx = context_bytes(spec, profile)
+    if vram <= ctx:
+        where = (
+            "hardware.context_overhead"
+            if spec.hardware.context_overhead
+            else f"profile {profile.name}'s gpu.context_overhead"
+        )
+        raise impossible(
+            source, f"{what} must exceed the CUDA context ({format_size(ctx)}, {where})"
+        )
     return vram
 
 
@@ -57,7 +65,15 @@ def host_budget(spec: ScenarioFile, source: str) -> int:
     """engine.memory: "auto" = host RAM - safety margin, or a size within host RAM."""
     host, memory = parse_size(spec.hardware.host_ram), spec.engine.memory
     if memory.total_budget == "auto":
-        return host - parse_size(memory.safety_margin)
+        margin = parse_size(memory.safety_margin)
+        if host <= margin:  # else a negative budget, reported later as a proof's shortfall
+            raise impossible(
+                source,
+                f"hardware.host_ram ({spec.hardware.host_ram}) must exceed "
+                f"engine.memory.safety_margin ({memory.safety_margin}): the budget "
+                '(total_budget = "auto") is host RAM less the margin',
+            )
+        return host - margin
     budget = parse_size(memory.total_budget)
     if budget > host:
         raise impossible(source, "engine.memory.total_budget exceeds hardware.host_ram")

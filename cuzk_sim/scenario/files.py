@@ -37,6 +37,39 @@ def toml_kind(path: Path) -> TomlKind:
     return "scenario"
 
 
+# what runs each kind of TOML file, for the message when one is given to another command
+RUNS_IT = {
+    "scenario": "run it with cuzk-sim run or check",
+    "sweep spec": "run it with cuzk-sim sweep",
+    "validation spec": "run it with cuzk-sim validate",
+    "calibration profile": "name it in a scenario (profile = ...) or read it with cuzk-sim "
+    "profile show",
+}
+
+
+def document_kind(raw: dict) -> str | None:
+    """What a parsed TOML document plainly is, by the keys only that kind has (a scenario:
+    `workload`; a sweep spec: `base` with `axes` or `sample`; a validation spec: `base`
+    with `config`; a profile: a `[kernel]` table), else None."""
+    if "workload" in raw:
+        return "scenario"
+    if "base" in raw and ("axes" in raw or "sample" in raw):
+        return "sweep spec"
+    if "base" in raw and "config" in raw:
+        return "validation spec"
+    if isinstance(raw.get("kernel"), dict):
+        return "calibration profile"
+    return None
+
+
+def refuse_other_kind(raw: dict, source: str, expected: str) -> None:
+    """One line when `raw` is plainly another kind of file than the command reads (a sweep
+    spec given to `run`: not a list of its keys as unknown scenario keys)."""
+    kind = document_kind(raw)
+    if kind is not None and kind != expected:
+        raise InputError(f"{source}: a {kind}, not a {expected}: {RUNS_IT[kind]}")
+
+
 def scenario_files(paths: list[Path]) -> list[Path]:
     """Scenario TOML files: files as given, folders searched recursively without the
     profiles and sweep/validation specs found there."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 from cuzk_sim.io.errors import InputError, key_path, validate_input
 from cuzk_sim.io.inputs import MAX_JSON_BYTES
@@ -122,7 +123,25 @@ def gpu_prover_plan_of(
         flags = build_flags(prover_flags.ProverFlags, keys, key)
     except TypeError as e:  # the prover's API moved under the scenario schema
         raise InputError(f"{key}: the prover's PartitionShape/ProverFlags changed: {e}") from None
+    _refuse_unread(flags, keys, assume, key)
     return gpu_prover_plan(shape, flags, assume, key)
+
+
+def _refuse_unread(flags: Any, keys: Any, assume: int | None, key: str) -> None:
+    """Keys only the memory-aware pre-staging check reads (gpu/prover.py `upload_abc`):
+    stated without `prestage = true, memory_aware = true` the plan would silently be the
+    one without them. (getattr: a ProverFlags without these fields is the API change
+    gpu_prover_plan reports.)"""
+    aware, prestage = getattr(flags, "memory_aware", False), getattr(flags, "prestage", False)
+    if aware and not prestage:
+        raise InputError(
+            f"{key}.memory_aware: only decides whether to pre-stage a/b/c: needs prestage = true"
+        )
+    needs = "needs prestage = true and memory_aware = true (only the memory-aware pre-staging"
+    if "margin" in keys.model_fields_set and not aware:
+        raise InputError(f"{key}.margin: {needs} check reads it)")
+    if assume is not None and not (prestage and aware):
+        raise InputError(f"{key}.assume_free: {needs} check reads it)")
 
 
 def plan_domain(plan: Plan) -> int | None:

@@ -20,6 +20,7 @@ from cuzk_sim.profiles.cards import pricing_kind
 from cuzk_sim.profiles.profile import Profile, load_profile
 from cuzk_sim.scenario import card_rule, config, key_paths
 from cuzk_sim.scenario.bounds import check_run_bounds
+from cuzk_sim.scenario.files import refuse_other_kind
 from cuzk_sim.scenario.flags import build_flags
 from cuzk_sim.scenario.plan_sources import partition_plans
 from cuzk_sim.scenario.schema import VARIANT_EXCLUDED, ScenarioFile
@@ -50,6 +51,7 @@ def load_scenario(path: str | Path, overrides: Mapping[str, Any] | None = None) 
     path = Path(path)
     source = str(path)
     raw = load_toml(path, "scenario file")  # a regular file, bounded, numbers in range
+    refuse_other_kind(raw, source, "scenario")
     if overrides:
         try:
             raw = key_paths.apply_overrides(raw, overrides, ScenarioFile)
@@ -63,10 +65,14 @@ def scenario_from_dict(raw: dict, source: str, base: Path | None = None) -> Scen
     """Resolve a scenario's TOML table; `base` is the folder relative paths start from."""
     spec = validate_input(ScenarioFile, raw, source)  # strict types: no `true` as a count
     check_run_bounds(spec, source)
+    name = card_rule.profile_name(spec)
     try:
-        profile = load_profile(card_rule.profile_name(spec), base)
+        profile = load_profile(name, base)
     except InputError as e:
-        raise InputError(f"{source}: profile: {e}") from None
+        where = ""
+        if "no such file" in str(e) and base is not None and not Path(name).is_absolute():
+            where = f"; a path is read from the scenario's folder: {base / name} does not exist"
+        raise InputError(f"{source}: profile: {e}{where}") from None
     vram = config.vram_bytes(spec, profile, source)
     config.check_devices(spec, source)
     budget = config.host_budget(spec, source)

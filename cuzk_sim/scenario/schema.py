@@ -40,10 +40,12 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def _size_or(word: str) -> Callable[[str], str]:
+def _size_or(word: str) -> Callable[[object], object]:
     """A field validator: the text is `word` or a size."""
 
-    def check(v: str) -> str:
+    def check(v: object) -> object:
+        if isinstance(v, bool) or not isinstance(v, str):  # run before the string check
+            raise ValueError(f"expected '{word}' or a size as a string with a unit, got {v!r}")
         if v != word:
             parse_size(v)
         return v
@@ -95,7 +97,7 @@ class MemorySection(_Strict):
     total_budget: str = "auto"  # "auto" = host RAM − safety_margin
     safety_margin: SizeText = "5 GiB"
 
-    _budget = field_validator("total_budget")(_size_or("auto"))
+    _budget = field_validator("total_budget", mode="before")(_size_or("auto"))
 
 
 class PceSection(_Strict):
@@ -120,7 +122,7 @@ class VariantEngineKeys(_Strict):
     routing: Literal["assigned", "device0"] = "assigned"
     pool_release_threshold: str = "max"  # "max" = UINT64_MAX (never release), or a size
 
-    _threshold = field_validator("pool_release_threshold")(_size_or("max"))
+    _threshold = field_validator("pool_release_threshold", mode="before")(_size_or("max"))
 
 
 # `[variant]`: CuzkVariant's fields (prestage, free_d_bc_after_ntt, memory_aware_margin,
@@ -180,7 +182,7 @@ class Workload(_Strict):
 
 class Expect(_Strict):
     oom: bool | None = None
-    seconds_per_proof: tuple[str, str] | None = None  # [lo, hi]
+    seconds_per_proof: tuple[DurationText, DurationText] | None = None  # [lo, hi]
     first_oom_buffer: Text | None = None
     first_oom_where: Literal["device", "host"] | None = None
     log_contains: list[Text] = Field([], max_length=1000)
@@ -189,10 +191,10 @@ class Expect(_Strict):
     peak_host_rss: tuple[SizeText, SizeText] | None = None  # [lo, hi]: the process's RSS
     # [lo, hi]: cuzk-bench's "prove time", the mean seconds a proof's partitions spent on
     # GPU workers (cuzk's gpu_compute_ms; SimResult.prove_seconds)
-    prove_seconds: tuple[str, str] | None = None
+    prove_seconds: tuple[DurationText, DurationText] | None = None
     # [lo, hi]: cuzk-bench `batch`'s throughput, (last completion - first submission) /
     # completed (SimResult.bench_seconds_per_proof): how cuzk's published s/proof were taken
-    bench_seconds_per_proof: tuple[str, str] | None = None
+    bench_seconds_per_proof: tuple[DurationText, DurationText] | None = None
     # a published figure the model cannot reach: the reason; the failing checks are then
     # reported as this known miss, and a pass is an error (the miss is gone: remove this)
     known_miss: Text | None = None

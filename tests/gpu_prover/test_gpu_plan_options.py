@@ -31,8 +31,9 @@ def test_every_flag_has_an_option():
 
 
 def test_sizes_take_a_size_text_or_bytes_and_a_count_takes_zero_for_none():
-    assert _meta_flags(app, "--margin", "3 MiB")["margin_bytes"] == 3 * MIB
-    assert _meta_flags(app, "--margin-bytes", "1000")["margin_bytes"] == 1000
+    aware = ("--prestage", "--memory-aware")  # the margin is read only with both
+    assert _meta_flags(app, *aware, "--margin", "3 MiB")["margin_bytes"] == 3 * MIB
+    assert _meta_flags(app, *aware, "--margin-bytes", "1000")["margin_bytes"] == 1000
     assert _meta_flags(app, "--msm-chunk", "0")["msm_chunk"] is None
     assert _meta_flags(app, "--msm-chunk", "256")["msm_chunk"] == 256
 
