@@ -48,9 +48,13 @@ class SimDevice:
     ) -> tuple[float, float]:
         self.copy_busy_s[direction] += seconds
         if self.shared_stream and stream not in self.concurrent_streams:
-            # behind every kernel and copy issued before it
-            start = ready if ready > self.compute_free_at else self.compute_free_at
-            self.compute_free_at = end = start + seconds
+            # behind every kernel and copy issued before it, and behind the copies of
+            # the streams beside the queue on the same link: one copy engine per
+            # direction serves them all (issue 24: a pageable upload issued while a
+            # key upload runs ends that upload's duration later, grid-v2's timelines)
+            free_at = self.copy_free_at[direction]
+            start = max(ready, self.compute_free_at, free_at)
+            self.compute_free_at = self.copy_free_at[direction] = end = start + seconds
             return start, end
         free_at = self.copy_free_at[direction]
         start = ready if ready > free_at else free_at
