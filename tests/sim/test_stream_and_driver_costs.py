@@ -54,14 +54,17 @@ def test_a_stream_named_after_the_legacy_one_overlaps_it_and_the_rest_queue(fast
     )
     plan = Plan("p", steps, meta={"gpu_stream": "legacy_default+key_upload"})
     _, r = run_plan(plan, workers=2, partitions=2, record=True, fast=fast)
-    # both ups issued at 11: w0's 11-14, w1's 14-17 in the queue; each host stages its
-    # pageable copy from 11 to 14 and goes on; w0 at 14: its key 14-16 on the copy engine
-    # (after its own up, which ended at 14; pageable: its host stages it until 16), its
-    # kernel behind w1's up, 17-22; w1 at 14: its key waits for the up it queued before
-    # it (14-17), 17-19 on the copy engine, its host until 19, its kernel 22-27
-    assert ends(r) == [22.0, 27.0]
+    # one HtoD copy engine serves the queue and the streams beside it. w0: its up 11-14
+    # (its host stages it until 14), its key 14-16 on the engine (pageable: the host until
+    # 16); w1's up, behind w0's in the queue, finds the engine booked until 16: 16-19
+    # (the engine is a busy-until clock: w0, running ahead beside the queue, booked it
+    # first); w0's kernel, issued at 16, behind w1's up: 19-24; w1's key after the up it
+    # queued: 19-21, its host until 21, its kernel 24-29
+    assert ends(r) == [24.0, 29.0]
+    ups = sorted((s.start_s, s.end_s) for s in r.spans if s.name == "up")
+    assert ups == [(11.0, 14.0), (16.0, 19.0)]
     keys = sorted((s.start_s, s.end_s) for s in r.spans if s.name == "key")
-    assert keys == [(14.0, 16.0), (17.0, 19.0)]
+    assert keys == [(14.0, 16.0), (19.0, 21.0)]
     # the key copy in the legacy queue too: ups 11-14, 14-17; w0 at 14 queues its key
     # 17-19 and its kernel 19-24; w1 at 14 its key 24-26 and its kernel 26-31
     legacy = Plan("p", steps, meta={"gpu_stream": "legacy_default"})
@@ -160,3 +163,29 @@ def test_a_copy_beside_the_queue_waits_for_it_and_a_pageable_one_holds_the_host(
     assert copies == pytest.approx([(16.0, 18.0), (26.0, 28.0)])
     _, p = run_plan(plan(True), partitions=2, record=True, fast=fast)
     assert ends(p) == pytest.approx([19.0, 27.0])
+
+
+@pytest.mark.parametrize("fast", FAST, ids=["fast", "plain"])
+def test_a_queued_copy_waits_for_a_key_upload_on_the_same_copy_engine(fast):
+    """Issue 24 (grid-v2's timelines): a pageable upload issued on the in-order queue while
+    a key upload runs beside it on `key_upload` starts when that upload ends -- the two
+    share the HtoD copy engine -- and a DtoH copy does not wait for it."""
+    from cuzk_sim.plan.contract import Sync
+
+    steps = (
+        Copy("key", 2, "HtoD", pinned=True, stream="key_upload"),
+        Copy("up", 3, "HtoD"),
+        Kernel("k", "ntt", 5),
+        Copy("down", 1, "DtoH"),
+        Sync("key_upload"),
+    )
+    plan = Plan("p", steps, meta={"gpu_stream": "legacy_default+key_upload"})
+    _, r = run_plan(plan, workers=1, partitions=1, record=True, fast=fast)
+    # from 11 (the toy shape's synthesis): key 11-13 on the engine (pinned: the host goes
+    # on at once); up issued at 11 waits for the engine: 13-16 (not 11-14); the kernel
+    # behind it 16-21; down 21-22 in the queue (DtoH: its own engine, free)
+    spans = {s.name: (s.start_s, s.end_s) for s in r.spans if s.cat in ("copy", "kernel")}
+    assert spans["key"] == (11.0, 13.0)
+    assert spans["up"] == (13.0, 16.0)
+    assert spans["k"] == (16.0, 21.0)
+    assert spans["down"] == (21.0, 22.0)
