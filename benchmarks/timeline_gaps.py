@@ -100,8 +100,11 @@ def run_section(key: str, real: list[Span], model: list[Span], model_span: float
         out.append(f"| {r['worker']} {r['name']} | " + " | ".join(cells) + " |")
     rs, ms = step_means(real), step_means(model)
     diffs = sorted(((rs[n] - ms[n], n) for n in rs if n in ms), key=lambda d: -abs(d[0]))[:TOP]
-    out += ["", "steps, mean duration real / model (ms): " + "; ".join(
-        f"{n} {1e3 * rs[n]:.1f} / {1e3 * ms[n]:.1f}" for _, n in diffs)]
+    out += [
+        "",
+        "steps, mean duration real / model (ms): "
+        + "; ".join(f"{n} {1e3 * rs[n]:.1f} / {1e3 * ms[n]:.1f}" for _, n in diffs),
+    ]
     return out + [""]
 
 
@@ -123,8 +126,19 @@ def main(argv: list[str]) -> int:
         rm, mm = makespan(real), makespan(model) or span
         summary.append(f"| {rec['key']} | {rm:.3f} | {mm:.3f} | {(mm - rm) / rm:+.1%} |")
         sections += run_section(rec["key"], real, model, span)
-    print("\n".join(["## Makespan, real against the model at the achieved card", "", *summary,
-                     "", "## Per partition", "", *sections]))
+    print(
+        "\n".join(
+            [
+                "## Makespan, real against the model at the achieved card",
+                "",
+                *summary,
+                "",
+                "## Per partition",
+                "",
+                *sections,
+            ]
+        )
+    )
     return 0
 
 
