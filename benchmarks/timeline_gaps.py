@@ -22,7 +22,6 @@ Prints markdown; for the fitting runs only (an OOM run has no comparable timelin
 from __future__ import annotations
 
 import fnmatch
-import json
 import sys
 from collections import defaultdict
 from pathlib import Path
