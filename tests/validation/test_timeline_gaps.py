@@ -1,0 +1,56 @@
+"""benchmarks/timeline_gaps.py and reprice_grid.py's makespan, on timelines worked by hand."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+import reprice_grid  # noqa: E402
+import timeline_gaps  # noqa: E402
+
+# one worker: partition p0 0-10 s (upload_a 0-3, k1 3-5, k2 4-8 overlapping k1, a result
+# copy 8-8.5), partition p1 11-20 s (k3 12-14)
+SPANS = [
+    ("w0", "p0", "partition", 0.0, 10.0),
+    ("w0", "upload_a", "copy", 0.0, 3.0),
+    ("w0", "k1", "kernel", 3.0, 5.0),
+    ("w0", "k2", "kernel", 4.0, 8.0),
+    ("w0", "r.result", "copy", 8.0, 8.5),
+    ("w0", "p1", "partition", 11.0, 20.0),
+    ("w0", "k3", "kernel", 12.0, 14.0),
+]
+
+
+def test_partition_categories_by_hand():
+    p0, p1 = timeline_gaps.partitions(SPANS)
+    assert p0["length"] == 10.0 and p0["pageable upload"] == 3.0
+    assert p0["kernel"] == 6.0  # 2 + 4, overlapping kernels each counted
+    assert p0["copy"] == 0.5
+    assert p0["idle in partition"] == pytest.approx(1.5)  # busy union 0-8.5
+    assert p0["before partition"] == 0.0
+    assert p1["before partition"] == 1.0  # 10 -> 11
+    assert p1["idle in partition"] == pytest.approx(7.0)  # 9 s long, 2 s busy
+    assert timeline_gaps.makespan(SPANS) == 20.0
+
+
+def test_step_means_average_each_name():
+    spans = [*SPANS, ("w0", "k3", "kernel", 15.0, 19.0)]
+    assert timeline_gaps.step_means(spans)["k3"] == 3.0  # (2 + 4) / 2
+
+
+def test_real_makespan_reads_microseconds_and_needs_partitions():
+    rec = {
+        "details": {
+            "timeline": {
+                "spans": [
+                    ["w0", "p0", "partition", 500, 2_000_500],
+                    ["w1", "p1", "partition", 1_000_000, 4_500_000],
+                    ["w0", "k", "kernel", 0, 9_000_000],
+                ]
+            }
+        }
+    }
+    assert reprice_grid.real_makespan(rec) == pytest.approx(4.4995)
+    assert reprice_grid.real_makespan({"details": {}}) is None
