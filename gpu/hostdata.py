@@ -76,10 +76,12 @@ class SyntheticStore:
                 self.nbytes[k] = key_bytes(sizes) if self.real else 0
             return self.keys[k]
 
-    def partition_inputs(self, shape: Hashable, make: Callable[[], Any]) -> Any:
-        """The inputs of partition shape `shape` (None on the dry-run device), made by
-        `make()` on first use."""
-        k = ("inputs", shape)
+    def partition_inputs(
+        self, shape: Hashable, make: Callable[[], Any], pinned: bool = False
+    ) -> Any:
+        """The inputs of partition shape `shape`, in page-locked memory or not (None on the
+        dry-run device), made by `make()` on first use."""
+        k = ("inputs", shape, pinned)
         with self.lock:
             if k not in self.inputs:
                 self.made["inputs"] += 1
@@ -113,9 +115,9 @@ class SyntheticStore:
             return [s for s in self.stats.values() if s.bytes]
 
 
-def entries(shape: Any, pinned: bool) -> tuple[tuple, tuple]:
+def entries(shape: Any, key_pinned: bool, inputs_pinned: bool = False) -> tuple[tuple, tuple]:
     """The store's keys of one partition shape's key and inputs."""
-    return ("key", sizes_key(shape.msm_sizes()), pinned), ("inputs", shape)
+    return ("key", sizes_key(shape.msm_sizes()), key_pinned), ("inputs", shape, inputs_pinned)
 
 
 @dataclass(frozen=True)
@@ -150,20 +152,21 @@ class MemoryNeed:
 
 
 def memory_need(
-    work: Iterable[tuple[Any, bool]],
+    work: Iterable[tuple[Any, bool, bool]],
     workers: int,
     device_free: dict[int, int],
     real_data: bool,
     store: SyntheticStore | None = None,
 ) -> MemoryNeed:
-    """The estimate for a run whose partitions have these (shape, key_pinned) pairs
+    """The estimate for a run whose partitions have these (shape, key_pinned,
+    inputs_pinned) triples
     (`work`, one per proof kind), `workers` workers in all and, per GPU used, the free
     bytes its card needs (`device_free`). `real_data` False: the run makes no host data
     (the dry-run device) and needs none but the process. `store`: what it holds already."""
     work = list(work)
-    keys = {entries(s, p)[0]: key_bytes(s.msm_sizes()) for s, p in work}
+    keys = {entries(*w)[0]: key_bytes(w[0].msm_sizes()) for w in work}
     inputs = {
-        entries(s, p)[1]: inputs_bytes(s.domain_size, s.num_vars, _sparse(s)) for s, p in work
+        entries(*w)[1]: inputs_bytes(w[0].domain_size, w[0].num_vars, _sparse(w[0])) for w in work
     }
     if not real_data:
         keys = {k: 0 for k in keys}

@@ -47,24 +47,31 @@ def synthetic_store(real: bool) -> SyntheticStore:
     return SYNTHETIC if real else DRY_SYNTHETIC
 
 
-def synthetic_data(shape: PartitionShape, real: bool, key_pinned: bool = False) -> PartitionData:
+def synthetic_data(
+    shape: PartitionShape, real: bool, key_pinned: bool = False, inputs_pinned: bool = False
+) -> PartitionData:
     """Random a/b/c and witness of `shape` and a GPU-made key, each made once per process
-    (SyntheticStore: the key per MSM sizes and pinning, the inputs per shape) and shared
-    by every worker; key_pinned: the key's points in page-locked host memory
-    (ProverFlags.key_pinned). Dry-run: no data (the store keeps the same books)."""
+    (SyntheticStore: the key per MSM sizes and pinning, the inputs per shape and pinning)
+    and shared by every worker; key_pinned: the key's points in page-locked host memory
+    (ProverFlags.key_pinned); inputs_pinned: a/b/c, the witness and the gathered scalars
+    there too (ProverFlags.pinned, as cuzk's pre-staging registers its a/b/c: copied by DMA,
+    no staging). Dry-run: no data (the store keeps the same books)."""
     import py_ecc.optimized_bls12_381 as bls
 
     store = synthetic_store(real)
 
     def inputs() -> tuple[np.ndarray, np.ndarray, dict]:
+        from .keygen import pinned_empty
+
+        empty = pinned_empty if inputs_pinned else np.empty
         n = shape.domain_size
         rng = np.random.default_rng(shape.domain_size)
-        abc = random_scalars(rng, 3 * n).reshape(3, n, 8)
-        witness, scalars = shaped_witness(shape, rng)  # issue 23: the shape's 0 / 1 share
+        abc = random_scalars(rng, 3 * n, empty).reshape(3, n, 8)
+        witness, scalars = shaped_witness(shape, rng, empty)  # issue 23: the 0 / 1 share
         return abc, witness, scalars
 
     pts = store.key(shape.msm_sizes(), key_pinned)
-    made = store.partition_inputs(shape, inputs)
+    made = store.partition_inputs(shape, inputs, inputs_pinned)
     if not real:
         return PartitionData(None, None)
     abc, witness, scalars = made

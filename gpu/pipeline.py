@@ -88,6 +88,11 @@ class NotEnoughMemory(ValueError):
 _WARMED: set[tuple[PartitionShape, Any]] = set()
 
 
+def _entries(work: Any) -> tuple[tuple, tuple]:
+    """The synthetic store's keys of one kind's key and inputs (hostdata.entries)."""
+    return entries(work.shape, work.flags.key_pinned, work.flags.pinned)
+
+
 # ------------------------------------------------------------------------- the run
 
 
@@ -240,7 +245,7 @@ class RealRun(CardSetup, RunReport, Dispatch):
         reference data is small and made already) and, per GPU used, the scenario's card
         less its context, free."""
         spec = self.spec
-        work = [(w.shape, w.flags.key_pinned) for w in spec.work.values()]
+        work = [(w.shape, w.flags.key_pinned, w.flags.pinned) for w in spec.work.values()]
         workers = len(spec.devices) * spec.workers_per_device
         device = {g: max(spec.vram - spec.context, 0) for g in self._devices_used()}
         return memory_need(work, workers, device, self.verify is None, self.store())
@@ -273,7 +278,7 @@ class RealRun(CardSetup, RunReport, Dispatch):
         if self.verify is not None:
             return
         store = self.store()
-        wanted = [e for w in self.spec.work.values() for e in entries(w.shape, w.flags.key_pinned)]
+        wanted = [e for w in self.spec.work.values() for e in _entries(w)]
         total = need.key_bytes + need.inputs_bytes + need.droppable_bytes
         available = self.host_start.get("available_bytes")
         short = available is not None and need.host_bytes > available
@@ -285,12 +290,9 @@ class RealRun(CardSetup, RunReport, Dispatch):
             cupy.get_default_pinned_memory_pool().free_all_blocks()
         t = time.perf_counter()
         for kind, w in self.spec.work.items():
-            self.data[kind] = synthetic_data(w.shape, real, w.flags.key_pinned)
+            self.data[kind] = synthetic_data(w.shape, real, w.flags.key_pinned, w.flags.pinned)
         made = time.perf_counter() - t
-        keys = [
-            store.stats.get(entries(w.shape, w.flags.key_pinned)[0])
-            for w in self.spec.work.values()
-        ]
+        keys = [store.stats.get(_entries(w)[0]) for w in self.spec.work.values()]
         stats = [k for k in keys if k is not None and k.bytes]
         self.host_start.update(
             data_seconds=made,
@@ -341,7 +343,8 @@ class RealRun(CardSetup, RunReport, Dispatch):
         if kind in self.data:
             return self.data[kind]
         work = self.spec.work[kind]
-        return synthetic_data(work.shape, self.backend.kind == "real", work.flags.key_pinned)
+        real = self.backend.kind == "real"
+        return synthetic_data(work.shape, real, work.flags.key_pinned, work.flags.pinned)
 
     # --- the workers
     def _worker(self, name: str, gpu: int, q: queue.PriorityQueue, done: threading.Event) -> None:

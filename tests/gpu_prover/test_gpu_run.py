@@ -137,6 +137,14 @@ def test_key_pinned_run_uploads_from_pinned_memory_and_every_proof_is_right(tmp_
     assert not any(host_is_pinned(v) for v in pageable.data.key_points.values())
     for stage, v in pinned.data.key_points.items():  # the same points, pinned or not
         assert (v == pageable.data.key_points[stage]).all()
+    # plan.gpu_prover.pinned: the inputs too (a/b/c, witness, a sparse query's scalars),
+    # the same values as the pageable ones of the shape
+    both = synthetic_data(shape, True, True, True)
+    host = [both.data.abc, both.data.witness, *both.data.scalars.values()]
+    assert all(host_is_pinned(a) for a in host)
+    assert not host_is_pinned(pageable.data.abc) and not host_is_pinned(pageable.data.witness)
+    assert (both.data.abc == pageable.data.abc).all()
+    assert (both.data.witness == pageable.data.witness).all()
 
 
 def test_json_keys_equal_run_json(tmp_path):

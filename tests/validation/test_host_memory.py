@@ -143,9 +143,9 @@ def test_key_and_inputs_made_once_per_process_and_shared(scenario_file, monkeypa
     asked = []
     original = pipeline.synthetic_data
 
-    def spy(shape, real, key_pinned=False):
+    def spy(shape, real, key_pinned=False, inputs_pinned=False):
         asked.append(shape)
-        return original(shape, real, key_pinned)
+        return original(shape, real, key_pinned, inputs_pinned)
 
     monkeypatch.setattr(pipeline, "synthetic_data", spy)
     res = run.execute()
@@ -158,6 +158,28 @@ def test_key_and_inputs_made_once_per_process_and_shared(scenario_file, monkeypa
     # a run of another shape makes its own
     _run(_log2(scenario_file(workers=1), 12)).execute()
     assert store.made == {"key": 2, "inputs": 2}
+
+
+def test_pinned_inputs_are_their_own_entry_and_counted_once(scenario_file, monkeypatch):
+    # plan.gpu_prover.pinned: a/b/c and the witness in page-locked memory, a store entry
+    # apart from the pageable ones of the same shape (a later run with pageable inputs
+    # cannot be handed pinned ones, nor the reverse); the estimate counts each entry once
+    store = hostdata.SyntheticStore(_never, real=False)
+    monkeypatch.setattr(partition_data, "DRY_SYNTHETIC", store)
+    path = _log2(scenario_file(workers=2), 20)
+    pageable = _run(path)
+    pageable.execute()
+    assert store.made == {"key": 1, "inputs": 1}
+    text = path.read_text()
+    path.write_text(text.replace('witness = "dense"', 'witness = "dense", pinned = true'))
+    pinned = _run(path)
+    (work,) = pinned.spec.work.values()
+    assert work.flags.pinned
+    pinned.execute()
+    assert store.made == {"key": 1, "inputs": 2}  # the key is shared, the inputs are not
+    n = 1 << 20
+    need = pinned.memory_need()
+    assert need.inputs_bytes == 32 * (3 * n + n)  # one partition shape's a, b, c, witness
 
 
 def test_store_makes_a_key_once_under_concurrent_requests():
