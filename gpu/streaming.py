@@ -126,7 +126,8 @@ def pool_limit(peaks: list[int]) -> int:
     raises OutOfMemoryError: the idle pieces of split segments still count against the
     limit, so a run can fail under it with the card's memory free. The real pipeline's
     runs set no limit (the model's pool has none; grid call 1808: every w1 run with a
-    budget failed under it, docs/validation.md)."""
+    budget failed under it, docs/history/2026-12-03-validation.md, "Grid call 1808's
+    memory misses", item 2)."""
     return sum(peaks) + POOL_SLACK_BYTES
 
 
