@@ -109,6 +109,15 @@ def host_facts(cupy=None) -> dict:
         "khugepaged_defrag": read_text(THP / "khugepaged" / "defrag"),
         "numa_nodes": nodes,
         "numpy_switch": numpy_hugepage_switch() is not None,
+        "cpu": next(
+            (
+                ln.split(":", 1)[1].strip()
+                for ln in (read_text("/proc/cpuinfo") or "").splitlines()
+                if ln.startswith("model name")
+            ),
+            None,
+        ),
+        "boot_id": read_text("/proc/sys/kernel/random/boot_id"),  # which machine / boot
     }
     if cupy is not None:
         facts["cupy"] = cupy.__version__
@@ -116,6 +125,8 @@ def host_facts(cupy=None) -> dict:
             bus = cupy.cuda.Device(0).pci_bus_id.lower()
             facts["gpu_pci"] = bus
             facts["gpu_numa_node"] = read_text(f"/sys/bus/pci/devices/{bus}/numa_node")
+            uuid = cupy.cuda.runtime.getDeviceProperties(0).get("uuid", b"")
+            facts["gpu_uuid"] = uuid.hex() if isinstance(uuid, bytes) else str(uuid)
         except Exception as e:  # a fact we could not read is recorded, not fatal
             facts["gpu_pci"] = f"unread: {e}"
     return facts
