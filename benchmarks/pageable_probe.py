@@ -1,6 +1,7 @@
 """Pageable host-to-device copy throughput against transparent huge pages (issue 24).
 
-Usage: python3 -P benchmarks/pageable_probe.py [--json PATH] [--budget S] [--dry-run]
+Usage: python3 -P benchmarks/pageable_probe.py [--json PATH] [--budget S] [--churn-gib N]
+       [--dry-run]
 
 The production grid's msm_chunk plans upload a/b/c and the witness from pageable numpy
 arrays (CuPy `.set()`: cudaMemcpy through the driver's staging buffers), and those copies
@@ -19,9 +20,13 @@ stream of its own; the first copy against the repeats of the same array). Cases:
 Recorded: /sys/kernel/mm/transparent_hugepage/{enabled,defrag} and khugepaged/defrag,
 /proc/meminfo AnonHugePages and MemFree, /proc/self/smaps_rollup AnonHugePages before and
 after each allocation and fill, the free blocks of >= 2 MiB in /proc/buddyinfo (the
-host's fragmentation), the NUMA nodes and the GPU's. Cases run until --budget seconds
-(default 45) are spent; a case left out is listed as skipped. --dry-run: numpy only, small
-arrays (8-32 MiB), the "copy" a host memcpy (no GPU, no CuPy): checks that the probe runs.
+host's fragmentation), the NUMA nodes and the GPU's, the CPU, the boot id and the GPU's
+UUID (which machine). --churn-gib N: before the cases, page-lock N GiB (CuPy's pinned
+allocation, as the pipeline's pinned key and inputs) and free it again, as a grid process
+does before it makes the next domain's pageable arrays (--dry-run: N MiB of numpy). Cases
+run until --budget seconds (default 45) are spent; a case left out is listed as skipped.
+--dry-run: numpy only, small arrays (8-32 MiB), the "copy" a host memcpy (no GPU, no
+CuPy): checks that the probe runs.
 Needs only numpy (and CuPy for the real run); Python 3.10+.
 """
 
@@ -203,6 +208,24 @@ class Copier:
         return {"ms": cp.cuda.get_elapsed_time(start, end), "wall_ms": 1e3 * wall}
 
 
+def churn(cupy, nbytes: int) -> dict:
+    """Page-lock (numpy in the dry run: allocate and touch) nbytes, then free them."""
+    out = {"bytes": nbytes, "before": memory_state()}
+    t = time.perf_counter()
+    if cupy is None:
+        arr = np.ones(nbytes // 8, dtype=np.uint64)
+        out["held"] = memory_state()
+        del arr
+    else:
+        mem = cupy.cuda.alloc_pinned_memory(nbytes)
+        out["held"] = memory_state()
+        del mem
+        cupy.get_default_pinned_memory_pool().free_all_blocks()
+    out["seconds"] = time.perf_counter() - t
+    out["after"] = memory_state()
+    return out
+
+
 def run_case(host: Host, copier: Copier, mode: str, label: str, nbytes: int) -> dict:
     case = {"mode": mode, "size": label, "bytes": nbytes, "before": memory_state()}
     got = host.allocate(mode, nbytes)
@@ -229,7 +252,13 @@ def run_case(host: Host, copier: Copier, mode: str, label: str, nbytes: int) -> 
 
 def plan_cases(dry: bool) -> list[tuple[str, str, int]]:
     sizes = DRY_SIZES if dry else SIZES
-    cases = [(m, label, b) for m in MODES for label, b in sizes]
+    # size by size (the 2^26 sizes first: a cut budget drops the 8 GiB ones), the modes'
+    # order rotated from one size to the next so that no mode always runs first
+    cases = [
+        (MODES[(j + i) % len(MODES)], label, b)
+        for i, (label, b) in enumerate(sizes)
+        for j in range(len(MODES))
+    ]
     cases.append(("pinned", sizes[1][0], sizes[1][1]))  # the link's rate, for reference
     return cases
 
@@ -265,6 +294,7 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--budget", type=float, default=45.0, help="seconds for the cases (45)")
+    ap.add_argument("--churn-gib", type=float, default=0.0, help="page-lock and free this first")
     ap.add_argument("--dry-run", action="store_true", help="numpy only, small sizes, no GPU")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -288,6 +318,9 @@ def main(argv: list[str]) -> int:
         "start": memory_state(),
         "cases": [],
     }
+    if args.churn_gib > 0:
+        unit = MIB if args.dry_run else GIB
+        out["churn"] = churn(cupy, int(args.churn_gib * unit) // 8 * 8)
     for mode, label, nbytes in cases:
         if time.perf_counter() - t0 > args.budget:
             out["cases"].append(

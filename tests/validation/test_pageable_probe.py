@@ -23,6 +23,18 @@ def test_dry_run_writes_every_case(tmp_path, capsys):
         assert len(c["copies"]) == 3 and all(x["ms"] > 0 for x in c["copies"])
         assert c["bytes"] in (8 << 20, 16 << 20, 32 << 20)
     assert "| mode | size |" in capsys.readouterr().out
+    # each size once in each mode
+    assert sorted(modes[:-1]) == sorted(
+        (m, s) for m in pageable_probe.MODES for s in ("small", "medium", "large")
+    )
+
+
+def test_churn_is_recorded(tmp_path):
+    out = tmp_path / "p.json"
+    assert pageable_probe.main(["--dry-run", "--churn-gib", "16", "--json", str(out)]) == 0
+    churn = json.loads(out.read_text())["churn"]
+    assert churn["bytes"] == 16 << 20  # MiB in the dry run
+    assert {"before", "held", "after"} <= set(churn)
 
 
 def test_kib_field_and_free_huge_blocks_by_hand():
