@@ -6,11 +6,16 @@ GRID: a `validate` folder whose real.jsonl carries each run's `details.timeline.
 ([worker, name, kind, start_us, end_us] in the run's clock). SPEC (default
 scenarios/validation/h200-production.toml) builds each configuration's scenario; the
 model runs it at the card the real run had (validation/boundary.py `at_vram`), recorded,
-and both timelines are cut the same way:
+and both timelines are cut the same way. The real timeline does not say which copies were
+pinned: the plan of SPEC does, so SPEC must be the spec the grid ran (grid-v2 ran the
+spec of d2c5c20, whose streamed plans uploaded a/b/c and the witness pageable:
+`git show d2c5c20:scenarios/validation/h200-production.toml` beside base.toml).
 
 - makespan: first partition start to last partition end (real) against the model's;
 - per partition (in start order, per worker): its length, and inside it the time of each
-  category -- pageable uploads (`copy` on the worker's queue), other copies, kernels,
+  category -- pageable uploads (host-to-device copies the plan marks pageable: a copy
+  step without `pinned`), pinned uploads (those it marks pinned: the key's points, and
+  a/b/c and the witness under `plan.gpu_prover.pinned`), other copies, kernels,
   the gaps where the worker had nothing of its own running (host work between steps,
   lock waits), and the time from the previous partition's end to this one's start
   (assembly, hand-over) -- real against model, in ms;
@@ -27,6 +32,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from cuzk_sim.simulate.runner import simulate
+from cuzk_sim.steps.copy import Copy
 from cuzk_sim.validation.boundary import at_vram
 from cuzk_sim.validation.grid import read_reals
 from cuzk_sim.validation.spec import load_spec
@@ -55,16 +61,35 @@ def _union(iv: list[tuple[float, float]]) -> float:
     return total
 
 
-def partitions(spans: list[Span]) -> list[dict]:
-    """Each partition's length and category times; 'before' = from the same worker's
-    previous partition end (0 for a worker's first)."""
+def upload_pinning(plans) -> dict[str, bool]:
+    """Each host-to-device copy's name in the plans -> whether the plan copies it from
+    pinned host memory (a name copied both ways counts as pageable)."""
+    out: dict[str, bool] = {}
+    for plan in plans:
+        for s in plan.steps:
+            if isinstance(s, Copy) and s.direction == "HtoD":
+                out[s.name] = out.get(s.name, True) and s.pinned
+    return out
+
+
+def category(name: str, kind: str, pinning: dict[str, bool]) -> str:
+    """A span's category: a copy the plan uploads is a pageable or a pinned upload (by the
+    plan's `pinned`), any other copy (results back, a name the plan lacks) is `copy`."""
+    if kind != "copy" or name not in pinning:
+        return kind
+    return "pinned upload" if pinning[name] else "pageable upload"
+
+
+def partitions(spans: list[Span], pinning: dict[str, bool]) -> list[dict]:
+    """Each partition's length and category times (`category`, by the plan's `pinning`);
+    'before' = from the same worker's previous partition end (0 for a worker's first)."""
     parts = sorted((s for s in spans if s[2] == "partition"), key=lambda s: s[3])
     out, last_end = [], {}
     for w, name, _, a, b in parts:
         inside = [s for s in spans if s[0] == w and s[2] in ("copy", "kernel") and a <= s[3] < b]
         cat = defaultdict(float)
         for _, n, k, sa, sb in inside:
-            cat["pageable upload" if k == "copy" and n.startswith("upload_") else k] += sb - sa
+            cat[category(n, k, pinning)] += sb - sa
         busy = _union([(s[3], s[4]) for s in inside])
         cat["idle in partition"] = (b - a) - busy
         cat["before partition"] = a - last_end.get(w, a)
@@ -86,15 +111,25 @@ def makespan(spans: list[Span]) -> float:
     return max(s[4] for s in parts) - min(s[3] for s in parts) if parts else 0.0
 
 
-CATS = ("length", "pageable upload", "copy", "kernel", "idle in partition", "before partition")
+CATS = (
+    "length",
+    "pageable upload",
+    "pinned upload",
+    "copy",
+    "kernel",
+    "idle in partition",
+    "before partition",
+)
 
 
-def run_section(key: str, real: list[Span], model: list[Span], model_span: float) -> list[str]:
+def run_section(
+    key: str, real: list[Span], model: list[Span], model_span: float, pinning: dict[str, bool]
+) -> list[str]:
     rm, mm = makespan(real), makespan(model) or model_span
     out = [f"### {key}", "", f"makespan real {rm:.3f} s, model {mm:.3f} s ({(mm - rm) / rm:+.1%})"]
     out += ["", "| partition | " + " | ".join(f"{c} ms real / model" for c in CATS) + " |"]
     out.append("|---" * (len(CATS) + 1) + "|")
-    for r, m in zip(partitions(real), partitions(model), strict=False):
+    for r, m in zip(partitions(real, pinning), partitions(model, pinning), strict=False):
         cells = [f"{1e3 * r.get(c, 0):.1f} / {1e3 * m.get(c, 0):.1f}" for c in CATS]
         out.append(f"| {r['worker']} {r['name']} | " + " | ".join(cells) + " |")
     rs, ms = step_means(real), step_means(model)
@@ -121,10 +156,11 @@ def main(argv: list[str]) -> int:
         if rec["real"].get("oom") or not fnmatch.fnmatch(rec["key"], pattern):
             continue
         real = real_spans(rec)
-        model, span = model_spans(scenarios[rec["config"]], rec["achieved_vram"])
+        scn = scenarios[rec["config"]]
+        model, span = model_spans(scn, rec["achieved_vram"])
         rm, mm = makespan(real), makespan(model) or span
         summary.append(f"| {rec['key']} | {rm:.3f} | {mm:.3f} | {(mm - rm) / rm:+.1%} |")
-        sections += run_section(rec["key"], real, model, span)
+        sections += run_section(rec["key"], real, model, span, upload_pinning(scn.plans.values()))
     print(
         "\n".join(
             [

@@ -23,8 +23,11 @@ SPANS = [
 ]
 
 
+PAGEABLE_A = {"upload_a": False}
+
+
 def test_partition_categories_by_hand():
-    p0, p1 = timeline_gaps.partitions(SPANS)
+    p0, p1 = timeline_gaps.partitions(SPANS, PAGEABLE_A)
     assert p0["length"] == 10.0 and p0["pageable upload"] == 3.0
     assert p0["kernel"] == 6.0  # 2 + 4, overlapping kernels each counted
     assert p0["copy"] == 0.5
@@ -33,6 +36,41 @@ def test_partition_categories_by_hand():
     assert p1["before partition"] == 1.0  # 10 -> 11
     assert p1["idle in partition"] == pytest.approx(7.0)  # 9 s long, 2 s busy
     assert timeline_gaps.makespan(SPANS) == 20.0
+
+
+def _plan(*copies):
+    from cuzk_sim.plan.contract import Plan
+    from cuzk_sim.steps.copy import Copy
+
+    return Plan("p", tuple(Copy(n, 1 << 20, d, pinned=pin) for n, d, pin in copies), {})
+
+
+def test_uploads_follow_the_plans_pinning_not_their_name():
+    # grid-v3's streamed plans upload a/b/c pinned: a copy named upload_* is no pageable
+    # upload when the plan pins it; the key's chunk uploads (pinned) neither
+    plan = _plan(
+        ("upload_a", "HtoD", True),
+        ("upload_witness", "HtoD", False),
+        ("upload_msm_h_points", "HtoD", True),
+        ("msm_h.result", "DtoH", False),
+    )
+    pinning = timeline_gaps.upload_pinning([plan])
+    assert pinning == {"upload_a": True, "upload_witness": False, "upload_msm_h_points": True}
+    spans = [
+        ("w0", "p0", "partition", 0.0, 10.0),
+        ("w0", "upload_a", "copy", 0.0, 2.0),
+        ("w0", "upload_witness", "copy", 2.0, 2.5),
+        ("w0", "upload_msm_h_points", "copy", 3.0, 4.0),
+        ("w0", "msm_h.result", "copy", 5.0, 5.25),
+        ("w0", "upload_unknown", "copy", 6.0, 6.125),
+    ]
+    (p0,) = timeline_gaps.partitions(spans, pinning)
+    assert p0["pinned upload"] == 3.0  # 2 + 1
+    assert p0["pageable upload"] == 0.5
+    assert p0["copy"] == 0.375  # the result copy and a name the plan lacks
+    # the same name pageable in one plan and pinned in another: pageable
+    mixed = timeline_gaps.upload_pinning([plan, _plan(("upload_a", "HtoD", False))])
+    assert mixed["upload_a"] is False
 
 
 def test_step_means_average_each_name():
