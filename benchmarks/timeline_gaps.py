@@ -19,7 +19,12 @@ spec of d2c5c20, whose streamed plans uploaded a/b/c and the witness pageable:
   the gaps where the worker had nothing of its own running (host work between steps,
   lock waits), and the time from the previous partition's end to this one's start
   (assembly, hand-over) -- real against model, in ms;
-- the steps whose real duration differs most from the model's (mean per occurrence).
+- the steps whose real duration differs most from the model's (mean per occurrence);
+- the uploads that waited for the copy engine: an upload the prover's queue reached while
+  another upload of the device (a key chunk beside the queue) ran, its wait and its own
+  time. Every upload counts here from when the engine took it (`on_engine`): the real
+  CUDA events count a queued one from when the queue reached it, the model's spans from
+  when the engine took it, so the figures above compare the copies themselves.
 
 Prints markdown; for the fitting runs only (an OOM run has no comparable timeline).
 """
@@ -80,6 +85,55 @@ def category(name: str, kind: str, pinning: dict[str, bool]) -> str:
     return "pinned upload" if pinning[name] else "pageable upload"
 
 
+def _device(worker: str) -> str:
+    return worker.split("-w")[0]  # "gpu0-w1" -> "gpu0"
+
+
+def on_engine(
+    spans: list[Span], pinning: dict[str, bool]
+) -> tuple[list[Span], list[tuple[str, str, float, float]]]:
+    """The spans with each upload cut to its time on the host-to-device copy engine, and
+    the uploads that waited for it: (name, the upload it waited for, wait s, own s).
+
+    A card has one HtoD copy engine serving the prover's in-order queue and the key
+    uploads beside it, first come first served (grid-v3's timelines: an upload the queue
+    reaches while a key chunk runs ends its own duration after that chunk, which runs at
+    the full rate; docs/simulator.md). The real timeline's CUDA events count a queued
+    upload from when the queue reached it, the wait included; the model's spans start
+    when the engine takes it. Here an upload starts at the later of its start and the end
+    of every upload of its device that started before it, so both measure the copy
+    itself. The model's uploads never overlap (its engine is a FIFO clock): a no-op there.
+    """
+    order = sorted(range(len(spans)), key=lambda i: spans[i][3])
+    out, waits = list(spans), []
+    busy: dict[str, tuple[float, str]] = {}  # device -> (engine free at, the upload there)
+    for i in order:
+        w, name, kind, a, b = spans[i]
+        if kind != "copy" or name not in pinning:
+            continue
+        dev = _device(w)
+        free, ahead = busy.get(dev, (float("-inf"), ""))
+        if free > a:
+            start = min(free, b)
+            out[i] = (w, name, kind, start, b)
+            waits.append((name, ahead, start - a, b - start))
+        if b > free:
+            busy[dev] = (b, name)
+    return out, waits
+
+
+def wait_means(waits: list[tuple[str, str, float, float]]) -> list[str]:
+    """'name: wait / own ms behind upload (n)', one per pair, in first-seen order."""
+    acc: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    for name, ahead, wait, own in waits:
+        acc[(name, ahead)].append((wait, own))
+    out = []
+    for (name, ahead), v in acc.items():
+        wait, own = (1e3 * sum(x[i] for x in v) / len(v) for i in (0, 1))
+        out.append(f"{name} {wait:.1f} behind {ahead}, then {own:.1f} on the engine ({len(v)}x)")
+    return out
+
+
 def partitions(spans: list[Span], pinning: dict[str, bool]) -> list[dict]:
     """Each partition's length and category times (`category`, by the plan's `pinning`);
     'before' = from the same worker's previous partition end (0 for a worker's first)."""
@@ -126,6 +180,8 @@ def run_section(
     key: str, real: list[Span], model: list[Span], model_span: float, pinning: dict[str, bool]
 ) -> list[str]:
     rm, mm = makespan(real), makespan(model) or model_span
+    real, waits = on_engine(real, pinning)
+    model, model_waits = on_engine(model, pinning)
     out = [f"### {key}", "", f"makespan real {rm:.3f} s, model {mm:.3f} s ({(mm - rm) / rm:+.1%})"]
     out += ["", "| partition | " + " | ".join(f"{c} ms real / model" for c in CATS) + " |"]
     out.append("|---" * (len(CATS) + 1) + "|")
@@ -139,6 +195,10 @@ def run_section(
         "steps, mean duration real / model (ms): "
         + "; ".join(f"{n} {1e3 * rs[n]:.1f} / {1e3 * ms[n]:.1f}" for _, n in diffs),
     ]
+    for side, w in (("real", waits), ("model", model_waits)):
+        if w:
+            out += ["", f"uploads that waited for the copy engine ({side}, mean ms): "]
+            out[-1] += "; ".join(wait_means(w))
     return out + [""]
 
 

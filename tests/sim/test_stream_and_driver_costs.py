@@ -189,3 +189,29 @@ def test_a_queued_copy_waits_for_a_key_upload_on_the_same_copy_engine(fast):
     assert spans["up"] == (13.0, 16.0)
     assert spans["k"] == (16.0, 21.0)
     assert spans["down"] == (21.0, 22.0)
+
+
+@pytest.mark.parametrize("fast", FAST, ids=["fast", "plain"])
+def test_a_queued_pinned_copy_waits_for_a_key_upload_as_a_pageable_one_does(fast):
+    """Grid-v3 (issue 24): the streamed 2^26 plan's pinned upload_scalars_b, queued while
+    the 59.9 ms key chunk upload_msm_b_g2_points ran beside the queue, ended 10.0 ms (its
+    own time at the full pinned rate) after that chunk, which ran at the full rate too:
+    the engine serves them first come first served, whatever the host memory."""
+    from cuzk_sim.plan.contract import Sync
+
+    steps = (
+        Copy("key", 6, "HtoD", pinned=True, stream="key_upload"),
+        Copy("up", 1, "HtoD", pinned=True),
+        Kernel("k", "ntt", 5),
+        Sync("key_upload"),
+    )
+    plan = Plan("p", steps, meta={"gpu_stream": "legacy_default+key_upload"})
+    _, r = run_plan(plan, workers=1, partitions=1, record=True, fast=fast)
+    # from 11: key 11-17 (pinned: the host goes on at once); up, reached by the queue at
+    # 11, waits for the engine: 17-18 (not 11-12); the kernel, issued 20 us after up
+    # (a page-locked copy returns at once), queued behind it: 18-23
+    spans = {s.name: (s.start_s, s.end_s) for s in r.spans if s.cat in ("copy", "kernel")}
+    assert spans["key"] == pytest.approx((11.0, 17.0))
+    assert spans["up"] == pytest.approx((17.0, 18.0))
+    assert spans["k"] == pytest.approx((18.0, 23.0))
+    assert ends(r) == pytest.approx([23.0])

@@ -92,3 +92,32 @@ def test_real_makespan_reads_microseconds_and_needs_partitions():
     }
     assert reprice_grid.real_makespan(rec) == pytest.approx(4.4995)
     assert reprice_grid.real_makespan({"details": {}}) is None
+
+
+def test_an_upload_counts_from_when_the_copy_engine_takes_it():
+    # gpu0: a key chunk 1-4 s beside the queue; the queue reaches upload_scalars_a at
+    # 1.5 s, the engine takes it at 4 (the chunk's end), it ends at 6: 2.5 s wait, 2 s
+    # on the engine. gpu1's upload 2-3 shares no engine with gpu0's; a DtoH result copy
+    # (not an upload of the plan) is never cut; a later upload 7-8 on gpu0 waits for none
+    pinning = {"upload_msm_b_g1_points": True, "upload_scalars_a": True}
+    spans = [
+        ("gpu0-w0", "p0", "partition", 0.0, 10.0),
+        ("gpu0-w0", "upload_msm_b_g1_points", "copy", 1.0, 4.0),
+        ("gpu0-w0", "upload_scalars_a", "copy", 1.5, 6.0),
+        ("gpu0-w0", "msm_a.result", "copy", 3.0, 3.5),
+        ("gpu1-w0", "upload_scalars_a", "copy", 2.0, 3.0),
+        ("gpu0-w0", "upload_scalars_a", "copy", 7.0, 8.0),
+    ]
+    cut, waits = timeline_gaps.on_engine(spans, pinning)
+    assert cut[2] == ("gpu0-w0", "upload_scalars_a", "copy", 4.0, 6.0)
+    assert cut[3] == spans[3] and cut[4] == spans[4] and cut[5] == spans[5]
+    assert waits == [("upload_scalars_a", "upload_msm_b_g1_points", 2.5, 2.0)]
+    (p0,) = timeline_gaps.partitions([s for s in cut if s[0] == "gpu0-w0"], pinning)
+    assert p0["pinned upload"] == 3.0 + 2.0 + 1.0  # not 3 + 4.5 + 1
+    assert p0["idle in partition"] == pytest.approx(10.0 - 5.0 - 1.0)  # busy 1-6, 7-8
+    (line,) = timeline_gaps.wait_means(
+        waits + [("upload_scalars_a", "upload_msm_b_g1_points", 0.5, 4.0)]
+    )
+    assert line == (
+        "upload_scalars_a 1500.0 behind upload_msm_b_g1_points, then 3000.0 on the engine (2x)"
+    )
