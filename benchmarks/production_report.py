@@ -249,18 +249,44 @@ def run_model(name: str) -> tuple[Any, dict]:
     return scn, simulate(scn).to_dict(log_lines=0)
 
 
+def held_before(host: dict) -> tuple[int, bool]:
+    """Of the run's key and inputs, the bytes an earlier run of its process had made, and
+    whether the key was among them. Its host report says (`held_bytes`, `key_held_bytes`);
+    a report written before it said so gives the estimate net of them, `need_bytes` =
+    key + inputs - held + process: the key was held when the held bytes are the key's,
+    with or without the inputs'."""
+    key, inputs = host["key_bytes"], host["inputs_bytes"]
+    if "held_bytes" in host:
+        return host["held_bytes"], bool(host.get("key_held_bytes"))
+    held = key + inputs + host["overhead_bytes"] - host["need_bytes"]
+    return held, held > 0 and held in (key, key + inputs)
+
+
 def rss_line(name: str, workers: int, host: dict) -> str:
-    """Peak RSS against 1.2 x (key + workers x inputs), from the run's host report."""
+    """Peak RSS against 1.2 x (key + workers x inputs), from the run's host report; the
+    estimate stated before it, and whether it made its key or found it held."""
     key, inputs, peak = host["key_bytes"], host["inputs_bytes"], host["peak_rss_bytes"]
     bound = 1.2 * (key + workers * inputs)
     said = host.get("bound_bytes")
     check = "" if said is None or abs(said - bound) <= 1 else f" (the run said {said / GIB:.2f})"
+    held, key_held = held_before(host)
+    stated = f"stated before the run {host['need_bytes'] / GIB:.2f} GiB"
+    if held:  # the statement counts only what was still to make, and the process
+        stated = (
+            f"stated before the run {(host['need_bytes'] + held) / GIB:.2f} GiB, "
+            f"{held / GIB:.2f} GiB of it held already (made by an earlier run of the "
+            f"process), {host['need_bytes'] / GIB:.2f} GiB to make and the process"
+        )
+    made = (
+        "key made by an earlier run of the process, not by this one"
+        if key_held
+        else f"key made in {host.get('key_seconds', 0):.1f} s"
+    )
     return (
         f"- {name}: peak RSS **{peak / GIB:.2f} GiB** against the bound 1.2 x (key "
         f"{key / GIB:.2f} + {workers} x inputs {inputs / GIB:.2f}) = {bound / GIB:.2f} GiB"
         f"{check}: {'within' if peak <= bound else '**over**'} ({peak / bound:.1%} of it); "
-        f"stated before the run {host['need_bytes'] / GIB:.2f} GiB; key made in "
-        f"{host.get('key_seconds', 0):.1f} s"
+        f"{stated}; {made}"
     )
 
 

@@ -21,6 +21,19 @@ CARD_SHORTFALL = 2 << 30  # a card this much smaller than hardware.vram - contex
 _CONTEXT_SEEN: dict[int, int] = {}
 
 
+def shortfall(vram: int, total: int, context_more: int, room: int) -> str:
+    """Why a GPU has less free than hardware.vram - the model's context: the parts of
+    (vram - total) + (measured context - model's) + room that are positive."""
+    parts = []
+    if vram > total:  # e.g. the H200's nvidia-smi total against CUDA's (docs/profiles.md)
+        parts.append(f"hardware.vram is {vram - total} bytes over CUDA's total {total}")
+    if context_more > 0:
+        parts.append(f"the real context is {context_more} bytes larger than the model's")
+    if room > 0:
+        parts.append(f"{room} bytes left for the context to grow back")
+    return "; ".join(parts) or "no part positive"
+
+
 class CardSetup:
     """Setup and teardown of each GPU a run uses (its records: ballast, context, start free)."""
 
@@ -54,10 +67,11 @@ class CardSetup:
                     f"hardware.vram {spec.vram} B leaves {want_free} B free; this GPU has "
                     f"only {free} B free"
                 )
-            if want_free > free:  # the whole card, with a context larger than the model's
+            if want_free > free:  # the whole card: say which of the three it is short by
                 self.log(
                     f"gpu{g}: {want_free - free} bytes fewer free than hardware.vram - "
-                    "context (the real context is larger): no ballast"
+                    f"context ({shortfall(spec.vram, total, total - free - spec.context, room)})"
+                    ": no ballast"
                 )
             self.ballast[g] = []
             # cudaMalloc takes 2 MiB granules: round the ballast down, so that at least

@@ -224,8 +224,13 @@ def refusal(
 
 def report_line(host: dict[str, Any]) -> str:
     """A run's host memory (`RealRun.host_report()`) against the bound, and the key's
-    making time, in one line."""
+    making time (or that an earlier run of the process made it), in one line."""
     key = f"; key made in {host['key_seconds']:.1f} s" if host.get("key_made_bytes") else ""
+    if host.get("key_held_bytes"):
+        key += (
+            f"; key held ({host['key_held_bytes'] / GIB:.1f} GiB), made by an earlier run "
+            "of this process"
+        )
     return (
         f"host memory: peak RSS {host['peak_rss_bytes'] / GIB:.1f} GiB, bound "
         f"{host['bound_bytes'] / GIB:.1f} GiB (1.2 x (key + each worker's inputs)){key}"

@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from cuzk_sim.io.errors import InputError
+from cuzk_sim.io.units import parse_size
 from cuzk_sim.logs.cuzk_fit import Calibrator
 from cuzk_sim.logs.fit import Fit
 from cuzk_sim.logs.scenario_out import LoggedConfig
@@ -32,6 +33,26 @@ def log_card(a: Analyzer) -> tuple[str, str] | None:
     name, total = cards.pop()
     mib = 2**20
     return name, f"{total // mib} MiB" if total % mib == 0 else f"{total} B"
+
+
+def _other_total(base: str, base_gpu: dict, card: tuple[str, str]) -> str:
+    """Where the base's card is the log's and states another total: that it is another
+    figure (docs/profiles.md, "Two totals of one card": the bundled h200's is nvidia-smi's
+    memory.total, 615 MiB above CUDA's)."""
+    base_vram = base_gpu.get("vram")
+    if base_gpu.get("model") != card[0] or not isinstance(base_vram, str):
+        return ""
+    try:
+        other, this = parse_size(base_vram), parse_size(card[1])
+    except ValueError:
+        return ""
+    if other == this:
+        return ""
+    return (
+        f", not the base {base}'s {base_vram} ({abs(other - this) / 2**20:.0f} MiB "
+        f"{'more' if other > this else 'less'}: another total of this card, "
+        'docs/profiles.md "Two totals of one card")'
+    )
 
 
 def base_raw(name_or_path: str) -> tuple[dict, str]:
@@ -203,12 +224,14 @@ def _write_gpu(
         context = f"context overhead kept from base {base}"
     card = log_card(a)
     if card is not None and gpu_model is None and vram is None:
+        other = _other_total(base, dict(gpu), card)
         gpu["model"], gpu["vram"] = card
         if isinstance(gpu.get("basis"), dict):
             gpu["basis"]["vram"] = "measured"
         gpu["source"] = (
             f"the card CUZK_SIM_DEVICE lines of {', '.join(log_names)} name "
-            f"(cudaGetDeviceProperties: name, total memory); {context}"
+            f"(cudaGetDeviceProperties: name, totalGlobalMem: CUDA's total, which the "
+            f"context is measured against{other}); {context}"
         )
         fitted.add("gpu.model")
         fitted.add("gpu.vram")

@@ -47,6 +47,21 @@ DRY_RUN_NULL_KIND_KEYS = (
 )
 DRY_RUN_NULL_DEVICE_KEYS = ("compute_utilization", "copy_utilization", "mutex_held", "mutex_wait_s")
 DRY_RUN_NOTE = "no GPU: memory from the model's allocator ledger, no timings"
+# what gpu-run's pipeline (either device) does not measure: the host side (the model's
+# host RAM budget and RSS, CPU threads, synthesis, the CPU pool) and the copy engines'
+# busy share (copies are timed per step with --details, not as engine occupancy); its
+# JSON carries them as null, its table says "not measured"
+PIPELINE_NULL_KEYS = (
+    "peak_host_bytes",
+    "peak_host_rss_bytes",
+    "peak_core_demand",
+    "host_core_utilization",
+    "synthesis_busy",
+    "host_ram_wait",
+    "gpu_starved",
+    "cpu_pool_busy",
+)
+PIPELINE_NULL_DEVICE_KEYS = ("copy_utilization",)
 
 
 @dataclass(frozen=True)
@@ -192,23 +207,30 @@ class SimResult:
             "warnings": list(self.warnings),
             "log": [f"{t:.3f} {line}" for t, line in self.log[:log_lines]],
         }
+        if self.device is not None:  # gpu-run's pipeline: what it does not measure is null
+            out = without(out, PIPELINE_NULL_KEYS, (), PIPELINE_NULL_DEVICE_KEYS)
         return without_timings(out) if self.dry_run else out
+
+
+def without(
+    d: dict[str, Any], keys: tuple[str, ...], kind_keys: tuple[str, ...], device_keys: tuple
+) -> dict[str, Any]:
+    """A result dict with these keys null (top level, per kind, per device): the same
+    keys, so it still diffs key by key against `run --json`."""
+    out = {k: (None if k in keys else v) for k, v in d.items()}
+    for part, nulls in (("kinds", kind_keys), ("devices", device_keys)):
+        if isinstance(out.get(part), dict):
+            out[part] = {
+                k: {f: (None if f in nulls else v) for f, v in fig.items()}
+                for k, fig in out[part].items()
+            }
+    return out
 
 
 def without_timings(d: dict[str, Any]) -> dict[str, Any]:
     """A result dict with every timing figure null (a dry run measured none): the same
     keys, so it still diffs key by key against `run --json`."""
-    out = {k: (None if k in DRY_RUN_NULL_KEYS else v) for k, v in d.items()}
-    if isinstance(out.get("kinds"), dict):
-        out["kinds"] = {
-            k: {f: (None if f in DRY_RUN_NULL_KIND_KEYS else v) for f, v in fig.items()}
-            for k, fig in out["kinds"].items()
-        }
-    if isinstance(out.get("devices"), dict):
-        out["devices"] = {
-            k: {f: (None if f in DRY_RUN_NULL_DEVICE_KEYS else v) for f, v in fig.items()}
-            for k, fig in out["devices"].items()
-        }
+    out = without(d, DRY_RUN_NULL_KEYS, DRY_RUN_NULL_KIND_KEYS, DRY_RUN_NULL_DEVICE_KEYS)
     if "bottleneck_evidence" in out:
         out["bottleneck_evidence"] = f"dry run ({DRY_RUN_NOTE})"
     return out

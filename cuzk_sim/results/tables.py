@@ -13,7 +13,7 @@ from rich.table import Table
 
 from cuzk_sim.io.units import format_size
 from cuzk_sim.results.expectations import Check
-from cuzk_sim.results.metrics import RunMetrics
+from cuzk_sim.results.metrics import DeviceMetrics, RunMetrics
 from cuzk_sim.results.sim_result import DRY_RUN_NOTE, OomEvent, SimResult
 
 BOTTLENECK_NAMES = {
@@ -101,7 +101,7 @@ def run_table(result: SimResult) -> Table:
         t.add_row("setup, before proof 1", f"{result.setup_s:.1f} s")
     m = result.metrics
     if m is not None and not result.dry_run:
-        _metric_rows(t, m)
+        _metric_rows(t, m, measured_host=result.device is None)
     t.add_row("VRAM, profile", escape(vram_and_profile(result)))
     t.add_row("peak VRAM", _peaks(result))
     if result.device in ("real", "dry-run"):  # gpu-run measures no host memory here (0)
@@ -114,12 +114,15 @@ def run_table(result: SimResult) -> Table:
     if result.peak_core_demand:
         t.add_row("peak CPU threads asked for", f"{result.peak_core_demand:g}")
     t.add_row("fallbacks taken", str(sum(not e.fatal for e in result.oom_events)))
-    if not result.dry_run:
-        t.add_row("simulated time", f"{result.sim_time_s:.1f} s")
+    if not result.dry_run:  # gpu-run on the GPU: the run's wall time, not simulated
+        what = "wall time (measured)" if result.device == "real" else "simulated time"
+        t.add_row(what, f"{result.sim_time_s:.1f} s")
     return t
 
 
-def _metric_rows(t: Table, m: RunMetrics) -> None:
+def _metric_rows(t: Table, m: RunMetrics, measured_host: bool = True) -> None:
+    """The metrics' rows; `measured_host` False (gpu-run's pipeline): the copy engines'
+    shares and the host row say "not measured" (the metrics hold 0 there)."""
     for k in m.kinds:
         spp = (
             "-"
@@ -133,26 +136,34 @@ def _metric_rows(t: Table, m: RunMetrics) -> None:
             f" max {_latency(k.latency_max_s)} s",
         )
     t.add_row(
-        "GPU utilization",
-        "\n".join(
-            f"gpu{d.device} compute {_pct(d.compute_utilization)}, "
-            f"HtoD {_pct(d.copy_utilization['HtoD'])}, "
-            f"DtoH {_pct(d.copy_utilization['DtoH'])}, mutex held {_pct(d.mutex_held)}"
-            for d in m.devices
-        )
-        or "-",
+        "GPU utilization", "\n".join(_device_line(d, measured_host) for d in m.devices) or "-"
     )
     t.add_row("mutex wait", f"{m.mutex_wait_s:.1f} s over {m.mutex_waits} waits")
     t.add_row(
         "host",
         f"cores {_pct(m.host_core_utilization)} busy, synthesizers "
-        f"{_pct(m.synthesis_busy)} busy, {_pct(m.host_ram_wait)} waiting on RAM",
+        f"{_pct(m.synthesis_busy)} busy, {_pct(m.host_ram_wait)} waiting on RAM"
+        if measured_host
+        else "not measured (gpu-run times the GPU sections only)",
     )
     name = BOTTLENECK_NAMES[m.bottleneck]
     if m.evidence.startswith(name):  # "nothing saturated (under capacity): ...": not twice
         t.add_row("bottleneck", f"[bold]{name}[/bold]{escape(m.evidence[len(name) :])}")
     else:
         t.add_row("bottleneck", f"[bold]{name}[/bold]: {escape(m.evidence)}")
+
+
+def _device_line(d: DeviceMetrics, measured_host: bool) -> str:
+    if not measured_host:  # gpu-run: the share inside GPU sections, no engine timed
+        return (
+            f"gpu{d.device} GPU sections {_pct(d.mutex_held)} of the run (compute at most "
+            "that: kernels not timed), copy engines not measured"
+        )
+    return (
+        f"gpu{d.device} compute {_pct(d.compute_utilization)}, "
+        f"HtoD {_pct(d.copy_utilization['HtoD'])}, "
+        f"DtoH {_pct(d.copy_utilization['DtoH'])}, mutex held {_pct(d.mutex_held)}"
+    )
 
 
 def post_mortem(event: OomEvent) -> str:

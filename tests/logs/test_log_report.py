@@ -177,7 +177,9 @@ def test_calibrate_takes_the_card_from_the_log(tmp_path):
     src = ROOT / "docs/validation/h200-2026-12-01-99d692d/calib/w1-18.log.gz"
     lines = gzip.decompress(src.read_bytes()).decode().splitlines(keepends=True)
     at = next(i for i, x in enumerate(lines) if x.startswith("CUZK_SIM_CONTEXT")) + 1
-    total = 143771 * 2**20  # the H200's cudaGetDeviceProperties totalGlobalMem
+    # a MiB-aligned total (written as MiB); the H200's real line says 150109880320 B, CUDA's
+    # total, 615 MiB below nvidia-smi's 143771 MiB (tests/cli/test_two_vram_totals.py)
+    total = 143771 * 2**20
     lines.insert(at, f"CUZK_SIM_DEVICE: gpu=0 bytes={total} name=NVIDIA H200\n")
     log, out = tmp_path / "w.log", tmp_path / "p.toml"
     log.write_text("".join(lines))

@@ -145,3 +145,27 @@ def test_bad_folder_is_one_line_exit_2(report_mod, tmp_path, capsys):
     assert report_mod.main([str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "predictions" in err and "Traceback" not in err
+
+
+def test_a_run_on_a_held_key_says_so(report_mod, tmp_path):
+    # grid-v2's w2-26 ran after the grid in one process (benchmarks/production_runs.py),
+    # on the key and inputs the grid's 2^26 runs had made: it stated 4.00 GiB before it
+    # started (only the process: nothing left to make) and its report carried the
+    # earlier run's 18.0 s making time. The line said "stated before the run 4.00 GiB;
+    # key made in 18.0 s". Its committed host report, by hand: key 21604115136 + inputs
+    # 10387807968 + process 4294967296 = 36286890400 B = 33.79 GiB the run needs, of
+    # which 36286890400 - need 4294967296 = 31991923104 B = 29.79 GiB held already.
+    host = json.loads((RAW / "grid-v2" / "runs" / "w2-26.details.json").read_text())["host"]
+    assert host["need_bytes"] == 4294967296 and "held_bytes" not in host  # as committed
+    line = report_mod.rss_line("w2-26", 2, host)
+    assert "stated before the run 33.79 GiB, 29.79 GiB of it held already" in line, line
+    assert "4.00 GiB to make and the process" in line, line
+    assert "key made by an earlier run of the process, not by this one" in line, line
+    assert "key made in" not in line, line
+    # a report that says so itself (this tree's pipeline: held_bytes, key_held_bytes)
+    said = {**host, "held_bytes": 31991923104, "key_held_bytes": 21604115136}
+    assert report_mod.rss_line("w2-26", 2, said) == line
+    # a run that made its key: as before (the 2^27 rerun, 44.2 s)
+    made = json.loads((RAW / "rerun" / "w2-27.details.json").read_text())["host"]
+    line = report_mod.rss_line("w2-27", 2, made)
+    assert line.endswith("stated before the run 63.59 GiB; key made in 44.2 s"), line
