@@ -10,14 +10,9 @@ call of 19:59 against predictions v2"). Nothing here changes the bundled model.
   --gap       a host gap after each partition a worker completes, lognormal, fitted to
               that configuration's gaps between a worker's partitions in the call
   --nowait    the unlock waits for the worker's own queued work only (not the others')
-  --launches spread|ahead
-              each MSM enters the in-order queue as its kernels (cuzk_sim/steps/
-              msm_launches.py: 25 at 2^18), launched a kernel's time after the one before
-              (spread) or when the one before starts on the GPU (ahead)
 
 Usage: python benchmarks/race_measured_trial.py [--copies] [--assembly] [--gap]
-       [--nowait] [--launches spread|ahead] [--replicas N] [--call DIR]
-       (default 60 replicas; ~1-3 min)
+       [--nowait] [--replicas N] [--call DIR]   (default 60 replicas; ~1-3 min)
 """
 
 from __future__ import annotations
@@ -33,7 +28,6 @@ from pathlib import Path
 
 import cuzk_sim.model.gpu_loop as gpu_loop
 import cuzk_sim.steps.copy as copy_step
-import cuzk_sim.steps.kernel as kernel_step
 import cuzk_sim.steps.unlock as unlock_step
 from cuzk_sim.profiles.profile import Profile
 from cuzk_sim.simulate.runner import simulate
@@ -81,7 +75,6 @@ def patch(a: argparse.Namespace, rows: list[dict], state: dict) -> None:
         Profile.cpu_seconds = lambda self, k, n, st: (  # type: ignore[method-assign]
             ASSEMBLY_S if k == "assemble" else cpu(self, k, n, st)
         )
-    kernel_step.MSM_LAUNCHES = a.launches
     if a.nowait:
         unlock_step.queue_end = lambda w: w.t_ready
     if a.gap:
@@ -101,7 +94,6 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     for flag in ("--copies", "--assembly", "--gap", "--nowait"):
         ap.add_argument(flag, action="store_true")
-    ap.add_argument("--launches", choices=("spread", "ahead"), default=None)
     ap.add_argument("--replicas", type=int, default=60)
     ap.add_argument(
         "--call", default=str(ROOT / "docs/validation/h200-2026-12-03-races/call-1959-v2")

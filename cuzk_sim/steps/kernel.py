@@ -26,16 +26,9 @@ from cuzk_sim.model.machine import Machine
 from cuzk_sim.model.runtime import Worker, join, meet
 from cuzk_sim.results.sim_result import Span
 from cuzk_sim.steps.base import Name, PlanError, Seconds, StepIn, StepKind, WorkSize
-from cuzk_sim.steps.msm_launches import msm_launches
 
 ISSUE_S = {"msm_g1": 3.0e-4, "msm_g2": 3.0e-4}
 LAUNCH_S = 2.0e-5  # any other kernel step, a page-locked upload
-
-# How an MSM on one in-order queue enters it (a trial, not the model: docs/validation.md,
-# "Races"): None, as one step (the model); "spread", as its kernels (steps/msm_launches.py),
-# each launched a kernel's time after the one before; "ahead", each launched when the one
-# before starts on the GPU. Set only by benchmarks/race_measured_trial.py --launches.
-MSM_LAUNCHES: str | None = None
 
 Parts = tuple[tuple[str, float], ...]  # a merged kernel run: (kernel name, seconds) each
 
@@ -158,48 +151,11 @@ def _spans(
         t = t_end
 
 
-def launched_one_by_one(dev: SimDevice, s: Any) -> bool:
-    """Whether step `s` enters `dev`'s in-order queue as its kernels, one by one (an MSM
-    on the compute stream of a shared queue, under the trial `MSM_LAUNCHES`)."""
-    return (
-        MSM_LAUNCHES is not None
-        and dev.shared_stream
-        and s.op == "kernel"
-        and s.stream == "compute"
-        and s.fills is None
-        and msm_launches(s.kind, s.size) > 1
-    )
-
-
-def launches(m: Machine, w: Worker, s: Kernel, seconds: float) -> Any:
-    """Queue an MSM as its kernels (`msm_launches`, an equal share of its time each), the
-    host launching the next one as `MSM_LAUNCHES` says, meeting the other workers before
-    each, so that their work issued meanwhile lands between them."""
-    dev, k = w.device, msm_launches(s.kind, s.size)
-    piece = seconds / k
-    first = end = None
-    for i in range(k):
-        if i:
-            yield from meet(m, w)
-        start, end = dev.run_compute(w.t_ready, piece)
-        first = start if first is None else first
-        if MSM_LAUNCHES == "ahead":  # the next launch once this kernel runs
-            w.t_ready = max(w.t_ready + LAUNCH_S, start)
-        else:  # "spread": a kernel's time later
-            w.t_ready += piece
-    w.queued_until = end
-    if m.recorder.record:
-        _spans(m, w, s, first, end, seconds, None)
-
-
 def step_kernel(m, w, cp, pc, seconds, part):
     s = cp.steps[pc]
     yield from join(m, w, s.stream)
     if queues_in_order(w.device, s):
         yield from meet(m, w)
-    if launched_one_by_one(w.device, s):
-        yield from launches(m, w, s, seconds)
-        return pc + 1
     kernel(m, w, s, seconds, cp.parts[pc] if cp.parts else None)
     return pc + 1
 
@@ -225,10 +181,8 @@ def _waiting(x: FastRun, pc: int) -> Any:
     """The plain handler when it has something to wait for (a helper thread on its
     stream; the other workers, before it queues in order), else the time step alone."""
     w, s = x.w, x.steps[pc]
-    if (
-        isinstance(w.streams.get(s.stream), simpy.Event)
-        or (queues_in_order(x.dev, s) and w.t_ready > x.env.now)
-        or launched_one_by_one(x.dev, s)
+    if isinstance(w.streams.get(s.stream), simpy.Event) or (
+        queues_in_order(x.dev, s) and w.t_ready > x.env.now
     ):
         return step_kernel(x.m, w, x.cp, pc, x.seconds[pc], x.part)
     return _timed(x, pc)
