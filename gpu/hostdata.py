@@ -2,8 +2,9 @@
 
 What it holds: one `SyntheticStore` per process keeps the synthetic key of each key shape
 (the MSM sizes, pinned or not: gpu/keygen.py) and the partition inputs (a/b/c, witness)
-of each partition shape, each made once and shared by every worker of every run in the
-process, as a cuzk host keeps its SRS pinned once for all workers. Entries a new run does
+of each partition shape (pinned or not: ProverFlags.pinned), each made once and shared
+by every worker of every run in the process, as a cuzk host keeps its SRS pinned once for
+all workers. Entries a new run does
 not need are dropped before its own are made, so the peak is the run's data, not the sum
 of every shape seen.
 
